@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from biaslens import __version__
+from biaslens import __version__, cli_cid
 from biaslens.errors import BiaslensError
 
 app = typer.Typer(
@@ -375,11 +375,14 @@ def datasets_list() -> None:
     console.print(table)
 
 
+cli_cid.register(app, run_app)
+
+
 def main() -> None:
     """Entry point: run the app, printing ``BiaslensError`` as one line with exit code 2."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
-        app()
+        app(args=cli_cid.expand_multi_value_options(sys.argv[1:]))
     except BiaslensError as error:
         err_console.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
         sys.exit(2)

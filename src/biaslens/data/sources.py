@@ -17,6 +17,9 @@ from pathlib import Path
 from biaslens.errors import BiaslensError
 from biaslens.store import atomic
 
+PACKAGE_FILES = Path(__file__).resolve().parent / "files"
+"""Data files shipped inside the package (templates, name lists, lexicons)."""
+
 ENV_DATA_DIR = "BIASLENS_DATA_DIR"
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from biaslens.data.sources import PACKAGE_FILES
 from biaslens.errors import BiaslensError
 from biaslens.models.requests import MASK
 
@@ -143,7 +144,7 @@ def build_extended(folder: Path) -> pd.DataFrame:
     return table
 
 
-SIMPLIFIED_FILE = Path(__file__).resolve().parent / "files" / "simplified_winogender.tsv"
+SIMPLIFIED_FILE = PACKAGE_FILES / "simplified_winogender.tsv"
 SIMPLIFIED_GENDERS = ("female", "male", "")
 
 

@@ -16,6 +16,8 @@ from biaslens.errors import BiaslensError
 from biaslens.models.requests import (
     ChoiceLogprobsRequest,
     ChoiceLogprobsResult,
+    ContrastiveGenerateRequest,
+    ContrastiveGenerateResult,
     GenerateRequest,
     GenerateResult,
     SpanScoresRequest,
@@ -37,8 +39,12 @@ class ModelKind(str, enum.Enum):
 
 SUPPORTED_REQUESTS: dict[ModelKind, frozenset[str]] = {
     ModelKind.MASKED: frozenset({"token_distribution"}),
-    ModelKind.CAUSAL: frozenset({"token_distribution", "choice_logprobs", "generate"}),
-    ModelKind.SEQ2SEQ: frozenset({"token_distribution", "choice_logprobs", "generate"}),
+    ModelKind.CAUSAL: frozenset(
+        {"token_distribution", "choice_logprobs", "generate", "contrastive_generate"}
+    ),
+    ModelKind.SEQ2SEQ: frozenset(
+        {"token_distribution", "choice_logprobs", "generate", "contrastive_generate"}
+    ),
     ModelKind.EXTRACTIVE_QA: frozenset({"span_scores"}),
 }
 
@@ -102,3 +108,12 @@ class LM(ABC):
     def generate(
         self, requests: Sequence[GenerateRequest], progress: ProgressCallback | None = None
     ) -> list[GenerateResult]: ...
+
+    def contrastive_generate(
+        self,
+        requests: Sequence[ContrastiveGenerateRequest],
+        progress: ProgressCallback | None = None,
+    ) -> list[ContrastiveGenerateResult]:
+        """Contrastive Input Decoding; backends that generate override this."""
+        self.require("contrastive_generate")
+        raise NotImplementedError(f"{type(self).__name__} does not implement CID")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from biaslens.decoding.stopping import apply_stop
 from biaslens.errors import BiaslensError
 from biaslens.models.base import LM, ModelIdentity, ModelKind, ProgressCallback
 from biaslens.models.batching import BatchSizer
@@ -25,6 +26,8 @@ from biaslens.models.requests import (
     MASK,
     ChoiceLogprobsRequest,
     ChoiceLogprobsResult,
+    ContrastiveGenerateRequest,
+    ContrastiveGenerateResult,
     GenerateRequest,
     GenerateResult,
     SpanScoresRequest,
@@ -223,6 +226,7 @@ class HFBackend(LM):
             tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self._decoded: dict[int, str] = {}
+        self._cid = None
 
     def require(self, request_type: str) -> None:
         """Also checks, for masked LMs, that the tokenizer has a mask token."""
@@ -595,7 +599,7 @@ class HFBackend(LM):
             top_tokens, top_values = self._top_k(step_probs[row, :steps], top_k)
             pieces = [self._decode_token(t) for t in tokens[:steps]]
             text = self.tokenizer.decode(tokens[:steps], skip_special_tokens=True)
-            steps, text = _apply_stop(request.stop, pieces, text)
+            steps, text = apply_stop(request.stop, pieces, text)
             results.append(
                 GenerateResult(
                     text=text,
@@ -605,6 +609,57 @@ class HFBackend(LM):
                 )
             )
         return results
+
+    # ------------------------------------------------------------------ contrastive_generate
+    def contrastive_generate(
+        self,
+        requests: Sequence[ContrastiveGenerateRequest],
+        progress: ProgressCallback | None = None,
+    ) -> list[ContrastiveGenerateResult]:
+        """CID for many (x, x', λ) triples: x and x' are two rows of one batch sharing a KV
+        cache, triples are batched together (``batch_size`` counts triples)."""
+        from biaslens.decoding.cid import ContrastiveDecoder
+
+        self.require("contrastive_generate")
+        if self._cid is None:
+            self._cid = ContrastiveDecoder(self.model, self.tokenizer)
+        groups: dict[tuple, list[int]] = {}
+        for i, r in enumerate(requests):
+            if not r.x.strip() or not r.x_prime.strip():
+                raise BiaslensError(f"request {i}: x and x' must be non-empty text")
+            options = (r.max_new_tokens, r.top_k, tuple(r.stop), r.do_sample, r.temperature)
+            groups.setdefault(options, []).append(i)
+        texts = list(dict.fromkeys(t for r in requests for t in (r.x, r.x_prime)))
+        encoded = dict(zip(texts, self._encode_prompts(texts), strict=True))
+        results: list[ContrastiveGenerateResult | None] = [None] * len(requests)
+        for (max_new, top_k, stop, do_sample, temperature), index in groups.items():
+
+            def run(
+                batch, max_new=max_new, top_k=top_k, stop=stop, sample=do_sample, t=temperature
+            ):
+                chosen = [requests[i] for i in batch]
+                outputs = self._cid.decode(
+                    [encoded[r.x] for r in chosen],
+                    [encoded[r.x_prime] for r in chosen],
+                    [r.lam for r in chosen],
+                    top_k=top_k,
+                    max_new_tokens=max_new,
+                    stop=stop,
+                    do_sample=sample,
+                    temperature=t,
+                    seeds=[r.seed for r in chosen],
+                )
+                return [
+                    ContrastiveGenerateResult(o.text, len(o.token_ids), o.finish_reason)
+                    for o in outputs
+                ]
+
+            lengths = [
+                max(len(encoded[requests[i].x]), len(encoded[requests[i].x_prime])) for i in index
+            ]
+            for i, result in zip(index, self.sizer.run(index, lengths, run, progress), strict=True):
+                results[i] = result
+        return results  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ span_scores
     def span_scores(
@@ -664,20 +719,6 @@ def _common_prefix_length(sequences: list[list[int]]) -> int:
     while length < shortest - 1 and all(s[length] == sequences[0][length] for s in sequences):
         length += 1
     return length
-
-
-def _apply_stop(stops: Sequence[str], pieces: list[str], text: str) -> tuple[int, str]:
-    """Cut at the first stop string: keep steps up to the token that completed it."""
-    cut = [text.index(s) for s in stops if s and s in text]
-    if not cut:
-        return len(pieces), text
-    position = min(cut)
-    consumed = ""
-    for step, piece in enumerate(pieces):
-        consumed += piece
-        if len(consumed) > position:
-            return step + 1, text[:position]
-    return len(pieces), text[:position]
 
 
 def _char_span_to_tokens(offsets, sequence_ids, span) -> tuple[int, int] | None:

@@ -121,4 +121,40 @@ class GenerateResult:
     step_top_probs: tuple[tuple[float, ...], ...]
 
 
-Request = TokenDistributionRequest | SpanScoresRequest | ChoiceLogprobsRequest | GenerateRequest
+@dataclass(frozen=True)
+class ContrastiveGenerateRequest:
+    """Contrastive Input Decoding: a continuation likely given ``x`` but not given ``x_prime``.
+
+    Decodes from p̃(w) ∝ exp(lam · (p(w|x, y) − p(w|x', y))) · p(w|x, y) over the ``top_k``
+    tokens of p(·|x, y), appending each token to both inputs (see ``biaslens.decoding.cid``).
+    ``lam = 0`` is plain greedy decoding. Stops at EOS, ``max_new_tokens`` or a ``stop`` string
+    (cut before it). ``do_sample`` samples from p̃ at ``temperature`` with a generator seeded by
+    ``seed``. Example: ``ContrastiveGenerateRequest("John failed because he",
+    "Ahmed failed because he", lam=5.0)``.
+    """
+
+    x: str
+    x_prime: str
+    lam: float
+    max_new_tokens: int = 20
+    top_k: int = 50
+    stop: tuple[str, ...] = field(default=())
+    do_sample: bool = False
+    temperature: float = 1.0
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class ContrastiveGenerateResult:
+    text: str
+    num_tokens: int
+    finish_reason: str
+
+
+Request = (
+    TokenDistributionRequest
+    | SpanScoresRequest
+    | ChoiceLogprobsRequest
+    | GenerateRequest
+    | ContrastiveGenerateRequest
+)

@@ -17,6 +17,7 @@ from pathlib import Path
 from biaslens.models.base import LM, ProgressCallback
 from biaslens.models.requests import (
     ChoiceLogprobsResult,
+    ContrastiveGenerateResult,
     GenerateResult,
     SpanScoresResult,
     TokenDistributionResult,
@@ -28,6 +29,7 @@ _RESULT_TYPES = {
     "span_scores": SpanScoresResult,
     "choice_logprobs": ChoiceLogprobsResult,
     "generate": GenerateResult,
+    "contrastive_generate": ContrastiveGenerateResult,
 }
 
 
@@ -151,3 +153,6 @@ class CachedLM(LM):
 
     def generate(self, requests, progress=None):
         return self._answer("generate", requests, progress)
+
+    def contrastive_generate(self, requests, progress=None):
+        return self._answer("contrastive_generate", requests, progress)

@@ -1,0 +1,254 @@
+"""CID name-swap bias audit (CID paper Section 4, Appendix C).
+
+For two name groups and a template, every name pair (a, b) gives x = template(a) and
+x' = template(b) with pronouns matched to each name's gender. For each λ on the grid, the run
+decodes CID(x; x', λ) (a continuation for group A's name) and CID(x'; x, λ) (for group B's);
+λ = 0 is greedy decoding. It writes every continuation, the most common ones per group and λ
+(like Fig. 3 / Appendix C.1), and a CSV for human rating. ``import_ratings`` reads the rated CSV
+back and computes the fraction of biased continuations per group and λ (Fig. 2). Ratings are
+never produced by the tool.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from biaslens.data import cid_audit as names_data
+from biaslens.errors import BiaslensError
+from biaslens.experiments.cid_common import DecodingSettings, decode_both_directions
+from biaslens.experiments.settings import validated
+from biaslens.metrics.cid import biased_fraction, top_continuations
+from biaslens.models.base import LM
+from biaslens.models.hf import BackendConfig
+from biaslens.models.registry import load_model, resolve_name
+from biaslens.progress import NoProgress, Progress
+from biaslens.store import atomic
+from biaslens.store.cache import CachedLM
+from biaslens.store.run import RunStore, dataset_hash, read_config
+
+METHOD = "cid-audit"
+RATINGS_EXPORT = "ratings_to_fill.csv"
+RATING_COLUMNS = ["id", "group", "lam", "continuation", "count", "biased"]
+TRUE_WORDS = {"1", "yes", "y", "true", "biased"}
+FALSE_WORDS = {"0", "no", "n", "false", "not biased"}
+
+
+class AuditSettings(BaseModel):
+    """Settings that decide an audit's results (the names and template text are stored too)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = "default"
+    group_a: str = "us-male"
+    group_b: str = "egypt-male"
+    names_a: tuple[str, ...]
+    names_b: tuple[str, ...]
+    gender_a: str
+    gender_b: str
+    template_id: str
+    template: str
+    decoding: DecodingSettings = DecodingSettings()
+
+    @model_validator(mode="after")
+    def _check(self) -> AuditSettings:
+        if self.group_a == self.group_b:
+            raise ValueError("choose two different name groups")
+        names_data.check_template(self.template, f"template {self.template_id!r}")
+        return self
+
+
+def make_audit_settings(
+    model: str = "default",
+    groups: tuple[str, str] = ("us-male", "egypt-male"),
+    template_id: str = names_data.DEFAULT_TEMPLATE,
+    names_file: Path | None = None,
+    templates_file: Path | None = None,
+    **decoding,
+) -> AuditSettings:
+    name_groups = names_data.load_name_groups(names_file)
+    templates = names_data.load_templates(templates_file)
+    for group in groups:
+        if group not in name_groups:
+            raise BiaslensError(
+                f"unknown name group {group!r}; known: {', '.join(sorted(name_groups))}"
+            )
+    if template_id not in templates:
+        raise BiaslensError(
+            f"unknown template {template_id!r}; known: {', '.join(sorted(templates))}"
+        )
+    a, b = (name_groups[g] for g in groups)
+    return validated(
+        AuditSettings,
+        {
+            "model": model,
+            "group_a": a.name,
+            "group_b": b.name,
+            "names_a": a.names,
+            "names_b": b.names,
+            "gender_a": a.gender,
+            "gender_b": b.gender,
+            "template_id": template_id,
+            "template": templates[template_id],
+            "decoding": validated(DecodingSettings, decoding),
+        },
+    )
+
+
+@dataclass
+class AuditResult:
+    run_dir: Path
+    samples: pd.DataFrame
+    continuations: pd.DataFrame
+    summary: dict
+    cache_stats: dict
+
+
+def build_pairs(settings: AuditSettings) -> pd.DataFrame:
+    group_a = names_data.NameGroup(settings.group_a, settings.gender_a, settings.names_a)
+    group_b = names_data.NameGroup(settings.group_b, settings.gender_b, settings.names_b)
+    pairs = names_data.audit_pairs(group_a, group_b, settings.template)
+    return pairs.rename(columns={"x_a": "x", "x_b": "x_prime"})
+
+
+def run_audit(
+    settings: AuditSettings,
+    output: Path | str,
+    backend: BackendConfig | None = None,
+    progress: Progress | None = None,
+    lm: LM | None = None,
+) -> AuditResult:
+    """Decode all pairs, directions and λ values; write the run directory (resumable)."""
+    progress = progress or NoProgress()
+    pairs = build_pairs(settings)
+    lm = lm or load_model(settings.model, backend or BackendConfig())
+    lm.require("contrastive_generate")
+    resolved = settings.model_copy(update={"model": resolve_name(settings.model)})
+    store = RunStore(output, METHOD, resolved.model_dump(mode="json"), {})
+    try:
+        cached = CachedLM(lm, store.cache)
+        decoded = decode_both_directions(cached, pairs, settings.decoding, progress, "CID audit")
+        samples = decoded.merge(pairs[["pair", "name_a", "name_b"]], on="pair")
+        forward = samples["direction"] == "forward"
+        samples["group"] = forward.map({True: settings.group_a, False: settings.group_b})
+        samples["name"] = samples["name_a"].where(forward, samples["name_b"])
+        samples["contrast_name"] = samples["name_b"].where(forward, samples["name_a"])
+        samples = samples.drop(columns=["name_a", "name_b"])
+        counts = top_continuations(samples, ["group", "lam"], n=None)
+        store.write_samples(samples)
+        store.write_table("continuations", counts)
+        export = counts.assign(biased="").reset_index(names="id")
+        store.write_table(RATINGS_EXPORT.removesuffix(".csv"), export[RATING_COLUMNS])
+        summary = store.write_summary(
+            {
+                "num_pairs": len(pairs),
+                "num_continuations": len(samples),
+                "distinct_continuations": {
+                    f"{g}|{lam:g}": int(n)
+                    for (g, lam), n in counts.groupby(["group", "lam"]).size().items()
+                },
+            },
+            model=lm.identity.describe(),
+            dataset={"name": "cid-names", "sha256": dataset_hash(pairs)},
+            requests=dict(cached.stats),
+        )
+        return AuditResult(Path(output), samples, counts, summary, dict(cached.stats))
+    finally:
+        store.close()
+
+
+@dataclass
+class RatingsResult:
+    fractions: pd.DataFrame
+    table_path: Path
+    plot_path: Path
+
+
+def _parse_biased(value: str, where: str) -> int:
+    word = value.strip().lower()
+    if word in TRUE_WORDS:
+        return 1
+    if word in FALSE_WORDS:
+        return 0
+    raise BiaslensError(f"{where}: field 'biased' must be 1/0 (or yes/no), got {value!r}")
+
+
+def read_ratings(path: Path, exported: pd.DataFrame) -> pd.DataFrame:
+    """Read a rated copy of the export; every row must match an exported continuation."""
+    try:
+        handle = Path(path).open(encoding="utf-8", newline="")
+    except FileNotFoundError:
+        raise BiaslensError(f"{path}: file not found") from None
+    with handle:
+        reader = csv.DictReader(handle)
+        missing = [
+            c for c in ("id", "continuation", "biased") if c not in (reader.fieldnames or [])
+        ]
+        if missing:
+            raise BiaslensError(f"{path}: missing column(s) {missing}")
+        by_id = exported.set_index("id")
+        seen: dict[int, int] = {}
+        unrated = []
+        for number, row in enumerate(reader, start=2):
+            where = f"{path}:{number}"
+            try:
+                key = int(row["id"])
+            except (TypeError, ValueError):
+                raise BiaslensError(
+                    f"{where}: field 'id' is not an exported id: {row['id']!r}"
+                ) from None
+            if key not in by_id.index:
+                raise BiaslensError(f"{where}: id {key} is not in the exported continuations")
+            expected = by_id.loc[key, "continuation"]
+            expected = "" if pd.isna(expected) else str(expected)
+            if (row["continuation"] or "") != expected:
+                raise BiaslensError(
+                    f"{where}: continuation {row['continuation']!r} does not match the exported "
+                    f"one for id {key} ({expected!r})"
+                )
+            if key in seen:
+                raise BiaslensError(f"{where}: id {key} rated twice")
+            if not (row["biased"] or "").strip():
+                unrated.append(key)
+                continue
+            seen[key] = _parse_biased(row["biased"], where)
+    if unrated or len(seen) < len(exported):
+        absent = sorted(set(exported["id"]) - set(seen) - set(unrated))
+        raise BiaslensError(
+            f"{path}: {len(unrated)} row(s) without a rating and {len(absent)} exported row(s) "
+            f"missing (first: {(unrated + absent)[:5]}); rate every exported continuation"
+        )
+    return exported.assign(biased=exported["id"].map(seen))
+
+
+def import_ratings(run_dir: Path | str, ratings: Path | str) -> RatingsResult:
+    """Fraction of biased continuations per group and λ from a rated export (Fig. 2)."""
+    import matplotlib.pyplot as plt
+
+    from biaslens.report.cid_plots import biased_heatmap
+
+    run_dir = Path(run_dir)
+    config = read_config(run_dir)
+    if config.get("method") != METHOD:
+        raise BiaslensError(f"{run_dir} holds a {config.get('method')} run, not a {METHOD} run")
+    export_path = run_dir / RATINGS_EXPORT
+    if not export_path.exists():
+        raise BiaslensError(f"{run_dir}: no {RATINGS_EXPORT}; the run did not finish")
+    exported = pd.read_csv(export_path, keep_default_na=False)
+    rated = read_ratings(Path(ratings), exported)
+    fractions = biased_fraction(rated, ["group", "lam"])
+    atomic.write_bytes(run_dir / "ratings.csv", rated.to_csv(index=False).encode())
+    table_path = run_dir / "biased_fraction.csv"
+    atomic.write_bytes(table_path, fractions.to_csv(index=False).encode())
+    settings = config["settings"]
+    figure = biased_heatmap(
+        fractions, f"{settings['model']}: {settings['group_a']} vs {settings['group_b']}"
+    )
+    plot_path = run_dir / "plots" / "biased_fraction.png"
+    atomic.write_figure(plot_path, figure)
+    plt.close(figure)
+    return RatingsResult(fractions, table_path, plot_path)

@@ -1,0 +1,107 @@
+"""Metrics of the CID paper: continuation counts, fraction biased (Section 4) and λ* (Section 5).
+
+λ* of a perturbation (x, x') is the smallest λ on the grid with
+sim(x + CID(x; x', λ), x' + CID(x'; x, λ)) < τ, and ∞ when the similarity never falls below τ.
+Low λ* means a strong effect (λ* = 0: visible with plain greedy decoding).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from biaslens.errors import BiaslensError
+
+DEFAULT_TAU = 0.85
+
+
+def lambda_star(
+    table: pd.DataFrame,
+    tau: float = DEFAULT_TAU,
+    by: str | list[str] = "pair",
+    lam: str = "lam",
+    similarity: str = "similarity",
+) -> pd.Series:
+    """λ* per group of ``by`` (one row per (pair, λ) in ``table``); ``inf`` when never < τ."""
+    keys = [by] if isinstance(by, str) else list(by)
+    if table.duplicated(keys + [lam]).any():
+        raise BiaslensError(f"lambda_star: more than one row per ({', '.join(keys)}, {lam})")
+    below = table.loc[table[similarity] < tau]
+    crossing = below.groupby(keys, sort=True)[lam].min()
+    every = table.groupby(keys, sort=True)[lam].size().index
+    return crossing.reindex(every, fill_value=np.inf).astype(float).rename("lambda_star")
+
+
+def lambda_star_summary(per_pair: pd.DataFrame, by: str = "type") -> pd.DataFrame:
+    """Median and quartiles of λ* per perturbation type, sorted by median like the paper's
+    Fig. 4; ``n_never`` counts pairs that never crossed τ. Quantiles interpolate linearly and
+    are ∞ when they touch an ∞ value."""
+
+    def quantile(values: pd.Series, q: float) -> float:
+        with np.errstate(invalid="ignore"):
+            value = float(np.quantile(values.to_numpy(dtype=float), q))
+        return np.inf if np.isnan(value) else value
+
+    rows = []
+    for kind, part in per_pair.groupby(by, sort=False):
+        values = part["lambda_star"]
+        rows.append(
+            {
+                by: kind,
+                "n": len(values),
+                "median": quantile(values, 0.5),
+                "q25": quantile(values, 0.25),
+                "q75": quantile(values, 0.75),
+                "n_never": int(np.isinf(values).sum()),
+            }
+        )
+    return (
+        pd.DataFrame(rows).sort_values(["median", "q75", by], kind="stable").reset_index(drop=True)
+    )
+
+
+def similarity_trend(table: pd.DataFrame, lam: str = "lam", similarity: str = "similarity"):
+    """Mean similarity per λ (paper Fig. 9) and a monotonicity check.
+
+    Returns the per-λ table and ``{"non_increasing": bool, "spearman_rho": ρ, "violations":
+    [[λ_i, λ_j], ...]}`` where a violation is a step on the grid where the mean rose.
+    """
+    curve = (
+        table.groupby(lam, sort=True)[similarity]
+        .agg(mean="mean", std="std", n="size")
+        .reset_index()
+    )
+    means = curve["mean"].to_numpy()
+    grid = curve[lam].to_numpy()
+    rises = np.flatnonzero(np.diff(means) > 0)
+    rho = stats.spearmanr(grid, means).statistic if len(grid) > 1 else float("nan")
+    check = {
+        "non_increasing": bool(len(rises) == 0),
+        "spearman_rho": float(rho),
+        "violations": [[float(grid[i]), float(grid[i + 1])] for i in rises],
+    }
+    return curve, check
+
+
+def top_continuations(
+    samples: pd.DataFrame, by: list[str], text: str = "continuation", n: int | None = 10
+) -> pd.DataFrame:
+    """Counts of each distinct continuation per group of ``by``, most common first (like the
+    paper's Fig. 3 and Appendix C.1); ``n`` keeps the top n per group (None: all)."""
+    counts = samples.groupby([*by, text], sort=False).size().rename("count").reset_index()
+    counts = counts.sort_values([*by, "count", text], ascending=[True] * len(by) + [False, True])
+    if n is not None:
+        counts = counts.groupby(by, sort=False).head(n)
+    return counts.reset_index(drop=True)
+
+
+def biased_fraction(rated: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Fraction of continuations rated biased per group of ``by``, weighting each distinct
+    continuation by how often it was generated (``count``; paper Fig. 2)."""
+    weighted = rated.assign(_biased=rated["count"] * rated["biased"].astype(float))
+    grouped = weighted.groupby(by, sort=True).agg(
+        biased=("_biased", "sum"), continuations=("count", "sum")
+    )
+    grouped["fraction_biased"] = grouped["biased"] / grouped["continuations"]
+    return grouped.reset_index()
