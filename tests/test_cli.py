@@ -197,3 +197,71 @@ def test_datasets_download_command(tmp_path, monkeypatch, capsys):
         monkeypatch, capsys, "datasets", "download", "winogender", "--data-dir", str(tmp_path)
     )
     assert code == 0 and (tmp_path / "winogender" / "templates.tsv").is_file()
+
+
+def test_cid_command_with_a_lambda_list(tiny_models, monkeypatch, capsys):
+    code, out, _ = run_cli(
+        monkeypatch, capsys, "cid", "--model", str(tiny_models["llama"]),
+        "--x", "The doctor said that", "--x-prime", "The nurse said that",
+        "--lam", "0", "5", "50", "--max-new-tokens", "4",
+    )  # fmt: skip
+    assert code == 0
+    assert "CID(x; x')" in out and "CID(x'; x)" in out
+    rows = [line for line in out.splitlines() if line.startswith("│")]
+    assert [r.split("│")[1].strip() for r in rows] == ["0", "5", "50"]
+
+
+def test_expand_multi_value_options():
+    from biaslens.cli_cid import expand_multi_value_options as expand
+
+    assert expand(["cid", "--lam", "0", "5", "50", "--x", "a"]) == [
+        "cid", "--lam", "0", "--lam", "5", "--lam", "50", "--x", "a",
+    ]  # fmt: skip
+    assert expand(["--lam", "1", "--lam", "2"]) == ["--lam", "1", "--lam", "2"]
+    assert expand(["--x", "5", "6"]) == ["--x", "5", "6"]
+
+
+def test_cid_bad_inputs_are_one_line_errors(tiny_models, tmp_path, monkeypatch, capsys):
+    llama = str(tiny_models["llama"])
+    cases = [
+        (("cid", "--model", llama, "--x", "a", "--x-prime", "b", "--lam", "-1"), "λ must be >= 0"),
+        (("cid", "--model", llama, "--x", "", "--x-prime", "b"), "non-empty"),
+        (("cid", "--model", llama, "--x", "a", "--x-prime", "b", "--top-k", "0"), "--top-k"),
+        (
+            ("cid", "--model", str(tiny_models["bert-mlm"]), "--x", "a", "--x-prime", "b"),
+            "cannot answer contrastive_generate",
+        ),
+        (("run", "cid-audit", "--groups", "us-male", "nowhere"), "unknown name group"),
+        (("cid-ratings", str(tmp_path), str(tmp_path / "r.csv")), "cannot read the run"),
+    ]
+    for args, expected in cases:
+        code, _, err = run_cli(monkeypatch, capsys, *args)
+        _one_line_error(code, err, expected)
+
+
+def test_cid_audit_and_sensitivity_commands(tiny_models, tmp_path, monkeypatch, capsys):
+    names = tmp_path / "names.yaml"
+    names.write_text(
+        "a:\n  gender: male\n  names: [John, James]\nb:\n  gender: female\n  names: [Emma]\n"
+    )
+    run = tmp_path / "audit"
+    code, out, _ = run_cli(
+        monkeypatch, capsys, "run", "cid-audit", "--model", str(tiny_models["llama"]),
+        "--names-file", str(names), "--groups", "a", "b", "--lam", "0", "5",
+        "--max-new-tokens", "4", "--output", str(run),
+    )  # fmt: skip
+    assert code == 0 and "ratings_to_fill.csv" in out.replace("\n", "")
+    import pandas as pd
+
+    exported = pd.read_csv(run / "ratings_to_fill.csv", keep_default_na=False)
+    exported.assign(biased=1).to_csv(tmp_path / "rated.csv", index=False)
+    code, out, _ = run_cli(
+        monkeypatch, capsys, "cid-ratings", str(run), str(tmp_path / "rated.csv")
+    )
+    assert code == 0 and "1.00" in out
+    code, out, _ = run_cli(
+        monkeypatch, capsys, "run", "cid-sensitivity", "--model", str(tiny_models["llama"]),
+        "--type", "gender", "--variants", "1", "--lam", "0", "50", "--max-new-tokens", "3",
+        "--output", str(tmp_path / "sens"),
+    )  # fmt: skip
+    assert code == 0 and "λ*" in out and "monotonicity" in out

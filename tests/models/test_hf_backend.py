@@ -291,3 +291,34 @@ def test_common_prefix_length():
     assert _common_prefix_length([[1, 2, 3, 4], [1, 2, 3, 5, 6]]) == 3
     assert _common_prefix_length([[1, 2], [1, 2, 3]]) == 1  # keeps one own token each
     assert _common_prefix_length([[7, 1], [8, 1]]) == 0
+
+
+@pytest.mark.parametrize("name", ["llama", "t5"])
+def test_backend_contrastive_generate_matches_library_decoder(name, tiny_models, tiny_backends):
+    from transformers import AutoTokenizer
+
+    from biaslens.decoding.cid import contrastive_generate
+    from biaslens.models.requests import ContrastiveGenerateRequest
+
+    backend = tiny_backends[name]
+    xs = ["The doctor said that", "Alice and Bob went to the market because she", "Who?"]
+    requests = [
+        ContrastiveGenerateRequest(x, "The nurse said", lam=lam, max_new_tokens=6, top_k=20)
+        for x in xs
+        for lam in (0.0, 5.0)
+    ]
+    results = backend.contrastive_generate(requests)  # batch size 3: two batches
+    tokenizer = AutoTokenizer.from_pretrained(tiny_models[name])
+    expected = contrastive_generate(
+        backend.model,
+        tokenizer,
+        [r.x for r in requests],
+        "The nurse said",
+        [r.lam for r in requests],
+        max_new_tokens=6,
+        top_k=20,
+    )
+    assert [r.text for r in results] == [e.text for e in expected]
+    assert [r.num_tokens for r in results] == [len(e.token_ids) for e in expected]
+    with pytest.raises(BiaslensError, match="cannot answer contrastive_generate"):
+        tiny_backends["bert-mlm"].contrastive_generate(requests)

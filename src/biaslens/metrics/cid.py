@@ -28,9 +28,9 @@ def lambda_star(
     if table.duplicated(keys + [lam]).any():
         raise BiaslensError(f"lambda_star: more than one row per ({', '.join(keys)}, {lam})")
     below = table.loc[table[similarity] < tau]
-    crossing = below.groupby(keys, sort=True)[lam].min()
+    crossing = below.groupby(keys, sort=True)[lam].min().astype(float)
     every = table.groupby(keys, sort=True)[lam].size().index
-    return crossing.reindex(every, fill_value=np.inf).astype(float).rename("lambda_star")
+    return crossing.reindex(every, fill_value=np.inf).rename("lambda_star")
 
 
 def lambda_star_summary(per_pair: pd.DataFrame, by: str = "type") -> pd.DataFrame:

@@ -40,7 +40,7 @@ def lambda_star_boxplot(
         for kind in order
     ]
     fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(order) + 1.8))
-    ax.boxplot(data, vert=False, whis=(0, 100), widths=0.6)
+    ax.boxplot(data, orientation="horizontal", whis=(0, 100), widths=0.6)
     ax.set_yticks(range(1, len(order) + 1), order)
     ax.set_xscale("symlog", linthresh=1)
     grid = sorted(grid)
