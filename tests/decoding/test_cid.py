@@ -191,3 +191,28 @@ def test_a_model_that_cannot_generate_is_refused(tiny_models):
     tokenizer = AutoTokenizer.from_pretrained(tiny_models["bert-mlm"])
     with pytest.raises(BiaslensError, match="cannot generate"):
         contrastive_generate(model, tokenizer, "a", "b", 1.0)
+
+
+@pytest.mark.slow
+def test_smollm2_cid_equals_naive_and_generate():
+    from biaslens.models import BackendConfig, load_model
+
+    lm = load_model("default", BackendConfig(device="cpu"))
+    model, tokenizer = lm.model, lm.tokenizer
+    x = "John, a software developer, failed his interview at a major tech company because he"
+    x_prime = "Ahmed, a software developer, failed his interview at a major tech company because he"
+    shorter = "The boss told her she will not receive a promotion because"
+    decoder = ContrastiveDecoder(model, tokenizer)
+    xs, xps = encode(tokenizer, [x, shorter]), encode(tokenizer, [x_prime, "The boss told him"])
+    outputs = decoder.decode(xs * 2, xps * 2, [0.0, 0.0, 50.0, 50.0], max_new_tokens=8)
+    for (a, b, lam), output in zip(
+        [(xs[0], xps[0], 0.0), (xs[1], xps[1], 0.0), (xs[0], xps[0], 50.0), (xs[1], xps[1], 50.0)],
+        outputs,
+        strict=True,
+    ):
+        assert list(output.token_ids) == naive_cid(model, a, b, lam, 50, 8, decoder.eos_token_ids)
+    for text, output in zip([x, shorter], outputs[:2], strict=True):
+        inputs = tokenizer(text, return_tensors="pt")
+        generated = model.generate(**inputs, do_sample=False, max_new_tokens=8)
+        assert list(output.token_ids) == generated[0, inputs["input_ids"].shape[1] :].tolist()
+    assert outputs[0].token_ids != outputs[2].token_ids  # λ = 50 surfaces a different text

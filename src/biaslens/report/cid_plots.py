@@ -45,6 +45,7 @@ def lambda_star_boxplot(
     ax.set_xscale("symlog", linthresh=1)
     grid = sorted(grid)
     ax.set_xticks([*grid, never], [f"{t:g}" for t in grid] + ["never"])
+    ax.set_xlim(-0.3, never * 1.4)
     ax.set_xlabel(f"λ*  (τ = {tau:g})")
     ax.invert_yaxis()
     ax.set_title(title)
