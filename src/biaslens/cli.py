@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from biaslens import __version__, cli_cid
+from biaslens.cli_common import backend_config, print_cache_stats
 from biaslens.errors import BiaslensError
 
 app = typer.Typer(
@@ -133,8 +134,6 @@ def run_sib_mgc(
     """
     from biaslens.experiments.sib_mgc import make_settings, run_mgc
     from biaslens.experiments.sib_mgc_compare import read_models_file, run_mgc_models, safe_name
-    from biaslens.models.batching import parse_batch_size
-    from biaslens.models.hf import BackendConfig
     from biaslens.progress import RichProgress
 
     models = list(model or [])
@@ -151,9 +150,7 @@ def run_sib_mgc(
         seed=seed,
         dtype=dtype,
     )
-    backend = BackendConfig(
-        device=device, dtype=dtype, batch_size=parse_batch_size(batch_size, "--batch-size")
-    )
+    backend = backend_config(device, dtype, batch_size)
     if len(models) > 1:
         output = output or Path("runs") / "sib-mgc" / f"compare-{mode.value}"
         with RichProgress.open() as progress:
@@ -203,10 +200,7 @@ def _print_mgc(result, mode: str) -> None:
             f"{row.female_minus_male_slope:+.4f}"
             f" pp/step, mean r² {row.mean_r2:.3f}"
         )
-    stats = result.cache_stats
-    console.print(
-        f"requests: {stats['computed']} computed, {stats['cached']} reused from the cache"
-    )
+    print_cache_stats(console, result.cache_stats)
     console.print(f"results: {result.run_dir}")
     for plot in result.plots:
         console.print(f"plot: {plot}")
@@ -248,8 +242,6 @@ def run_sib_detect(
     """
     from biaslens.experiments.sib_detect import make_detect_settings, run_detect
     from biaslens.experiments.sib_mgc_compare import safe_name
-    from biaslens.models.batching import parse_batch_size
-    from biaslens.models.hf import BackendConfig
     from biaslens.progress import RichProgress
 
     settings = make_detect_settings(
@@ -261,9 +253,7 @@ def run_sib_detect(
         threshold=threshold,
         limit=limit,
     )
-    backend = BackendConfig(
-        device=device, dtype=dtype, batch_size=parse_batch_size(batch_size, "--batch-size")
-    )
+    backend = backend_config(device, dtype, batch_size)
     if output is None:
         output = Path("runs") / "sib-detect" / f"{safe_name(model)}-{mode.value}"
     with RichProgress.open() as progress:
@@ -297,10 +287,7 @@ def run_sib_detect(
             str(row.n_well_specified),
         )
     console.print(table)
-    console.print(
-        f"requests: {result.cache_stats['computed']} computed, "
-        f"{result.cache_stats['cached']} reused from the cache"
-    )
+    print_cache_stats(console, result.cache_stats)
     console.print(f"results: {result.run_dir}")
     for plot in result.plots:
         console.print(f"plot: {plot}")

@@ -8,19 +8,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from biaslens.cli_common import backend_config, print_cache_stats
 from biaslens.errors import BiaslensError
 
 console = Console()
 LAM_HELP = "λ values (e.g. --lam 0 5 50); 0 is plain greedy decoding."
-
-
-def _backend(device: str, dtype: str, batch_size: str):
-    from biaslens.models.batching import parse_batch_size
-    from biaslens.models.hf import BackendConfig
-
-    return BackendConfig(
-        device=device, dtype=dtype, batch_size=parse_batch_size(batch_size, "--batch-size")
-    )
 
 
 def cid(
@@ -51,7 +43,7 @@ def cid(
     if top_k < 1:
         raise BiaslensError(f"--top-k must be >= 1, got {top_k}")
     lams = [check_lambda(v) for v in lam]
-    lm = load_model(model, _backend(device, dtype, "auto"))
+    lm = load_model(model, backend_config(device, dtype, "auto"))
     lm.require("contrastive_generate")
     directions = [("x", x, x_prime)] + ([] if one_way else [("x'", x_prime, x)])
     requests = [
@@ -131,7 +123,7 @@ def run_cid_audit(
     )
     output = output or Path("runs") / "cid-audit" / f"{safe_name(model)}-{groups[0]}-{groups[1]}"
     with RichProgress.open() as progress:
-        result = run_audit(settings, output, _backend(device, dtype, batch_size), progress)
+        result = run_audit(settings, output, backend_config(device, dtype, batch_size), progress)
     top = top_continuations(result.samples, ["group", "lam"], n=show)
     table = Table(title=f"CID audit — {result.summary['model']['name']}", show_lines=True)
     for column in ("λ", groups[0], groups[1]):
@@ -143,10 +135,7 @@ def run_cid_audit(
             cells.append("; ".join(f"{r.continuation} ({r.count})" for r in part.itertuples()))
         table.add_row(f"{lam_value:g}", *cells)
     console.print(table)
-    stats = result.cache_stats
-    console.print(
-        f"requests: {stats['computed']} computed, {stats['cached']} reused from the cache"
-    )
+    print_cache_stats(console, result.cache_stats)
     console.print(f"results: {result.run_dir}")
     console.print(f"to rate: {result.run_dir / RATINGS_EXPORT}")
 
@@ -225,7 +214,7 @@ def run_cid_sensitivity(
         result = run_sensitivity(
             settings,
             output,
-            _backend(device, dtype, batch_size),
+            backend_config(device, dtype, batch_size),
             progress,
             sentences_file=sentences_file,
             semantic_file=semantic_file,
@@ -244,10 +233,7 @@ def run_cid_sensitivity(
     check = result.monotonicity
     verdict = "non-increasing" if check["non_increasing"] else f"rises at {check['violations']}"
     console.print(f"monotonicity: {verdict} (Spearman ρ = {check['spearman_rho']:+.2f})")
-    stats = result.cache_stats
-    console.print(
-        f"requests: {stats['computed']} computed, {stats['cached']} reused from the cache"
-    )
+    print_cache_stats(console, result.cache_stats)
     console.print(f"results: {result.run_dir}")
     for plot in result.plots:
         console.print(f"plot: {plot}")
