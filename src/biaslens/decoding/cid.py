@@ -29,6 +29,7 @@ import torch
 
 from biaslens.decoding.stopping import apply_stop, contains_stop
 from biaslens.errors import BiaslensError
+from biaslens.models.batching import pad_sequences
 
 FINISH_EOS = "eos"
 FINISH_STOP = "stop"
@@ -285,14 +286,7 @@ class ContrastiveDecoder:
             state["next_position"] = state["next_position"][rows]
 
     def _pad(self, sequences: list[list[int]], left: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        width = max(len(s) for s in sequences)
-        ids = torch.full((len(sequences), width), self.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(sequences), width), dtype=torch.long)
-        for row, seq in enumerate(sequences):
-            span = slice(width - len(seq), width) if left else slice(0, len(seq))
-            ids[row, span] = torch.tensor(seq)
-            mask[row, span] = 1
-        return ids.to(self.device), mask.to(self.device)
+        return pad_sequences(sequences, self.pad_token_id, left, self.device)
 
     # ------------------------------------------------------------------ text
     def _text(self, ids: list[int]) -> str:
@@ -316,7 +310,7 @@ def _eos_ids(model) -> set[int]:
     return {int(e) for e in eos} if isinstance(eos, (list, tuple)) else {int(eos)}
 
 
-def encode_prompt(tokenizer, text: str, encoder_decoder: bool) -> list[int]:
+def encode_prompt(tokenizer, text: str) -> list[int]:
     """Prompt ids with the tokenizer's own special tokens (as ``model.generate`` callers do)."""
     if not isinstance(text, str) or not text.strip():
         raise BiaslensError("x and x' must be non-empty text")
@@ -349,7 +343,7 @@ def contrastive_generate(
     single = isinstance(x, str) and isinstance(x_prime, str) and not isinstance(lam, Sequence)
     xs, x_primes, lams = _broadcast(x, x_prime, lam)
     decoder = ContrastiveDecoder(model, tokenizer)
-    encoded = {t: encode_prompt(tokenizer, t, decoder.encoder_decoder) for t in {*xs, *x_primes}}
+    encoded = {t: encode_prompt(tokenizer, t) for t in {*xs, *x_primes}}
     outputs: list[CIDOutput] = []
     for start in range(0, len(xs), batch_size):
         part = slice(start, start + batch_size)

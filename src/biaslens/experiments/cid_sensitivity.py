@@ -11,7 +11,6 @@ median (Fig. 4) and the mean similarity vs λ with a monotonicity check (Fig. 9)
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from biaslens.data import perturbations as P
+from biaslens.data import sources
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.errors import BiaslensError
 from biaslens.experiments.cid_common import DecodingSettings, decode_both_directions
@@ -55,7 +55,7 @@ class SensitivitySettings(BaseModel):
 def _file_hash(path: Path | None, default: str) -> str:
     source = Path(path) if path is not None else PACKAGE_FILES / default
     try:
-        return hashlib.sha256(source.read_bytes()).hexdigest()
+        return sources.sha256_file(source)
     except FileNotFoundError:
         raise BiaslensError(f"{source}: file not found") from None
 

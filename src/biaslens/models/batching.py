@@ -79,3 +79,18 @@ class BatchSizer:
             if progress is not None:
                 progress(len(index))
         return results  # type: ignore[return-value]
+
+
+def pad_sequences(
+    sequences: Sequence[Sequence[int]], pad_id: int, left: bool, device: torch.device | str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids padded to the longest sequence (on the left for causal prompts) and their
+    attention mask, both on ``device``."""
+    width = max(len(s) for s in sequences)
+    ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(sequences), width), dtype=torch.long)
+    for row, seq in enumerate(sequences):
+        span = slice(width - len(seq), width) if left else slice(0, len(seq))
+        ids[row, span] = torch.tensor(seq)
+        mask[row, span] = 1
+    return ids.to(device), mask.to(device)

@@ -21,7 +21,7 @@ import torch
 from biaslens.decoding.stopping import apply_stop
 from biaslens.errors import BiaslensError
 from biaslens.models.base import LM, ModelIdentity, ModelKind, ProgressCallback
-from biaslens.models.batching import BatchSizer
+from biaslens.models.batching import BatchSizer, pad_sequences
 from biaslens.models.requests import (
     MASK,
     ChoiceLogprobsRequest,
@@ -253,17 +253,7 @@ class HFBackend(LM):
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     def _pad(self, sequences: list[list[int]], left: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        width = max(len(s) for s in sequences)
-        ids = torch.full((len(sequences), width), self._pad_id, dtype=torch.long)
-        mask = torch.zeros((len(sequences), width), dtype=torch.long)
-        for row, seq in enumerate(sequences):
-            if left:
-                ids[row, width - len(seq) :] = torch.tensor(seq)
-                mask[row, width - len(seq) :] = 1
-            else:
-                ids[row, : len(seq)] = torch.tensor(seq)
-                mask[row, : len(seq)] = 1
-        return ids.to(self.device), mask.to(self.device)
+        return pad_sequences(sequences, self._pad_id, left, self.device)
 
     def _decode_token(self, token_id: int) -> str:
         text = self._decoded.get(token_id)
