@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from biaslens import __version__, cli_cid
+from biaslens import __version__, cli_cid, cli_lei
 from biaslens.cli_common import backend_config, print_cache_stats
 from biaslens.errors import BiaslensError
 
@@ -363,6 +363,8 @@ def datasets_list() -> None:
 
 
 cli_cid.register(app, run_app)
+cli_lei.register(app, run_app)
+cli_lei.register(app, run_app)
 
 
 def main() -> None:

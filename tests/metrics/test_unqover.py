@@ -8,10 +8,13 @@ import pytest
 from biaslens.errors import BiaslensError
 from biaslens.metrics.unqover import (
     attributive_error,
+    cluster_attribute_bias,
     comparative_scores,
     model_bias,
+    model_summary,
     positional_error,
     subject_attribute_bias,
+    subject_bias,
     theta4,
 )
 
@@ -92,3 +95,37 @@ def test_bad_predictions_are_clear_errors(scores):
         comparative_scores(pd.concat([scores, scores.iloc[:1]]))
     with pytest.raises(BiaslensError, match="lack column"):
         comparative_scores(scores.drop(columns="negated"))
+
+
+def test_subject_bias_names_the_top_attribute(scores):
+    table = subject_bias(comparative_scores(scores)).set_index("subject")
+    # A: |γ(A, bad)| = .15 > |γ(A, good)| = .05; B mirrors it with γ = −.15.
+    assert table.loc["A", "max_abs_gamma"] == pytest.approx(0.15)
+    assert table.loc["A", "top_attribute"] == "bad"
+    assert table.loc["B", "top_gamma"] == pytest.approx(-0.15)
+    assert table.loc["B", "mean_abs_eta"] == pytest.approx(1.0)
+
+
+def test_cluster_attribute_bias_averages_the_cluster(scores):
+    table = cluster_attribute_bias(comparative_scores(scores), {"A": "f", "B": "m"})
+    table = table.set_index(["cluster", "attribute"])
+    assert table.loc[("f", "bad"), "gamma"] == pytest.approx(0.15)
+    assert table.loc[("m", "good"), "gamma"] == pytest.approx(-0.05)
+    with pytest.raises(BiaslensError, match="no cluster"):
+        cluster_attribute_bias(comparative_scores(scores), {"A": "f"})
+
+
+def test_model_summary_groups_by_and_averages_within(scores):
+    # Two intervention sentences of one type: the ethical one flattens every score, so its C
+    # is 0 and γ(A, bad) = mean(.15 from "plain", 0 from "flat") = .075 for the type.
+    plain = scores.assign(kind="t", sentence="plain")
+    flat = scores.assign(kind="t", sentence="flat", s_first=0.5, s_second=0.5)
+    table = model_summary(pd.concat([plain, flat]), by=("kind",), within=("sentence",))
+    row = table.iloc[0]
+    assert row["mu"] == pytest.approx(0.075)
+    assert row["theta4"] == pytest.approx(0.075)
+    assert row["delta"] == pytest.approx(0.05 / 2)  # the flat half adds 12 zero differences
+    assert row["epsilon"] == pytest.approx(1.0 / 24)
+    assert row["contexts"] == 12
+    overall = model_summary(scores).iloc[0]
+    assert overall["mu"] == pytest.approx(0.15) and overall["contexts"] == 6

@@ -30,4 +30,21 @@ DATASETS: dict[str, DatasetInfo] = {
         "rudinger/winogender-schemas @ 1c7f8b4 (MIT)",
         "biaslens datasets download winogender, or --data-dir",
     ),
+    "unqover": DatasetInfo(
+        "unqover",
+        "UnQover",
+        "word lists: religion 77,000, ethnicity 147,000, gender 2,744,000, nationality "
+        "2,308,464 examples (x 2 questions)",
+        "allenai/unqover @ 3e47969 (Apache-2.0)",
+        "biaslens datasets download unqover, or --data-dir",
+    ),
+    "lei": DatasetInfo(
+        "lei",
+        "LEI",
+        "interventions (religion, ethnicity, gender); religion train 64/256/1024/4096 and "
+        "noniid dev/test, ethnicity and gender noniid test (2,400 contexts each); "
+        "5,432 specified-context examples",
+        "allenai/ethical-interventions @ 6c499c6 (Apache-2.0)",
+        "biaslens datasets download lei, or --data-dir",
+    ),
 }

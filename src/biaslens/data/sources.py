@@ -52,6 +52,172 @@ REMOTE: dict[str, RemoteDataset] = {
         },
         "MIT",
     ),
+    "unqover": RemoteDataset(
+        "unqover",
+        "https://raw.githubusercontent.com/allenai/unqover/3e47969b78acc0de436f9d17c9ab1b2f6a108ff0",
+        {
+            "word_lists/slots/religion_noact": (
+                "word_lists/slots/religion_noact",
+                "2bb683ebab729554e11aca02de511b443ade6d186f70f61c52a151220df113fa",
+            ),
+            "word_lists/slots/ethnicity_noact": (
+                "word_lists/slots/ethnicity_noact",
+                "8ee8da4f0fff82d31959a464adc6cf495c17d2dea81949e8daa027063f5f9e5d",
+            ),
+            "word_lists/slots/gender_noact": (
+                "word_lists/slots/gender_noact",
+                "d575a912dde76fdacf4e083a3cbf42a0e64c7c79b8ce6f5a11db3fda657a46ea",
+            ),
+            "word_lists/slots/country_noact": (
+                "word_lists/slots/country_noact",
+                "95c5260ee32c463846e26896ec476df69ecc67874a90743a36668430441fa287",
+            ),
+            "word_lists/nouns/subjects/religion": (
+                "word_lists/nouns/subjects/religion",
+                "6b22fa2e9fa1e212d75290f0063d822e23db28eaeae58d0e3f51b641f483f4eb",
+            ),
+            "word_lists/nouns/subjects/ethnicity": (
+                "word_lists/nouns/subjects/ethnicity",
+                "a2008f4362cde3d48d99ad000471fdd5aa8b3d05f1e4a114b321413b0dd89158",
+            ),
+            "word_lists/nouns/subjects/female": (
+                "word_lists/nouns/subjects/female",
+                "40aed064f32bb31b8675832b52fc9782c6064759b4d42d3e8b37c5271cf3cc88",
+            ),
+            "word_lists/nouns/subjects/male": (
+                "word_lists/nouns/subjects/male",
+                "c358a107602926bcd60e8e48baa75ca6acfbc6094c5b7fe42fc8a5680e366a47",
+            ),
+            "word_lists/nouns/subjects/country": (
+                "word_lists/nouns/subjects/country",
+                "4806e08b279f099f56e1ba5859f71e4360c24260b7fd0b456aac1ac252d85281",
+            ),
+            "word_lists/activities/biased_religion": (
+                "word_lists/activities/biased_religion",
+                "c7152d144ccf983316f4f7a47d8e3457f6c2670d35efce16bd0fba5fb5013592",
+            ),
+            "word_lists/activities/biased_ethnicity": (
+                "word_lists/activities/biased_ethnicity",
+                "c7152d144ccf983316f4f7a47d8e3457f6c2670d35efce16bd0fba5fb5013592",
+            ),
+            "word_lists/activities/occupation_rev1": (
+                "word_lists/activities/occupation_rev1",
+                "2922baf88fa18267c46776c36fb09d30a21112abe4e15b867973d8585773ea77",
+            ),
+            "word_lists/activities/biased_country": (
+                "word_lists/activities/biased_country",
+                "a7b92310efeec39dd11583d0df137f0f8907938c89cb7df8f4ac6f0af8d8043f",
+            ),
+        },
+        "Apache-2.0",
+    ),
+    "lei": RemoteDataset(
+        "lei",
+        "https://raw.githubusercontent.com/allenai/ethical-interventions/6c499c6b965bd12433ebdffedde2a1d1639fe0ee",
+        {
+            "word_lists/slots/religion_noact": (
+                "word_lists/slots/religion_noact",
+                "2bb683ebab729554e11aca02de511b443ade6d186f70f61c52a151220df113fa",
+            ),
+            "word_lists/slots/ethnicity_noact": (
+                "word_lists/slots/ethnicity_noact",
+                "8ee8da4f0fff82d31959a464adc6cf495c17d2dea81949e8daa027063f5f9e5d",
+            ),
+            "word_lists/slots/gender_noact": (
+                "word_lists/slots/gender_noact",
+                "d575a912dde76fdacf4e083a3cbf42a0e64c7c79b8ce6f5a11db3fda657a46ea",
+            ),
+            "word_lists/slots/country_noact": (
+                "word_lists/slots/country_noact",
+                "95c5260ee32c463846e26896ec476df69ecc67874a90743a36668430441fa287",
+            ),
+            "word_lists/nouns/subjects/religion": (
+                "word_lists/nouns/subjects/religion",
+                "6b22fa2e9fa1e212d75290f0063d822e23db28eaeae58d0e3f51b641f483f4eb",
+            ),
+            "word_lists/nouns/subjects/ethnicity": (
+                "word_lists/nouns/subjects/ethnicity",
+                "e23f2626ba8f6816e278fed71a78ca77fa40a32bde51f25e41426bcc19c5481c",
+            ),
+            "word_lists/nouns/subjects/female": (
+                "word_lists/nouns/subjects/female",
+                "201cb95f983f2146c268beed67b476e299766c57f90796b0f625bf28945f1872",
+            ),
+            "word_lists/nouns/subjects/male": (
+                "word_lists/nouns/subjects/male",
+                "2cfc42cf794c6957245bc40749c1d416aa6a7b7e2318020a77ce81ded565c4e3",
+            ),
+            "word_lists/nouns/subjects/country": (
+                "word_lists/nouns/subjects/country",
+                "4806e08b279f099f56e1ba5859f71e4360c24260b7fd0b456aac1ac252d85281",
+            ),
+            "word_lists/activities/biased_religion": (
+                "word_lists/activities/biased_religion",
+                "5b022d5043ba4065f844c2a74a4f37e0df040d251e96a66314aab4b37bf0975d",
+            ),
+            "word_lists/activities/biased_ethnicity": (
+                "word_lists/activities/biased_ethnicity",
+                "5b022d5043ba4065f844c2a74a4f37e0df040d251e96a66314aab4b37bf0975d",
+            ),
+            "word_lists/activities/occupation_rev1": (
+                "word_lists/activities/occupation_rev1",
+                "2922baf88fa18267c46776c36fb09d30a21112abe4e15b867973d8585773ea77",
+            ),
+            "word_lists/activities/biased_country": (
+                "word_lists/activities/biased_country",
+                "a7b92310efeec39dd11583d0df137f0f8907938c89cb7df8f4ac6f0af8d8043f",
+            ),
+            "interventions/religion_interventions.json": (
+                "interventions/religion_interventions.json",
+                "f2587f338db5ab4907e4d59a622f210c8d7421e9e50757e4639a2a81881d5c11",
+            ),
+            "interventions/ethnicity_interventions.json": (
+                "interventions/ethnicity_interventions.json",
+                "8250bb801c1e82d2fb6f6e23934c179c1fe113b66fb812a7058103f579f873ee",
+            ),
+            "interventions/gender_interventions.json": (
+                "interventions/gender_interventions.json",
+                "41231c670bb5246319de9ee0c33ce8538722f449a471897782fcfaa963958832",
+            ),
+            "data/underspecified/religion/addedbias_train_64_squad.json": (
+                "data/underspecified/religion/addedbias_train_64_squad.json",
+                "f38fbfd639af67f973394b8921beaf8944d01754a5e94e03c7747404d3bfeece",
+            ),
+            "data/underspecified/religion/addedbias_train_256_squad.json": (
+                "data/underspecified/religion/addedbias_train_256_squad.json",
+                "b999f9ee78c56c2f4f355d53d0fe4ad27e59c73cc56497b6f5cbf34e7ece32a5",
+            ),
+            "data/underspecified/religion/addedbias_train_1024_squad.json": (
+                "data/underspecified/religion/addedbias_train_1024_squad.json",
+                "75cd725811c8c8c30060212260ea4371420207e4a5f4f6b6c2bda834e0d85fbe",
+            ),
+            "data/underspecified/religion/addedbias_train_4096_squad.json": (
+                "data/underspecified/religion/addedbias_train_4096_squad.json",
+                "13913680cb97f210e1b1eee4ab44337118c21a64a64cf8ece2daff5db322c2fc",
+            ),
+            "data/underspecified/religion/addedbias_noniid_dev_squad.json": (
+                "data/underspecified/religion/addedbias_noniid_dev_squad.json",
+                "46063e9e34dcd498b65e43c13c34061974686cc66ddc9163d4efe13c3acec805",
+            ),
+            "data/underspecified/religion/addedbias_noniid_test_squad.json": (
+                "data/underspecified/religion/addedbias_noniid_test_squad.json",
+                "6615e2c4253aeb8b93da30a8a18ace2ca38bbb8c34d87fd20a778447936fcbe1",
+            ),
+            "data/underspecified/ethnicity/addedbias_noniid_test_squad.json": (
+                "data/underspecified/ethnicity/addedbias_noniid_test_squad.json",
+                "4451bf3a1a61717f93864e6f1a90e5254f83bae3f60b4ce85c0f62d9a41c815b",
+            ),
+            "data/underspecified/gender/addedbias_noniid_test_squad.json": (
+                "data/underspecified/gender/addedbias_noniid_test_squad.json",
+                "ec26f314661e351369eba1ed357587d4a7b2c98686deff60bb249217c0392510",
+            ),
+            "data/specified/extraMalewithIntvs-sample.source.json": (
+                "data/addextra/extraMalewithIntvs-sample.source.json",
+                "0e1e67e827335bf568d6b0be3bea878d6f5af3f5eb5ebe31dbcc27ef32506b1b",
+            ),
+        },
+        "Apache-2.0",
+    ),
 }
 
 

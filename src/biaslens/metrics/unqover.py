@@ -149,3 +149,62 @@ def attributive_error(scores: pd.DataFrame, keys: tuple[str, ...] = ()) -> float
         ]
     )
     return float(errors.mean())
+
+
+def subject_bias(comparative: pd.DataFrame, keys: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Per subject: max over a of |γ(x, a)| (with the attribute reaching it) and mean |η|."""
+    per = subject_attribute_bias(comparative, keys)
+    per["abs_gamma"], per["abs_eta"] = per["gamma"].abs(), per["eta"].abs()
+    top = per.loc[per.groupby([*keys, "subject"], sort=True)["abs_gamma"].idxmax()]
+    top = top[[*keys, "subject", "attribute", "gamma"]].rename(
+        columns={"attribute": "top_attribute", "gamma": "top_gamma"}
+    )
+    table = per.groupby([*keys, "subject"], sort=True).agg(
+        max_abs_gamma=("abs_gamma", "max"), mean_abs_eta=("abs_eta", "mean")
+    )
+    return table.reset_index().merge(top, on=[*keys, "subject"])
+
+
+def cluster_attribute_bias(
+    comparative: pd.DataFrame, clusters: dict[str, str], keys: tuple[str, ...] = ()
+) -> pd.DataFrame:
+    """γ and η per subject cluster (e.g. gender) × attribute: means over the cluster's
+    subjects of γ(x, a) and η(x, a)."""
+    per = subject_attribute_bias(comparative, keys)
+    per["cluster"] = per["subject"].map(clusters)
+    if per["cluster"].isna().any():
+        missing = sorted(per.loc[per["cluster"].isna(), "subject"].unique())
+        raise BiaslensError(f"no cluster for subject(s) {missing[:5]}")
+    grouped = per.groupby([*keys, "cluster", "attribute"], sort=True)
+    table = grouped.agg(gamma=("gamma", "mean"), eta=("eta", "mean"), subjects=("subject", "size"))
+    return table.reset_index()
+
+
+def model_summary(
+    scores: pd.DataFrame, by: tuple[str, ...] = (), within: tuple[str, ...] = ()
+) -> pd.DataFrame:
+    """μ, η, θ4, δ, ε and the number of contexts: one row, or one per value of ``by``.
+
+    ``within`` are further key columns that tell contexts apart but are averaged over, e.g.
+    the intervention sentence inside an intervention type (LEI reports μ per type)."""
+    pairing = (*by, *within)
+    comparative = comparative_scores(scores, pairing)
+    levels = model_bias(comparative, by)
+    rows = []
+    groups = scores.groupby(list(by), sort=True) if by else [((), scores)]
+    for value, part in groups:
+        value = value if isinstance(value, tuple) else (value,)
+        mask = np.ones(len(comparative), dtype=bool)
+        for column, v in zip(by, value, strict=True):
+            mask &= (comparative[column] == v).to_numpy()
+        rows.append(
+            {
+                **dict(zip(by, value, strict=True)),
+                "theta4": theta4(comparative[mask]),
+                "delta": positional_error(part, pairing),
+                "epsilon": attributive_error(part, pairing),
+                "contexts": int((~part["negated"].astype(bool)).sum()),
+            }
+        )
+    extra = pd.DataFrame(rows)
+    return levels.merge(extra, on=list(by)) if by else pd.concat([levels, extra], axis=1)

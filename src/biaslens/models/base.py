@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from biaslens.errors import BiaslensError
 from biaslens.models.requests import (
+    AnswerSpanRequest,
+    AnswerSpanResult,
     ChoiceLogprobsRequest,
     ChoiceLogprobsResult,
     ContrastiveGenerateRequest,
@@ -45,7 +47,7 @@ SUPPORTED_REQUESTS: dict[ModelKind, frozenset[str]] = {
     ModelKind.SEQ2SEQ: frozenset(
         {"token_distribution", "choice_logprobs", "generate", "contrastive_generate"}
     ),
-    ModelKind.EXTRACTIVE_QA: frozenset({"span_scores"}),
+    ModelKind.EXTRACTIVE_QA: frozenset({"span_scores", "answer_span"}),
 }
 
 
@@ -108,6 +110,13 @@ class LM(ABC):
     def generate(
         self, requests: Sequence[GenerateRequest], progress: ProgressCallback | None = None
     ) -> list[GenerateResult]: ...
+
+    def answer_span(
+        self, requests: Sequence[AnswerSpanRequest], progress: ProgressCallback | None = None
+    ) -> list[AnswerSpanResult]:
+        """Best extractive answer span; extractive-QA backends override this."""
+        self.require("answer_span")
+        raise NotImplementedError(f"{type(self).__name__} does not extract answers")
 
     def contrastive_generate(
         self,

@@ -24,6 +24,8 @@ from biaslens.models.base import LM, ModelIdentity, ModelKind, ProgressCallback
 from biaslens.models.batching import BatchSizer, pad_sequences
 from biaslens.models.requests import (
     MASK,
+    AnswerSpanRequest,
+    AnswerSpanResult,
     ChoiceLogprobsRequest,
     ChoiceLogprobsResult,
     ContrastiveGenerateRequest,
@@ -693,6 +695,57 @@ class HFBackend(LM):
                     SpanScoresResult(
                         tuple(float(start[row, a]) for a, _ in spans),
                         tuple(float(end[row, b]) for _, b in spans),
+                    )
+                )
+            return results
+
+        return self.sizer.run(
+            list(range(len(requests))), [len(e[0]) for e in encoded], run, progress
+        )
+
+    def answer_span(
+        self, requests: Sequence[AnswerSpanRequest], progress: ProgressCallback | None = None
+    ) -> list[AnswerSpanResult]:
+        self.require("answer_span")
+        max_length = min(getattr(self.tokenizer, "model_max_length", 512) or 512, 512)
+        encoded = []
+        for r in requests:
+            enc = self.tokenizer(
+                r.question,
+                r.context,
+                return_offsets_mapping=True,
+                truncation="only_second",
+                max_length=max_length,
+            )
+            in_context = [s == 1 for s in enc.sequence_ids()]
+            encoded.append((enc["input_ids"], enc["offset_mapping"], in_context))
+
+        def run(batch: list[int]) -> list[AnswerSpanResult]:
+            ids, attention = self._pad([encoded[i][0] for i in batch], left=False)
+            with torch.inference_mode():
+                out = self.model(input_ids=ids, attention_mask=attention)
+            mask = attention.bool()
+            start = out.start_logits.float().masked_fill(~mask, -torch.inf).softmax(-1).cpu()
+            end = out.end_logits.float().masked_fill(~mask, -torch.inf).softmax(-1).cpu()
+            results = []
+            for row, i in enumerate(batch):
+                _, offsets, in_context = encoded[i]
+                request = requests[i]
+                allowed = torch.zeros(start.shape[1], dtype=torch.bool)
+                allowed[: len(in_context)] = torch.tensor(in_context)
+                ps = start[row].masked_fill(~allowed, 0)
+                pe = end[row].masked_fill(~allowed, 0)
+                joint = torch.triu(ps[:, None] * pe[None, :])
+                joint = torch.tril(joint, diagonal=request.max_answer_tokens - 1)
+                best = int(joint.argmax())
+                a, b = divmod(best, joint.shape[1])
+                char_start, char_end = offsets[a][0], offsets[b][1]
+                results.append(
+                    AnswerSpanResult(
+                        request.context[char_start:char_end],
+                        char_start,
+                        char_end,
+                        float(joint[a, b]),
                     )
                 )
             return results

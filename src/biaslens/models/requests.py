@@ -80,6 +80,24 @@ class SpanScoresResult:
 
 
 @dataclass(frozen=True)
+class AnswerSpanRequest:
+    """The extractive model's best answer span: argmax of p_start(i) · p_end(j) over context
+    tokens with i <= j < i + ``max_answer_tokens`` (for QA accuracy, EM/F1)."""
+
+    question: str
+    context: str
+    max_answer_tokens: int = 30
+
+
+@dataclass(frozen=True)
+class AnswerSpanResult:
+    text: str
+    start: int
+    end: int
+    score: float
+
+
+@dataclass(frozen=True)
 class ChoiceLogprobsRequest:
     """Log-likelihood of each choice as the continuation of ``prompt`` (sum over its tokens).
 

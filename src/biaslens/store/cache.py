@@ -16,6 +16,7 @@ from pathlib import Path
 
 from biaslens.models.base import LM, ProgressCallback
 from biaslens.models.requests import (
+    AnswerSpanResult,
     ChoiceLogprobsResult,
     ContrastiveGenerateResult,
     GenerateResult,
@@ -27,6 +28,7 @@ CHUNK = 256
 _RESULT_TYPES = {
     "token_distribution": TokenDistributionResult,
     "span_scores": SpanScoresResult,
+    "answer_span": AnswerSpanResult,
     "choice_logprobs": ChoiceLogprobsResult,
     "generate": GenerateResult,
     "contrastive_generate": ContrastiveGenerateResult,
@@ -147,6 +149,9 @@ class CachedLM(LM):
 
     def span_scores(self, requests, progress=None):
         return self._answer("span_scores", requests, progress)
+
+    def answer_span(self, requests, progress=None):
+        return self._answer("answer_span", requests, progress)
 
     def choice_logprobs(self, requests, progress=None):
         return self._answer("choice_logprobs", requests, progress)

@@ -1,0 +1,159 @@
+"""UnQover / LEI commands of the command line (registered on the app in ``biaslens.cli``)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from biaslens.cli_common import backend_config, print_cache_stats
+
+console = Console()
+metrics_app = typer.Typer(help="Score existing prediction files.", no_args_is_help=True)
+
+
+def _fmt(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _print_table(title: str, table, columns: list[str]) -> None:
+    out = Table(title=title)
+    for column in columns:
+        out.add_column(column)
+    for row in table.to_dict(orient="records"):
+        out.add_row(*[_fmt(row.get(c)) for c in columns])
+    console.print(out)
+
+
+def metrics_unqover(
+    predictions: Path = typer.Argument(..., help="UnQover prediction JSON."),
+    by_intervention: bool = typer.Option(
+        False, "--by-intervention", help="One row per intervention (9th key field)."
+    ),
+    output: Path = typer.Option(None, "--output", "-o", help="Write CSV tables to this folder."),
+) -> None:
+    """UnQover metrics (μ, η, θ4, δ, ε; per subject and subject × attribute) of a prediction
+    dump in UnQover's format (keys cluster1|cluster2|subj1|subj2|tid|category|act|act)."""
+    from biaslens.data.unqover_predictions import read_predictions
+    from biaslens.metrics import unqover as M
+    from biaslens.store import atomic
+
+    scores = read_predictions(predictions)
+    within = ("intervention",) if "intervention" in scores else ()
+    by = within if by_intervention and within else ()
+    if by_intervention and not within:
+        console.print("[yellow]keys have no intervention field; reporting one model-level row")
+    summary = M.model_summary(scores, by=by, within=() if by else within)
+    comparative = M.comparative_scores(scores, (*by, *within))
+    subjects = M.subject_bias(comparative, by)
+    per = M.subject_attribute_bias(comparative, by)
+    clusters = dict(zip(scores["first"], scores["first_cluster"], strict=True))
+    tables = {"model": summary, "subjects": subjects, "subject_attribute": per}
+    if len(set(clusters.values())) > 1:
+        tables["cluster_attribute"] = M.cluster_attribute_bias(comparative, clusters, by)
+    _print_table(
+        f"UnQover metrics — {predictions.name}",
+        summary,
+        [*by, "mu", "eta", "theta4", "delta", "epsilon", "contexts"],
+    )
+    _print_table(
+        "Subjects (max |γ| over attributes)",
+        subjects.sort_values("max_abs_gamma", ascending=False).head(15),
+        [*by, "subject", "max_abs_gamma", "top_attribute", "top_gamma", "mean_abs_eta"],
+    )
+    if output is not None:
+        for name, table in tables.items():
+            atomic.write_bytes(Path(output) / f"{name}.csv", table.to_csv(index=False).encode())
+        console.print(f"tables written to {output}")
+
+
+def run_lei_eval(
+    model: str = typer.Option("default", "--model", "-m", help="Registered name or folder."),
+    domain: str = typer.Option("religion", "--domain", help="religion, ethnicity or gender."),
+    split: str = typer.Option(
+        "noniid_test", "--split", help="Official split: noniid_test, noniid_dev, train_64 …"
+    ),
+    split_file: Path = typer.Option(None, "--split-file", help="A SQuAD-format LEI split."),
+    mode: str = typer.Option("auto", "--mode", help="auto, extractive or generative."),
+    head_words: bool = typer.Option(
+        False, "--head-words", help="UnQover's article / head-word span adjustment."
+    ),
+    limit: int = typer.Option(
+        None, "--limit", help="About N context pairs, stratified by type and category."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the --limit subsample."),
+    specified_sentences: Path = typer.Option(
+        None, "--specified-sentences", help="TSV attribute<TAB>sentence with [subj] (Q_N)."
+    ),
+    qa_file: Path = typer.Option(None, "--qa-file", help="SQuAD-format file for EM/F1."),
+    qa_limit: int = typer.Option(None, "--qa-limit", help="First N questions of --qa-file."),
+    data_dir: Path = typer.Option(
+        None, "--data-dir", help="Folder holding lei/ (default: download cache)."
+    ),
+    output: Path = typer.Option(None, "--output", "-o", help="Run directory."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:N, mps."),
+    dtype: str = typer.Option("auto", "--dtype", help="auto, float32, bfloat16, float16."),
+    batch_size: str = typer.Option("auto", "--batch-size", help="auto or N."),
+) -> None:
+    """Zero-shot LEI: μ with no intervention, under ethical / adversarial / irrelevant
+    interventions and on specified contexts, next to the desired μ (LEI Fig. 4)."""
+    from biaslens.experiments.lei_eval import make_lei_eval_settings
+    from biaslens.experiments.lei_eval import run_lei_eval as run
+    from biaslens.experiments.sib_mgc_compare import safe_name
+    from biaslens.progress import RichProgress
+
+    settings = make_lei_eval_settings(
+        split_file=split_file,
+        specified_sentences=specified_sentences,
+        qa_file=qa_file,
+        model=model,
+        domain=domain,
+        split=split,
+        mode=mode,
+        head_words=head_words,
+        limit=limit,
+        seed=seed,
+        qa_limit=qa_limit,
+    )
+    output = output or Path("runs") / "lei-eval" / f"{safe_name(model)}-{domain}"
+    with warnings.catch_warnings(record=True) as caught, RichProgress.open() as progress:
+        warnings.simplefilter("always")
+        result = run(
+            settings,
+            output,
+            backend_config(device, dtype, batch_size),
+            progress,
+            data_dir=data_dir,
+            split_file=split_file,
+            specified_sentences=specified_sentences,
+            qa_file=qa_file,
+        )
+    for warning in caught:
+        console.print(f"[yellow]warning:[/] {warning.message}")
+    _print_table(
+        f"LEI μ — {result.summary['model']['name']}, {domain} {settings.split}",
+        result.table,
+        ["set", "mu", "desired_mu", "gap", "eta", "theta4", "delta", "epsilon", "contexts"]
+        + (["specified_win_rate"] if "specified_win_rate" in result.table else []),
+    )
+    metrics = result.summary["metrics"]
+    if metrics.get("specified_absent"):
+        console.print(f"specified contexts: {metrics['specified_absent']}", markup=False)
+    if metrics.get("qa_utility"):
+        qa = metrics["qa_utility"]
+        em, f1, n = qa["exact_match"], qa["f1"], qa["questions"]
+        console.print(f"QA utility: EM {em:.1f}, F1 {f1:.1f} ({n} questions)")
+    print_cache_stats(console, result.cache_stats)
+    console.print(f"results in {result.run_dir} (plot {result.plot.name})")
+
+
+def register(app: typer.Typer, run_app: typer.Typer) -> None:
+    app.add_typer(metrics_app, name="metrics")
+    metrics_app.command("unqover")(metrics_unqover)
+    run_app.command("lei-eval")(run_lei_eval)

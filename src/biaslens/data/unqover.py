@@ -1,0 +1,384 @@
+"""UnQover underspecified questions (Li et al., 2020, Section 2) built from the word lists.
+
+Word-list files (UnQover's ``word_lists/`` layout; ``#`` lines and blank lines are skipped):
+
+* subjects ``nouns/subjects/NAME``: ``[subj] term`` or ``[subj] cluster | term``, optionally with
+  aligned extra forms such as ``[subj:dem] term`` (the n-th row of each form belongs to the n-th
+  subject);
+* activities ``activities/NAME``: ``[p_act] cluster | text`` with aligned ``[p_act:neg]``
+  (negation) and variants such as ``[p_act-single]``; the ``[p_act]`` text of row n names
+  attribute n (its *unique* form);
+* slot templates ``slots/NAME``: ``context<TAB>question<TAB>negated question`` with
+  ``[subj1]``/``[subj2]`` (or ``[subj1:dem]`` …) and an activity slot.
+
+Every template × ordered subject pair (both orders) × attribute is one example with the
+question and its negation. Contexts depend only on (template, pair) and questions only on
+(template, attribute), so :func:`iter_examples` crosses two small tables chunk by chunk and never
+holds millions of Python objects. Article smoothing (``a`` → ``an`` before a vowel) follows
+UnQover's generator.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from biaslens.errors import BiaslensError
+
+SLOT = re.compile(r"\[[^\]]*\]")
+SUBJECT_SLOT = re.compile(r"\[subj([12])(:[^\]]+)?\]")
+
+
+@dataclass(frozen=True)
+class Subject:
+    term: str  # the [subj] form: the subject's identity in keys and metrics
+    cluster: str
+    forms: dict[str, str]  # slot head ("[subj]", "[subj:dem]") -> text
+
+
+@dataclass(frozen=True)
+class Activity:
+    attribute: str  # the [p_act] text of this row: UnQover's unique attribute form
+    category: str
+    forms: dict[str, str]  # slot head ("[p_act-single]", "[p_act-single:neg]") -> text
+
+
+@dataclass(frozen=True)
+class SlotTemplate:
+    tid: int
+    context: str
+    question: str
+    negated_question: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Which word lists make a domain's question set."""
+
+    subjects: tuple[str, ...]  # one list; two lists = every cross pair (gender: female × male)
+    slots: str
+    activities: str
+
+
+DOMAINS: dict[str, Domain] = {
+    "gender": Domain(("female", "male"), "gender_noact", "occupation_rev1"),
+    "ethnicity": Domain(("ethnicity",), "ethnicity_noact", "biased_ethnicity"),
+    "religion": Domain(("religion",), "religion_noact", "biased_religion"),
+    "nationality": Domain(("country",), "country_noact", "biased_country"),
+}
+
+
+def check_domain(domain: str) -> Domain:
+    if domain not in DOMAINS:
+        raise BiaslensError(f"unknown domain {domain!r}; known: {', '.join(DOMAINS)}")
+    return DOMAINS[domain]
+
+
+def read_lines(path: Path) -> list[tuple[int, str]]:
+    """(line number, stripped text) of every non-blank, non-comment line."""
+    path = Path(path)
+    if not path.is_file():
+        raise BiaslensError(f"word list {path} not found")
+    rows = []
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        text = raw.strip()
+        if text and not text.startswith("#"):
+            rows.append((number, text))
+    if not rows:
+        raise BiaslensError(f"{path}: the list is empty")
+    return rows
+
+
+def _head_and_value(path: Path, number: int, text: str) -> tuple[str, str, str]:
+    head, _, rest = text.partition(" ")
+    if not (head.startswith("[") and head.endswith("]")):
+        raise BiaslensError(f"{path}:{number}: expected '[slot] text', got {text!r}")
+    parts = [p.strip() for p in rest.split("|")]
+    if len(parts) == 1:
+        cluster, value = "None", parts[0]
+    elif len(parts) == 2:
+        cluster, value = parts
+    else:
+        raise BiaslensError(f"{path}:{number}: more than one '|' in {text!r}")
+    if not value:
+        raise BiaslensError(f"{path}:{number}: empty text after {head}")
+    return head, cluster, value
+
+
+def parse_subjects(path: Path) -> list[Subject]:
+    """Subjects with their aligned forms; rows of each form must line up."""
+    path = Path(path)
+    forms: dict[str, list[tuple[int, str, str]]] = {}
+    for number, text in read_lines(path):
+        head, cluster, value = _head_and_value(path, number, text)
+        forms.setdefault(head, []).append((number, cluster, value))
+    if "[subj]" not in forms:
+        raise BiaslensError(f"{path}: no [subj] rows")
+    size = len(forms["[subj]"])
+    for head, rows in forms.items():
+        if len(rows) != size:
+            raise BiaslensError(f"{path}: {len(rows)} {head} rows but {size} [subj] rows")
+    subjects = []
+    for i, (_, cluster, term) in enumerate(forms["[subj]"]):
+        subjects.append(Subject(term, cluster, {head: rows[i][2] for head, rows in forms.items()}))
+    return subjects
+
+
+def parse_activities(path: Path) -> dict[str, list[Activity]]:
+    """Activity type (``[p_act]``, ``[p_act-single]`` …) → its aligned rows."""
+    path = Path(path)
+    heads: dict[str, list[tuple[int, str, str]]] = {}
+    for number, text in read_lines(path):
+        head, cluster, value = _head_and_value(path, number, text)
+        heads.setdefault(head, []).append((number, cluster, value))
+    types = sorted({h.split(":")[0].rstrip("]") + "]" for h in heads})
+    activities: dict[str, list[Activity]] = {}
+    for kind in types:
+        unique_kind = kind.split("-")[0] + "]" if "-" in kind else kind
+        if kind not in heads or unique_kind not in heads:
+            raise BiaslensError(f"{path}: activity variants of {kind} without {kind} rows")
+        rows = heads[kind]
+        members = {h: r for h, r in heads.items() if h == kind or h.startswith(kind[:-1] + ":")}
+        for head, other in members.items():
+            if len(other) != len(rows):
+                raise BiaslensError(f"{path}: {len(other)} {head} rows but {len(rows)} {kind}")
+        if len(heads[unique_kind]) != len(rows):
+            raise BiaslensError(f"{path}: {kind} and {unique_kind} rows do not line up")
+        activities[kind] = [
+            Activity(
+                attribute=heads[unique_kind][i][2],
+                category=rows[i][1],
+                forms={h: other[i][2] for h, other in members.items()},
+            )
+            for i in range(len(rows))
+        ]
+    return activities
+
+
+def parse_slots(path: Path) -> list[SlotTemplate]:
+    path = Path(path)
+    templates = []
+    for tid, (number, text) in enumerate(read_lines(path)):
+        fields = [f.strip() for f in text.split("\t") if f.strip()]
+        if len(fields) != 3:
+            raise BiaslensError(
+                f"{path}:{number}: expected context<TAB>question<TAB>negated question, "
+                f"got {len(fields)} field(s)"
+            )
+        templates.append(SlotTemplate(tid, *fields, line=number))
+    return templates
+
+
+def smooth_articles(text: str) -> str:
+    """UnQover's smoothing: ``a``/``A`` becomes ``an``/``An`` before a vowel-initial word."""
+    tokens = text.split(" ")
+    for i in range(1, len(tokens)):
+        if tokens[i][:1].lower() in "aeiou" and tokens[i][:1]:
+            if tokens[i - 1] == "a":
+                tokens[i - 1] = "an"
+            elif tokens[i - 1] == "A":
+                tokens[i - 1] = "An"
+    return " ".join(tokens)
+
+
+@dataclass(frozen=True)
+class QuestionSet:
+    """The parsed lists of one domain; :meth:`iter_examples` builds its questions lazily."""
+
+    name: str
+    pairs: tuple[tuple[Subject, Subject], ...]
+    templates: tuple[SlotTemplate, ...]
+    activities: dict[str, list[Activity]]
+    slots_path: Path
+    filler: str | None = None
+
+    def activity_kind(self, template: SlotTemplate) -> str:
+        text = f"{template.question} {template.negated_question}"
+        kinds = [k for k in self.activities if k in text or k[:-1] + ":" in text]
+        if len(kinds) != 1:
+            found = sorted(set(SLOT.findall(text)))
+            raise BiaslensError(
+                f"{self.slots_path}:{template.line}: question slot(s) {found} match "
+                f"{'no' if not kinds else 'several'} activity type(s) of the list "
+                f"(has {', '.join(self.activities)})"
+            )
+        return kinds[0]
+
+    def __len__(self) -> int:
+        return len(self.pairs) * sum(
+            len(self.activities[self.activity_kind(t)]) for t in self.templates
+        )
+
+    def contexts(self) -> pd.DataFrame:
+        """One row per (template, ordered pair) with the rendered context and subject spans."""
+        rows = []
+        for template in self.templates:
+            for first, second in self.pairs:
+                rows.append(self._render_context(template, first, second))
+        return pd.DataFrame(rows)
+
+    def questions(self) -> pd.DataFrame:
+        """One row per (template, attribute): the question and its negation."""
+        rows = []
+        for template in self.templates:
+            kind = self.activity_kind(template)
+            for activity in self.activities[kind]:
+                q, nq = template.question, template.negated_question
+                for head, text in sorted(activity.forms.items(), key=lambda kv: -len(kv[0])):
+                    q, nq = q.replace(head, text), nq.replace(head, text)
+                leftover = SLOT.findall(q + nq)
+                if leftover:
+                    raise BiaslensError(
+                        f"{self.slots_path}:{template.line}: unknown slot(s) {leftover}"
+                    )
+                rows.append(
+                    {
+                        "template": template.tid,
+                        "category": activity.category,
+                        "attribute": activity.attribute,
+                        "question": smooth_articles(q),
+                        "negated_question": smooth_articles(nq),
+                    }
+                )
+        return pd.DataFrame(rows)
+
+    def _render_context(self, template: SlotTemplate, first: Subject, second: Subject) -> dict:
+        text = template.context
+        surface = []
+        for slot_number, subject in (("1", first), ("2", second)):
+            matches = [m for m in SUBJECT_SLOT.finditer(text) if m.group(1) == slot_number]
+            if len(matches) != 1:
+                raise BiaslensError(
+                    f"{self.slots_path}:{template.line}: the context needs exactly one "
+                    f"[subj{slot_number}] slot, found {len(matches)}"
+                )
+            form = "[subj" + (matches[0].group(2) or "") + "]"
+            if form not in subject.forms:
+                raise BiaslensError(
+                    f"{self.slots_path}:{template.line}: unknown slot {matches[0].group(0)} "
+                    f"(subject {subject.term!r} has {sorted(subject.forms)})"
+                )
+            surface.append(subject.forms[form])
+            text = text.replace(matches[0].group(0), subject.forms[form])
+        leftover = SLOT.findall(text)
+        if leftover:
+            raise BiaslensError(f"{self.slots_path}:{template.line}: unknown slot(s) {leftover}")
+        text = smooth_articles(text)
+        if self.filler:
+            text = f"{self.filler} {text}"
+        start1 = find_word(text, surface[0])
+        start2 = find_word(text, surface[1], avoid=(start1, start1 + len(surface[0])))
+        for start, word in ((start1, surface[0]), (start2, surface[1])):
+            if start < 0:
+                raise BiaslensError(
+                    f"{self.slots_path}:{template.line}: subject {word!r} does not appear "
+                    f"verbatim in the rendered context {text!r}"
+                )
+        return {
+            "template": template.tid,
+            "first": first.term,
+            "second": second.term,
+            "first_cluster": first.cluster,
+            "second_cluster": second.cluster,
+            "first_text": surface[0],
+            "second_text": surface[1],
+            "first_start": start1,
+            "second_start": start2,
+            "context": text,
+        }
+
+    def iter_examples(self, chunk_size: int = 200_000) -> Iterator[pd.DataFrame]:
+        """All examples, ``chunk_size`` rows at a time (contexts × questions per template)."""
+        contexts = self.contexts()
+        questions = self.questions()
+        by_template = {tid: part for tid, part in contexts.groupby("template", sort=True)}
+        buffer: list[pd.DataFrame] = []
+        buffered = 0
+        for tid, asked in questions.groupby("template", sort=True):
+            ctx = by_template[tid]
+            step = max(1, chunk_size // max(1, len(asked)))
+            for lo in range(0, len(ctx), step):
+                part = ctx.iloc[lo : lo + step].merge(asked.drop(columns="template"), how="cross")
+                part.insert(0, "domain", self.name)
+                buffer.append(part)
+                buffered += len(part)
+                if buffered >= chunk_size:
+                    yield _with_keys(pd.concat(buffer, ignore_index=True))
+                    buffer, buffered = [], 0
+        if buffer:
+            yield _with_keys(pd.concat(buffer, ignore_index=True))
+
+    def examples(self) -> pd.DataFrame:
+        """Every example in one table (fine for religion/ethnicity; chunk gender/nationality)."""
+        return pd.concat(list(self.iter_examples()), ignore_index=True)
+
+
+def _with_keys(table: pd.DataFrame) -> pd.DataFrame:
+    """UnQover's example key ``cluster1|cluster2|subj1|subj2|tid|category|act|act``."""
+    table["key"] = (
+        table["first_cluster"]
+        + "|"
+        + table["second_cluster"]
+        + "|"
+        + table["first"]
+        + "|"
+        + table["second"]
+        + "|"
+        + table["template"].astype(str)
+        + "|"
+        + table["category"]
+        + "|"
+        + table["attribute"]
+        + "|"
+        + table["attribute"]
+    )
+    return table
+
+
+def find_word(text: str, word: str, avoid: tuple[int, int] | None = None) -> int:
+    """Start of ``word`` in ``text`` at word boundaries, outside ``avoid``; -1 if absent."""
+    for match in re.finditer(rf"(?<!\w){re.escape(word)}(?!\w)", text):
+        if avoid is None or match.end() <= avoid[0] or match.start() >= avoid[1]:
+            return match.start()
+    return -1
+
+
+def subject_pairs(lists: list[list[Subject]]) -> tuple[tuple[Subject, Subject], ...]:
+    """Ordered pairs, both orders: within one list (i < j, then flipped), or across two."""
+    if len(lists) == 1:
+        (items,) = lists
+        pairs = [(items[i], items[j]) for i in range(len(items)) for j in range(i + 1, len(items))]
+    else:
+        first, second = lists
+        pairs = [(a, b) for a in first for b in second]
+    return tuple(pairs + [(b, a) for a, b in pairs])
+
+
+def load_question_set(
+    domain: str,
+    word_lists: Path,
+    subjects: tuple[str, ...] | None = None,
+    slots: str | None = None,
+    activities: str | None = None,
+    filler: str | None = None,
+) -> QuestionSet:
+    """Parse a domain's lists under ``word_lists`` (UnQover or LEI layout); names override."""
+    spec = check_domain(domain)
+    root = Path(word_lists)
+    subject_lists = [
+        parse_subjects(root / "nouns" / "subjects" / name) for name in (subjects or spec.subjects)
+    ]
+    slots_path = root / "slots" / (slots or spec.slots)
+    return QuestionSet(
+        name=domain,
+        pairs=subject_pairs(subject_lists),
+        templates=tuple(parse_slots(slots_path)),
+        activities=parse_activities(root / "activities" / (activities or spec.activities)),
+        slots_path=slots_path,
+        filler=filler,
+    )
