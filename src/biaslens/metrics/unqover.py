@@ -118,7 +118,8 @@ def model_bias(comparative: pd.DataFrame, keys: tuple[str, ...] = ()) -> pd.Data
 def theta4(comparative: pd.DataFrame) -> float:
     """LEI's θ4: mean over unordered subject pairs of max over a of |mean over τ and
     interventions of C(x1, x2, a)| (C is antisymmetric, so one order per pair suffices)."""
-    one_order = comparative[comparative["x1"] < comparative["x2"]]
+    x1, x2 = comparative["x1"].astype(str), comparative["x2"].astype(str)
+    one_order = comparative[(x1 < x2).to_numpy()]
     means = one_order.groupby(["x1", "x2", "attribute"], sort=False)["C"].mean().abs()
     return float(means.groupby(level=["x1", "x2"]).max().mean())
 
