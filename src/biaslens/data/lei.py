@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import warnings
@@ -25,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from biaslens.data.sources import read_json
+from biaslens.data.squad import squad_articles
 from biaslens.errors import BiaslensError
 
 INTERVENTION_TYPES = ("ethical", "adversarial", "irrelevant")
@@ -58,15 +59,16 @@ def intervene_question(question: str, intervention: str) -> str:
     return f"Note that, {intervention[0].lower()}{intervention[1:]} {question}"
 
 
+def split_intervention(asked: str) -> tuple[str, str]:
+    """(intervention, question) of an extractive LEI question; ("", asked) without one."""
+    match = QUESTION_AFTER_INTERVENTION.match(asked)
+    return (match.group(1), match.group(2)) if match else ("", asked)
+
+
 def load_interventions(path: Path) -> pd.DataFrame:
     """Columns ``type, category, index, intervention`` (index = position in the file's list)."""
     path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BiaslensError(f"intervention file {path} not found") from None
-    except json.JSONDecodeError as error:
-        raise BiaslensError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
+    raw = read_json(path, "intervention file")
     if not isinstance(raw, dict):
         raise BiaslensError(f"{path}: expected {{type: {{category: [sentences]}}}}")
     unknown = sorted(set(raw) - set(INTERVENTION_TYPES))
@@ -147,19 +149,11 @@ def read_split(path: Path) -> pd.DataFrame:
 
     Columns: ``key, first, second, first_start, second_start, context, question,
     negated_question, intervention_type, intervention_id, intervention, category, template,
-    attribute`` plus the stored zero-shot ``zs_{q}_{s}_{start|end}`` probabilities and the
-    adversarial target ``tomax`` (-1 where none)."""
+    attribute`` plus the stored zero-shot probabilities ``zs_q{0,1}_{first,second}_{start,end}``
+    and the adversarial target ``dominant_q{0,1}`` (``first``/``second``; empty where none)."""
     path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BiaslensError(f"split file {path} not found") from None
-    except json.JSONDecodeError as error:
-        raise BiaslensError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("data"), list):
-        raise BiaslensError(f"{path}: expected SQuAD format {{'data': [...]}}")
     rows = []
-    for a, article in enumerate(raw["data"]):
+    for a, article in enumerate(squad_articles(path, "split file")):
         for p, paragraph in enumerate(article.get("paragraphs", [])):
             where = f"data[{a}].paragraphs[{p}]"
             rows.append(_split_row(path, where, paragraph))
@@ -183,13 +177,9 @@ def _split_row(path: Path, where: str, paragraph: dict) -> dict:
         answers = qa.get("answers", [])
         if len(answers) != 2:
             _fail(path, f"{where}.qas[{q}]", "expected both subjects as answers")
-        match = QUESTION_AFTER_INTERVENTION.match(qa.get("question", ""))
-        if match:
-            interventions.append(match.group(1))
-            questions.append(match.group(2))
-        else:
-            interventions.append("")
-            questions.append(qa.get("question", ""))
+        intervention, question = split_intervention(qa.get("question", ""))
+        interventions.append(intervention)
+        questions.append(question)
         for s, answer in enumerate(answers):
             text, start = answer.get("text"), answer.get("answer_start")
             if not isinstance(text, str) or not isinstance(start, int):
@@ -244,10 +234,7 @@ def read_specified(path: Path) -> pd.DataFrame:
 
     ``specified`` names the subject the context reveals: the one the context mentions twice."""
     path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BiaslensError(f"specified-context file {path} not found") from None
+    raw = read_json(path, "specified-context file")
     rows = []
     for key, example in raw.items():
         parts = key.split("|")
@@ -260,10 +247,9 @@ def read_specified(path: Path) -> pd.DataFrame:
             raise BiaslensError(f"{path}: {key}: cannot tell which subject the context specifies")
         questions, interventions = [], []
         for q in ("q0", "q1"):
-            text = example.get(q, {}).get("question", "")
-            match = QUESTION_AFTER_INTERVENTION.match(text)
-            questions.append(match.group(2) if match else text)
-            interventions.append(match.group(1) if match else "")
+            intervention, question = split_intervention(example.get(q, {}).get("question", ""))
+            questions.append(question)
+            interventions.append(intervention)
         rows.append(
             {
                 "key": key,

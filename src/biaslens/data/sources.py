@@ -9,6 +9,7 @@ a commit, checks each sha256 and stores them under the data dir (default: the us
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import urllib.request
 from dataclasses import dataclass
@@ -245,6 +246,17 @@ def locate(name: str, explicit: Path | str | None = None) -> Path:
             f"folder holding {name}/{missing[0]}"
         )
     return folder
+
+
+def read_json(path: Path | str, what: str):
+    """Parse a JSON file; a missing file or bad JSON is an error naming ``what`` / file:line."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BiaslensError(f"{what} {path} not found") from None
+    except json.JSONDecodeError as error:
+        raise BiaslensError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
 
 
 def sha256_file(path: Path) -> str:

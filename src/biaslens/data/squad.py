@@ -2,27 +2,28 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
+from biaslens.data.sources import read_json
 from biaslens.errors import BiaslensError
+
+
+def squad_articles(path: Path, what: str = "SQuAD file") -> list:
+    """The ``data`` list of a SQuAD-format file (clear errors for a missing file, bad JSON or
+    another layout)."""
+    raw = read_json(path, what)
+    if not isinstance(raw, dict) or not isinstance(raw.get("data"), list):
+        raise BiaslensError(f"{path}: expected SQuAD format {{'data': [...]}}")
+    return raw["data"]
 
 
 def read_squad(path: Path) -> pd.DataFrame:
     """One row per answerable question: ``id, question, context, answers`` (list of texts)."""
     path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BiaslensError(f"SQuAD file {path} not found") from None
-    except json.JSONDecodeError as error:
-        raise BiaslensError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("data"), list):
-        raise BiaslensError(f"{path}: expected SQuAD format {{'data': [...]}}")
     rows = []
-    for a, article in enumerate(raw["data"]):
+    for a, article in enumerate(squad_articles(path)):
         for p, paragraph in enumerate(article.get("paragraphs", [])):
             context = paragraph.get("context")
             if not isinstance(context, str):

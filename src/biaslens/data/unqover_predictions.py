@@ -8,12 +8,12 @@ intervention. ``start``/``end`` are the answer's start and end probabilities; S 
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import pandas as pd
 
+from biaslens.data.sources import read_json
 from biaslens.errors import BiaslensError
 
 
@@ -34,12 +34,7 @@ def read_predictions(path: Path) -> pd.DataFrame:
     Adds ``intervention`` when keys have a 9th field, and ``first_cluster``/``second_cluster``.
     """
     path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BiaslensError(f"prediction file {path} not found") from None
-    except json.JSONDecodeError as error:
-        raise BiaslensError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
+    raw = read_json(path, "prediction file")
     if not isinstance(raw, dict) or not raw:
         raise BiaslensError(f"{path}: expected a non-empty {{key: prediction}} object")
     rows = []

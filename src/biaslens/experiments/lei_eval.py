@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from biaslens.data import lei, sources
 from biaslens.data.squad import read_squad
 from biaslens.errors import BiaslensError
-from biaslens.experiments.qa_scoring import CAUSAL_ANSWER_CUE, qa_mode_for, score_examples
+from biaslens.experiments.qa_scoring import qa_mode_for, score_examples, unifiedqa_prompt
 from biaslens.experiments.settings import validated
 from biaslens.metrics.qa import squad_scores
 from biaslens.metrics.unqover import comparative_scores, model_summary, subject_bias
@@ -189,12 +189,10 @@ def qa_utility(lm: LM, qa: pd.DataFrame, progress: Progress) -> pd.DataFrame:
         answers = [r.text for r in lm.answer_span(requests, tick)]
     else:
         causal = lm.kind == ModelKind.CAUSAL
-        sep = "\n" if causal else " \\n "
         prompts = [
-            f"{q}{sep}{c}".lower() for q, c in zip(qa["question"], qa["context"], strict=True)
+            unifiedqa_prompt((q, c), causal)
+            for q, c in zip(qa["question"], qa["context"], strict=True)
         ]
-        if causal:
-            prompts = [p + CAUSAL_ANSWER_CUE for p in prompts]
         requests = [GenerateRequest(p, max_new_tokens=16, top_k=1, stop=("\n",)) for p in prompts]
         tick = progress.task(f"QA utility ({lm.identity.name})", len(requests))
         answers = [r.text.strip() for r in lm.generate(requests, tick)]

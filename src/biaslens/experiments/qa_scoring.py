@@ -111,11 +111,16 @@ def unifiedqa_input(
     question: str, first: str, second: str, context: str, intervention: str, causal: bool
 ) -> str:
     """UnifiedQA multiple-choice input with the LEI intervention after the context."""
-    sep = "\n" if causal else " \\n "
-    text = f"{question}{sep}(a) {first} (b) {second}{sep}{context}"
     if intervention:
-        text += f" note that {intervention}"
-    text = text.lower()
+        context = f"{context} note that {intervention}"
+    return unifiedqa_prompt((question, f"(a) {first} (b) {second}", context), causal)
+
+
+def unifiedqa_prompt(parts: tuple[str, ...], causal: bool) -> str:
+    """UnifiedQA layout: parts joined by a literal ``\\n`` (seq2seq) or line breaks with an
+    answer cue (causal), lower-cased."""
+    sep = "\n" if causal else " \\n "
+    text = sep.join(parts).lower()
     return text + CAUSAL_ANSWER_CUE if causal else text
 
 

@@ -654,20 +654,34 @@ class HFBackend(LM):
         return results  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ span_scores
+    def _encode_question_context(self, question: str, context: str):
+        """(question, context) with character offsets; long contexts are truncated."""
+        max_length = min(getattr(self.tokenizer, "model_max_length", 512) or 512, 512)
+        return self.tokenizer(
+            question,
+            context,
+            return_offsets_mapping=True,
+            truncation="only_second",
+            max_length=max_length,
+        )
+
+    def _start_end_probs(self, sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Softmax over the start and over the end logits of each whole (unpadded) sequence."""
+        ids, attention = self._pad(sequences, left=False)
+        with torch.inference_mode():
+            out = self.model(input_ids=ids, attention_mask=attention)
+        mask = attention.bool()
+        start = out.start_logits.float().masked_fill(~mask, -torch.inf).softmax(-1).cpu()
+        end = out.end_logits.float().masked_fill(~mask, -torch.inf).softmax(-1).cpu()
+        return start, end
+
     def span_scores(
         self, requests: Sequence[SpanScoresRequest], progress: ProgressCallback | None = None
     ) -> list[SpanScoresResult]:
         self.require("span_scores")
-        max_length = min(getattr(self.tokenizer, "model_max_length", 512) or 512, 512)
         encoded = []
         for r in requests:
-            enc = self.tokenizer(
-                r.question,
-                r.context,
-                return_offsets_mapping=True,
-                truncation="only_second",
-                max_length=max_length,
-            )
+            enc = self._encode_question_context(r.question, r.context)
             sequence_ids = enc.sequence_ids()
             token_spans = [
                 _char_span_to_tokens(enc["offset_mapping"], sequence_ids, s) for s in r.spans
@@ -680,14 +694,8 @@ class HFBackend(LM):
             encoded.append((enc["input_ids"], token_spans))
 
         def run(batch: list[int]) -> list[SpanScoresResult]:
-            ids, attention = self._pad([encoded[i][0] for i in batch], left=False)
-            with torch.inference_mode():
-                out = self.model(input_ids=ids, attention_mask=attention)
-            mask = attention.bool()
-            start = (
-                out.start_logits.float().masked_fill(~mask, -torch.inf).softmax(-1).double().cpu()
-            )
-            end = out.end_logits.float().masked_fill(~mask, -torch.inf).softmax(-1).double().cpu()
+            start, end = self._start_end_probs([encoded[i][0] for i in batch])
+            start, end = start.double(), end.double()
             results = []
             for row, i in enumerate(batch):
                 spans = encoded[i][1]
@@ -707,26 +715,14 @@ class HFBackend(LM):
         self, requests: Sequence[AnswerSpanRequest], progress: ProgressCallback | None = None
     ) -> list[AnswerSpanResult]:
         self.require("answer_span")
-        max_length = min(getattr(self.tokenizer, "model_max_length", 512) or 512, 512)
         encoded = []
         for r in requests:
-            enc = self.tokenizer(
-                r.question,
-                r.context,
-                return_offsets_mapping=True,
-                truncation="only_second",
-                max_length=max_length,
-            )
+            enc = self._encode_question_context(r.question, r.context)
             in_context = [s == 1 for s in enc.sequence_ids()]
             encoded.append((enc["input_ids"], enc["offset_mapping"], in_context))
 
         def run(batch: list[int]) -> list[AnswerSpanResult]:
-            ids, attention = self._pad([encoded[i][0] for i in batch], left=False)
-            with torch.inference_mode():
-                out = self.model(input_ids=ids, attention_mask=attention)
-            mask = attention.bool()
-            start = out.start_logits.float().masked_fill(~mask, -torch.inf).softmax(-1).cpu()
-            end = out.end_logits.float().masked_fill(~mask, -torch.inf).softmax(-1).cpu()
+            start, end = self._start_end_probs([encoded[i][0] for i in batch])
             results = []
             for row, i in enumerate(batch):
                 _, offsets, in_context = encoded[i]
