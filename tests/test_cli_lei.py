@@ -75,3 +75,31 @@ def test_lei_eval_runs_and_rejects_bad_input(tiny_models, tmp_path, monkeypatch,
         str(tmp_path / "r2"),
     )
     _one_line_error(code, err, "needs an extractive-QA, seq2seq or causal model")
+
+
+def test_lei_train_runs_from_the_command_line(tiny_models, tmp_path, monkeypatch, capsys):
+    args = ["run", "lei-train", "-m", str(tiny_models["llama"]), "--train-sizes", "64"]
+    args += ["--lrs", "1e-4", "--epochs", "1", "--dev-limit", "4", "--test-limit", "4"]
+    args += ["--tests", "ethnicity/noniid_test", "--data-dir", str(SHARED / "datasets")]
+    code, out, _ = run_cli(monkeypatch, capsys, *args, "-o", str(tmp_path / "run"))
+    assert code == 0 and "Selected checkpoints" in out and "n64-lr0.0001-ep1" in out
+    assert (tmp_path / "run" / "results.csv").is_file()
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["--lrs", "0"], "every learning rate must be > 0"),
+        (["--lrs", "1e-5,fast"], "--learning-rates: expected comma-separated numbers"),
+        (["--qa-file", "missing.json"], "missing.json: file not found"),
+        (["--mode", "generative", "--reference", "file"], "needs --reference model"),
+    ],
+)
+def test_lei_train_bad_input_is_one_line(
+    tiny_models, tmp_path, monkeypatch, capsys, extra, expected
+):
+    args = ["run", "lei-train", "-m", str(tiny_models["llama"]), "--train-sizes", "64"]
+    args += ["--data-dir", str(SHARED / "datasets"), "-o", str(tmp_path / "run"), *extra]
+    code, _, err = run_cli(monkeypatch, capsys, *args)
+    _one_line_error(code, err, expected)
+    assert not (tmp_path / "run" / "checkpoints").exists()

@@ -364,7 +364,6 @@ def datasets_list() -> None:
 
 cli_cid.register(app, run_app)
 cli_lei.register(app, run_app)
-cli_lei.register(app, run_app)
 
 
 def main() -> None:

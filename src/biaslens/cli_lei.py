@@ -153,7 +153,136 @@ def run_lei_eval(
     console.print(f"results in {result.run_dir} (plot {result.plot.name})")
 
 
+def _numbers(text: str, kind: type, option: str) -> list:
+    try:
+        return [kind(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        from biaslens.errors import BiaslensError
+
+        raise BiaslensError(f"{option}: expected comma-separated numbers, got {text!r}") from None
+
+
+def run_lei_train(
+    model: str = typer.Option("default", "--model", "-m", help="Registered name or folder."),
+    mode: str = typer.Option("auto", "--mode", help="auto, extractive or generative."),
+    train_sizes: str = typer.Option(
+        "64,256,1024,4096", "--train-sizes", help="Official religion train files to use."
+    ),
+    learning_rates: str = typer.Option(
+        "5e-6,1e-5,2e-5,3e-5", "--learning-rates", "--lrs", help="Grid of learning rates."
+    ),
+    epochs: str = typer.Option("3,5,7,9", "--epochs", help="Grid of epoch counts."),
+    train_batch_size: int = typer.Option(
+        8, "--train-batch-size", help="Intervention examples per optimizer step."
+    ),
+    qa_ratio: float = typer.Option(
+        1 / 3, "--qa-ratio", help="QA rows mixed in per intervention example (1/3 = official)."
+    ),
+    weight_ethical: float = typer.Option(1.0, "--weight-ethical"),
+    weight_adversarial: float = typer.Option(1.0, "--weight-adversarial"),
+    weight_irrelevant: float = typer.Option(1.0, "--weight-irrelevant"),
+    weight_qa: float = typer.Option(1.0, "--weight-qa"),
+    schedule: str = typer.Option(
+        "linear", "--schedule", help="linear (decay to 0) or constant (shares runs across epochs)."
+    ),
+    reference: str = typer.Option(
+        "model",
+        "--reference",
+        help="Zero-shot targets: model (computed with the model before training) or file "
+        "(the split's stored RoBERTa probabilities and tomax; extractive only).",
+    ),
+    top_k: int = typer.Option(5, "--top-k", help="Checkpoints kept per train size."),
+    dev: str = typer.Option("religion/noniid_dev", "--dev", help="Selection split."),
+    dev_limit: int = typer.Option(None, "--dev-limit", help="About N context pairs of dev."),
+    tests: str = typer.Option(
+        ",".join(("religion/noniid_test", "ethnicity/noniid_test", "gender/noniid_test")),
+        "--tests",
+        help="Evaluation splits (the gender test adds the specified contexts).",
+    ),
+    test_limit: int = typer.Option(None, "--test-limit", help="About N context pairs per test."),
+    qa_file: Path = typer.Option(
+        None, "--qa-file", help="SQuAD-format file: mixed-in QA rows and EM/F1 before/after."
+    ),
+    qa_limit: int = typer.Option(None, "--qa-limit", help="First N questions of --qa-file."),
+    seed: int = typer.Option(0, "--seed"),
+    keep_checkpoints: bool = typer.Option(
+        False, "--keep-checkpoints", help="Keep the checkpoints that were not selected."
+    ),
+    data_dir: Path = typer.Option(
+        None, "--data-dir", help="Folder holding lei/ (default: download cache)."
+    ),
+    output: Path = typer.Option(None, "--output", "-o", help="Run directory."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:N, mps."),
+    dtype: str = typer.Option("auto", "--dtype", help="auto, float32, bfloat16, float16."),
+    batch_size: str = typer.Option("auto", "--batch-size", help="Scoring batch size: auto or N."),
+) -> None:
+    """LEI few-shot fine-tuning: grid over learning rates × epochs per train size, top-k on
+    dev by the LEI criterion, test μ mean ± std in and out of domain (LEI Figs. 5–6)."""
+    from biaslens.experiments.lei_train import make_lei_train_settings
+    from biaslens.experiments.lei_train import run_lei_train as run
+    from biaslens.experiments.sib_mgc_compare import safe_name
+    from biaslens.progress import RichProgress
+
+    settings = make_lei_train_settings(
+        qa_file=qa_file,
+        model=model,
+        mode=mode,
+        train_sizes=_numbers(train_sizes, int, "--train-sizes"),
+        learning_rates=_numbers(learning_rates, float, "--learning-rates"),
+        epochs=_numbers(epochs, int, "--epochs"),
+        batch_size=train_batch_size,
+        qa_ratio=qa_ratio,
+        weights={
+            "ethical": weight_ethical,
+            "adversarial": weight_adversarial,
+            "irrelevant": weight_irrelevant,
+            "qa": weight_qa,
+        },
+        schedule=schedule,
+        reference=reference,
+        top_k=top_k,
+        dev=dev,
+        dev_limit=dev_limit,
+        tests=[t.strip() for t in tests.split(",") if t.strip()],
+        test_limit=test_limit,
+        qa_limit=qa_limit,
+        seed=seed,
+    )
+    output = output or Path("runs") / "lei-train" / safe_name(model)
+    with warnings.catch_warnings(record=True) as caught, RichProgress.open() as progress:
+        warnings.simplefilter("always")
+        result = run(
+            settings,
+            output,
+            backend_config(device, dtype, batch_size),
+            progress,
+            data_dir=data_dir,
+            qa_file=qa_file,
+            keep_checkpoints=keep_checkpoints,
+        )
+    for warning in sorted({str(w.message) for w in caught}):
+        console.print(f"[yellow]warning:[/] {warning}", markup=True)
+    _print_table(
+        "Selected checkpoints (dev, LEI criterion: Σ |μ − desired|)",
+        result.selected,
+        ["checkpoint", "criterion", "mu_none", "mu_ethical", "mu_adversarial", "mu_irrelevant"],
+    )
+    _print_table(
+        "Test μ (mean ± std over the selected; train size 0 = zero-shot)",
+        result.results,
+        ["evaluation", "train_size", "set", "mu_mean", "mu_std", "desired_mu_mean", "models"],
+    )
+    qa = result.summary["metrics"].get("qa_utility")
+    for row in qa or []:
+        console.print(
+            f"QA utility, train size {row['train_size']}: EM {row['exact_match_mean']:.1f}, "
+            f"F1 {row['f1_mean']:.1f}"
+        )
+    console.print(f"results in {result.run_dir}")
+
+
 def register(app: typer.Typer, run_app: typer.Typer) -> None:
     app.add_typer(metrics_app, name="metrics")
     metrics_app.command("unqover")(metrics_unqover)
     run_app.command("lei-eval")(run_lei_eval)
+    run_app.command("lei-train")(run_lei_train)

@@ -223,6 +223,25 @@ def _split_row(path: Path, where: str, paragraph: dict) -> dict:
     return out
 
 
+def without_interventions(split: pd.DataFrame) -> pd.DataFrame:
+    """The split's contexts without interventions (one row per context and question pair)."""
+    columns = [
+        "first",
+        "second",
+        "first_start",
+        "second_start",
+        "context",
+        "question",
+        "negated_question",
+        "category",
+        "template",
+        "attribute",
+    ]
+    base = split.drop_duplicates(["context", "question", "negated_question"])[columns].copy()
+    base["intervention"], base["intervention_type"], base["intervention_id"] = "", "none", "none"
+    return base.reset_index(drop=True)
+
+
 def split_path(name: str, lei_dir: Path) -> Path:
     if name not in SPLITS:
         raise BiaslensError(f"unknown LEI split {name!r}; known: {', '.join(SPLITS)}")

@@ -20,7 +20,8 @@ def squad_articles(path: Path, what: str = "SQuAD file") -> list:
 
 
 def read_squad(path: Path) -> pd.DataFrame:
-    """One row per answerable question: ``id, question, context, answers`` (list of texts)."""
+    """One row per answerable question: ``id, question, context, answers`` (list of texts) and
+    ``answer_starts`` (their character offsets; None where a file gives none)."""
     path = Path(path)
     rows = []
     for a, article in enumerate(squad_articles(path)):
@@ -43,6 +44,13 @@ def read_squad(path: Path) -> pd.DataFrame:
                         "question": qa["question"],
                         "context": context,
                         "answers": answers,
+                        "answer_starts": [
+                            x.get("answer_start")
+                            if isinstance(x.get("answer_start"), int)
+                            else None
+                            for x in qa.get("answers", [])
+                            if isinstance(x, dict)
+                        ],
                     }
                 )
     if not rows:

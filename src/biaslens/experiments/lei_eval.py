@@ -83,25 +83,6 @@ def make_lei_eval_settings(
     return validated(LeiEvalSettings, {**values, **hashes})
 
 
-def _base_contexts(split: pd.DataFrame) -> pd.DataFrame:
-    """The split's contexts without interventions (one row per context and question pair)."""
-    columns = [
-        "first",
-        "second",
-        "first_start",
-        "second_start",
-        "context",
-        "question",
-        "negated_question",
-        "category",
-        "template",
-        "attribute",
-    ]
-    base = split.drop_duplicates(["context", "question", "negated_question"])[columns].copy()
-    base["intervention"], base["intervention_type"], base["intervention_id"] = "", "none", "none"
-    return base.reset_index(drop=True)
-
-
 def _pair_key(table: pd.DataFrame) -> pd.Series:
     low = np.where(table["first"] < table["second"], table["first"], table["second"])
     high = np.where(table["first"] < table["second"], table["second"], table["first"])
@@ -137,11 +118,11 @@ def build_rows(
     unknown = sorted(set(split["intervention_type"]) - set(lei.INTERVENTION_TYPES))
     if unknown:
         raise BiaslensError(f"{path}: unknown intervention type(s) {unknown}")
-    parts = [_base_contexts(split), split]
+    parts = [lei.without_interventions(split), split]
     absent = ""
     if specified_sentences is not None:
         sentences = lei.read_specifying_sentences(specified_sentences)
-        parts.append(lei.specify(_base_contexts(split), sentences))
+        parts.append(lei.specify(lei.without_interventions(split), sentences))
     elif settings.domain == "gender":
         specified = lei.read_specified(lei_dir / "data" / lei.SPECIFIED_SAMPLE)
         specified["pair_key"] = _pair_key(specified)

@@ -66,11 +66,11 @@ def _neighbour_spans(context: str, start: int, end: int) -> tuple[int | None, in
     return article_start, head_end
 
 
-def extractive_scores(
-    lm: LM, rows: pd.DataFrame, progress: Progress, head_words: bool = False
-) -> pd.DataFrame:
-    """Span scores of both subjects for both questions of every row."""
-    lm.require("span_scores")
+def _extractive_requests(
+    rows: pd.DataFrame, head_words: bool
+) -> tuple[list[SpanScoresRequest], list[list[tuple[list[int], list[int]]]]]:
+    """Two span requests per row (question, then its negation) and, per request and subject,
+    which span indices may stand for its start and its end."""
     first_texts, first_starts = _subject_spans(rows, "first")
     second_texts, second_starts = _subject_spans(rows, "second")
     interventions = list(rows["intervention"]) if "intervention" in rows else [""] * len(rows)
@@ -96,6 +96,15 @@ def extractive_scores(
             asked = intervene_question(question, interventions[i])
             requests.append(SpanScoresRequest(asked, context, tuple(spans)))
             layouts.append(layout)
+    return requests, layouts
+
+
+def extractive_scores(
+    lm: LM, rows: pd.DataFrame, progress: Progress, head_words: bool = False
+) -> pd.DataFrame:
+    """Span scores of both subjects for both questions of every row."""
+    lm.require("span_scores")
+    requests, layouts = _extractive_requests(rows, head_words)
     tick = progress.task(f"extractive QA scores ({lm.identity.name})", len(requests))
     results = lm.span_scores(requests, tick)
     scores = np.empty((len(results), 2))
@@ -104,7 +113,7 @@ def extractive_scores(
             scores[r, s] = max(
                 np.sqrt(result.start_probs[a] * result.end_probs[b]) for a in starts for b in ends
             )
-    return _long_table(rows, scores)
+    return long_table(rows, scores)
 
 
 def unifiedqa_input(
@@ -124,9 +133,8 @@ def unifiedqa_prompt(parts: tuple[str, ...], causal: bool) -> str:
     return text + CAUSAL_ANSWER_CUE if causal else text
 
 
-def generative_scores(lm: LM, rows: pd.DataFrame, progress: Progress) -> pd.DataFrame:
-    """Normalised candidate probabilities of both subjects for both questions of every row."""
-    lm.require("choice_logprobs")
+def _generative_requests(lm: LM, rows: pd.DataFrame) -> list[ChoiceLogprobsRequest]:
+    """Two requests per row (question, then its negation) with the two subjects as choices."""
     causal = lm.kind == ModelKind.CAUSAL
     first_texts, _ = _subject_spans(rows, "first")
     second_texts, _ = _subject_spans(rows, "second")
@@ -134,21 +142,59 @@ def generative_scores(lm: LM, rows: pd.DataFrame, progress: Progress) -> pd.Data
     requests = []
     for i, context in enumerate(rows["context"]):
         first, second = first_texts[i], second_texts[i]
-        choices = (first.lower(), second.lower())
-        if causal:
-            choices = (" " + choices[0], " " + choices[1])
+        choices = candidate_answers(first, second, causal)
         for question in (rows["question"].iloc[i], rows["negated_question"].iloc[i]):
             prompt = unifiedqa_input(question, first, second, context, interventions[i], causal)
             requests.append(ChoiceLogprobsRequest(prompt, choices))
+    return requests
+
+
+def candidate_answers(first: str, second: str, causal: bool) -> tuple[str, str]:
+    """The two subjects as answer continuations (lower-cased; a leading space for causal)."""
+    choices = (first.lower(), second.lower())
+    return (" " + choices[0], " " + choices[1]) if causal else choices
+
+
+def _normalised(logprobs: np.ndarray) -> np.ndarray:
+    logprobs = logprobs - logprobs.max(axis=1, keepdims=True)
+    probs = np.exp(logprobs)
+    return probs / probs.sum(axis=1, keepdims=True)
+
+
+def generative_scores(lm: LM, rows: pd.DataFrame, progress: Progress) -> pd.DataFrame:
+    """Normalised candidate probabilities of both subjects for both questions of every row."""
+    lm.require("choice_logprobs")
+    requests = _generative_requests(lm, rows)
     tick = progress.task(f"generative QA scores ({lm.identity.name})", len(requests))
     results = lm.choice_logprobs(requests, tick)
-    logprobs = np.array([r.logprobs for r in results], dtype=float)
-    logprobs -= logprobs.max(axis=1, keepdims=True)
-    probs = np.exp(logprobs)
-    return _long_table(rows, probs / probs.sum(axis=1, keepdims=True))
+    return long_table(rows, _normalised(np.array([r.logprobs for r in results], dtype=float)))
 
 
-def _long_table(rows: pd.DataFrame, scores: np.ndarray) -> pd.DataFrame:
+def subject_probabilities(
+    lm: LM, rows: pd.DataFrame, progress: Progress, mode: QAMode | None = None
+) -> np.ndarray:
+    """The probabilities the LEI losses act on, shape (rows, 2 questions, 2 subjects, K).
+
+    Extractive: K = 2, p_start of the subject's first token and p_end of its last token.
+    Generative: K = 1, the candidate probability normalised over the two subjects.
+    """
+    mode = mode or qa_mode_for(lm)
+    if mode == "extractive":
+        lm.require("span_scores")
+        requests, _ = _extractive_requests(rows, head_words=False)
+        tick = progress.task(f"zero-shot span probabilities ({lm.identity.name})", len(requests))
+        results = lm.span_scores(requests, tick)
+        probs = np.array([[r.start_probs, r.end_probs] for r in results], dtype=float)
+        return probs.transpose(0, 2, 1).reshape(len(rows), 2, 2, 2)
+    lm.require("choice_logprobs")
+    requests = _generative_requests(lm, rows)
+    tick = progress.task(f"zero-shot candidate probabilities ({lm.identity.name})", len(requests))
+    results = lm.choice_logprobs(requests, tick)
+    probs = _normalised(np.array([r.logprobs for r in results], dtype=float))
+    return probs.reshape(len(rows), 2, 2, 1)
+
+
+def long_table(rows: pd.DataFrame, scores: np.ndarray) -> pd.DataFrame:
     """Two rows per context: the attribute question (even rows), then its negation."""
     base = rows.drop(columns=["question", "negated_question"]).reset_index(drop=True)
     long = base.loc[base.index.repeat(2)].reset_index(drop=True)

@@ -506,40 +506,48 @@ class HFBackend(LM):
 
     def _score_continuations(self, batch) -> list[tuple[float, int]]:
         with torch.inference_mode():
-            if self.kind == ModelKind.CAUSAL:
-                sequences = [p + c for _, p, c in batch]
-                ids, attention = self._pad(sequences, left=False)
-                logprobs = (
-                    self.model(input_ids=ids, attention_mask=attention)
-                    .logits.float()
-                    .log_softmax(-1)
-                )
-                out = []
-                for row, (_, prompt, choice) in enumerate(batch):
-                    positions = torch.arange(
-                        len(prompt) - 1, len(prompt) + len(choice) - 1, device=self.device
-                    )
-                    targets = torch.tensor(choice, device=self.device)
-                    out.append(
-                        (float(logprobs[row, positions, targets].double().sum()), len(choice))
-                    )
-                return out
-            ids, attention = self._pad([p for _, p, _ in batch], left=False)
-            labels, label_mask = self._pad([c for _, _, c in batch], left=False)
-            start = self.model.config.decoder_start_token_id
-            decoder = torch.cat(
-                [
-                    torch.full((len(batch), 1), start, device=self.device, dtype=torch.long),
-                    labels[:, :-1],
-                ],
-                1,
+            sums = self.continuation_logprobs([p for _, p, _ in batch], [c for _, _, c in batch])
+        return [(float(s), len(c)) for s, (_, _, c) in zip(sums, batch, strict=True)]
+
+    def continuation_logprobs(
+        self, prompts: list[list[int]], continuations: list[list[int]]
+    ) -> torch.Tensor:
+        """log p(continuation | prompt) summed over its tokens, one value per pair (float64).
+
+        Differentiable: callers decide on ``inference_mode`` (scoring) or gradients (training).
+        """
+        if self.kind == ModelKind.CAUSAL:
+            ids, attention = self._pad(
+                [p + c for p, c in zip(prompts, continuations, strict=True)], left=False
             )
-            logits = self.model(
-                input_ids=ids, attention_mask=attention, decoder_input_ids=decoder
-            ).logits
-            token_logprobs = logits.float().log_softmax(-1).gather(-1, labels[..., None])[..., 0]
-            sums = (token_logprobs.double() * label_mask).sum(-1)
-            return [(float(s), len(c)) for s, (_, _, c) in zip(sums, batch, strict=True)]
+            logits = self.model(input_ids=ids, attention_mask=attention).logits
+            rows, positions, targets = [], [], []
+            for row, (prompt, choice) in enumerate(zip(prompts, continuations, strict=True)):
+                rows += [row] * len(choice)
+                positions += range(len(prompt) - 1, len(prompt) + len(choice) - 1)
+                targets += choice
+            rows = torch.tensor(rows, device=self.device)
+            targets = torch.tensor(targets, device=self.device)
+            # log-softmax only at the positions that predict a continuation token
+            picked = logits[rows, torch.tensor(positions, device=self.device)].float()
+            picked = picked.log_softmax(-1).gather(-1, targets[:, None])[:, 0].double()
+            sums = torch.zeros(len(prompts), dtype=torch.float64, device=self.device)
+            return sums.index_add(0, rows, picked)
+        ids, attention = self._pad(prompts, left=False)
+        labels, label_mask = self._pad(continuations, left=False)
+        start = self.model.config.decoder_start_token_id
+        decoder = torch.cat(
+            [
+                torch.full((len(prompts), 1), start, device=self.device, dtype=torch.long),
+                labels[:, :-1],
+            ],
+            1,
+        )
+        logits = self.model(
+            input_ids=ids, attention_mask=attention, decoder_input_ids=decoder
+        ).logits
+        token_logprobs = logits.float().log_softmax(-1).gather(-1, labels[..., None])[..., 0]
+        return (token_logprobs.double() * label_mask).sum(-1)
 
     # ------------------------------------------------------------------ generate
     def generate(
@@ -667,12 +675,18 @@ class HFBackend(LM):
 
     def _start_end_probs(self, sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Softmax over the start and over the end logits of each whole (unpadded) sequence."""
-        ids, attention = self._pad(sequences, left=False)
         with torch.inference_mode():
-            out = self.model(input_ids=ids, attention_mask=attention)
+            start, end = self.start_end_logprobs(sequences)
+        return start.exp().cpu(), end.exp().cpu()
+
+    def start_end_logprobs(self, sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-softmax over the start and the end logits of each sequence, padding masked out
+        (-inf). Differentiable: callers decide on ``inference_mode`` or gradients."""
+        ids, attention = self._pad(sequences, left=False)
+        out = self.model(input_ids=ids, attention_mask=attention)
         mask = attention.bool()
-        start = out.start_logits.float().masked_fill(~mask, -torch.inf).softmax(-1).cpu()
-        end = out.end_logits.float().masked_fill(~mask, -torch.inf).softmax(-1).cpu()
+        start = out.start_logits.float().masked_fill(~mask, -torch.inf).log_softmax(-1)
+        end = out.end_logits.float().masked_fill(~mask, -torch.inf).log_softmax(-1)
         return start, end
 
     def span_scores(
@@ -684,7 +698,7 @@ class HFBackend(LM):
             enc = self._encode_question_context(r.question, r.context)
             sequence_ids = enc.sequence_ids()
             token_spans = [
-                _char_span_to_tokens(enc["offset_mapping"], sequence_ids, s) for s in r.spans
+                char_span_to_tokens(enc["offset_mapping"], sequence_ids, s) for s in r.spans
             ]
             if any(span is None for span in token_spans):
                 raise BiaslensError(
@@ -760,7 +774,7 @@ def _common_prefix_length(sequences: list[list[int]]) -> int:
     return length
 
 
-def _char_span_to_tokens(offsets, sequence_ids, span) -> tuple[int, int] | None:
+def char_span_to_tokens(offsets, sequence_ids, span) -> tuple[int, int] | None:
     """First and last context token covering the character span [start, end)."""
     start, end = span
     first = last = None

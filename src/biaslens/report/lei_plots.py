@@ -46,3 +46,43 @@ def lei_mu_figure(table: pd.DataFrame, title: str):
     axis.legend(loc="upper left", fontsize=8)
     figure.tight_layout()
     return figure
+
+
+SERIES = {"ethical": "#4c9a5f", "adversarial": "#c44e52", "irrelevant": "#dd8452"}
+
+
+def training_size_figure(results: pd.DataFrame, title: str):
+    """Fig. 5 style: μ (mean ± std over the selected checkpoints) per intervention type against
+    the number of training examples (0 = the zero-shot model); dotted: desired μ; the
+    specified-context μ (Fig. 6) when the evaluation has it."""
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6.4, 3.8))
+    sizes = sorted(results["train_size"].unique())
+    positions = {size: i for i, size in enumerate(sizes)}
+    colors = {**SERIES, "none": "#8c8c8c", "specified": "#4c72b0"}
+    for name, color in colors.items():
+        part = results[results["set"] == name].sort_values("train_size")
+        if not len(part):
+            continue
+        x = [positions[s] for s in part["train_size"]]
+        axis.errorbar(
+            x,
+            part["mu_mean"],
+            yerr=part["mu_std"].fillna(0),
+            color=color,
+            marker="o",
+            capsize=3,
+            label=LABELS.get(name, name),
+        )
+        desired = part["desired_mu_mean"]
+        if name in ("ethical", "adversarial", "specified") and desired.notna().any():
+            axis.axhline(float(desired.dropna().iloc[0]), color=color, linestyle=":", linewidth=1)
+    axis.set_xticks(range(len(sizes)), ["zero-shot" if s == 0 else str(s) for s in sizes])
+    axis.set_xlabel("training examples")
+    axis.set_ylabel("μ (UnQover)")
+    axis.set_ylim(0, 1.05)
+    axis.set_title(title, fontsize=10)
+    axis.legend(fontsize=8, loc="best")
+    figure.tight_layout()
+    return figure

@@ -1,0 +1,274 @@
+"""LEI few-shot fine-tuning with group losses (Zhao et al. 2021, Appendix B.2).
+
+Extractive QA models: the ethical / adversarial / irrelevant losses of
+:mod:`biaslens.train.lei_losses` on p_start / p_end of the subjects' gold spans, plus the SQuAD
+span cross-entropy on mixed-in QA rows. Generative (causal or seq2seq) models: the same losses on
+the candidate probabilities normalised over the two subjects (UnifiedQA input, as scored in
+zero-shot evaluation), plus the language-modeling loss of the gold answer on mixed-in QA rows.
+
+Batches hold about as many ethical as adversarial and irrelevant examples; the loss of a batch
+is Σ_type weight_type · mean loss of its examples of that type. QA rows are spread evenly over
+the batches: ``qa_ratio`` of them per intervention example (1/3 gives the official train files'
+3/4 intervention, 1/4 SQuAD mix). An epoch's order depends on (seed, epoch) only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from biaslens.data.lei import intervene_question
+from biaslens.errors import BiaslensError
+from biaslens.experiments.qa_scoring import (
+    QAMode,
+    candidate_answers,
+    unifiedqa_input,
+    unifiedqa_prompt,
+)
+from biaslens.models.base import ModelKind
+from biaslens.models.hf import HFBackend, char_span_to_tokens
+from biaslens.progress import NoProgress, Progress
+from biaslens.train import lei_losses as L
+from biaslens.train.lei_data import LeiTrainingSet, balanced_order
+
+
+class LossWeights(BaseModel):
+    """Per-type loss weights (the paper sums all terms with weight 1)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ethical: float = Field(default=1.0, ge=0)
+    adversarial: float = Field(default=1.0, ge=0)
+    irrelevant: float = Field(default=1.0, ge=0)
+    qa: float = Field(default=1.0, ge=0)
+
+
+class LeiTrainConfig(BaseModel):
+    """One training run (one grid cell)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    learning_rate: float = Field(gt=0)
+    epochs: int = Field(ge=1)
+    batch_size: int = Field(default=8, ge=1, description="intervention examples per step")
+    qa_ratio: float = Field(default=1 / 3, ge=0)
+    weights: LossWeights = LossWeights()
+    schedule: Literal["linear", "constant"] = "linear"
+    warmup_ratio: float = Field(default=0.0, ge=0, lt=1)
+    weight_decay: float = Field(default=0.0, ge=0)
+    max_grad_norm: float = Field(default=1.0, gt=0)
+    seed: int = 0
+
+
+@dataclass
+class _Encoded:
+    """Token ids of the examples, prepared once before training."""
+
+    ids: list  # extractive: sequence ids; generative: prompt ids
+    spans: list  # extractive: ((start, end) token of first, of second); generative: choice ids
+
+
+class LeiTrainer:
+    """Fine-tunes the model of an :class:`HFBackend` in place with the LEI objective."""
+
+    def __init__(self, backend: HFBackend, config: LeiTrainConfig, mode: QAMode) -> None:
+        if not isinstance(backend, HFBackend):
+            raise BiaslensError("LEI fine-tuning needs a transformers model (HFBackend)")
+        if (mode == "extractive") != (backend.kind == ModelKind.EXTRACTIVE_QA):
+            raise BiaslensError(f"a {backend.kind.value} model cannot be trained in {mode} mode")
+        self.backend = backend
+        self.config = config
+        self.mode = mode
+        self.causal = backend.kind == ModelKind.CAUSAL
+
+    # ------------------------------------------------------------------ encoding
+    def encode(self, examples: pd.DataFrame) -> _Encoded:
+        """Sequences and subject positions (extractive) or prompts and choices (generative)."""
+        b = self.backend
+        ids, spans = [], []
+        for row in examples.itertuples(index=False):
+            if self.mode == "extractive":
+                question = intervene_question(row.question, row.intervention)
+                encoding = b._encode_question_context(question, row.context)
+                subject_spans = []
+                for text, start in ((row.first, row.first_start), (row.second, row.second_start)):
+                    span = char_span_to_tokens(
+                        encoding["offset_mapping"],
+                        encoding.sequence_ids(),
+                        (int(start), int(start) + len(text)),
+                    )
+                    if span is None:
+                        raise BiaslensError(f"key {row.key!r}: {text!r} lies outside the input")
+                    subject_spans.append(span)
+                ids.append(encoding["input_ids"])
+                spans.append(tuple(subject_spans))
+            else:
+                prompt = unifiedqa_input(
+                    row.question, row.first, row.second, row.context, row.intervention, self.causal
+                )
+                ids.append(b._encode_prompts([prompt])[0])
+                choices = candidate_answers(row.first, row.second, self.causal)
+                spans.append(tuple(b._encode_continuation(c) for c in choices))
+        return _Encoded(ids, spans)
+
+    def encode_qa(self, qa: pd.DataFrame) -> _Encoded:
+        """QA rows: gold start/end tokens (extractive; rows whose answer is truncated away are
+        dropped) or prompt and gold answer ids (generative)."""
+        b = self.backend
+        ids, spans = [], []
+        for row in qa.itertuples(index=False):
+            if self.mode == "extractive":
+                encoding = b._encode_question_context(row.question, row.context)
+                span = char_span_to_tokens(
+                    encoding["offset_mapping"],
+                    encoding.sequence_ids(),
+                    (int(row.answer_start), int(row.answer_start) + len(row.answer)),
+                )
+                if span is None:
+                    continue
+                ids.append(encoding["input_ids"])
+                spans.append(span)
+            else:
+                prompt = unifiedqa_prompt((row.question, row.context), self.causal)
+                answer = (" " + row.answer.strip()) if self.causal else row.answer.strip()
+                ids.append(b._encode_prompts([prompt])[0])
+                spans.append(b._encode_continuation(answer))
+        return _Encoded(ids, spans)
+
+    # ------------------------------------------------------------------ forward passes
+    def subject_probs(self, encoded: _Encoded, batch: np.ndarray) -> torch.Tensor:
+        """(batch, 2 subjects, K) probabilities, with gradients."""
+        b = self.backend
+        if self.mode == "extractive":
+            start, end = b.start_end_logprobs([encoded.ids[i] for i in batch])
+            first = torch.tensor([encoded.spans[i][0] for i in batch], device=b.device)
+            second = torch.tensor([encoded.spans[i][1] for i in batch], device=b.device)
+            rows = torch.arange(len(batch), device=b.device)
+            probs = [
+                torch.stack([start[rows, span[:, 0]], end[rows, span[:, 1]]], -1)
+                for span in (first, second)
+            ]
+            return torch.stack(probs, 1).exp()
+        prompts = [encoded.ids[i] for i in batch for _ in range(2)]
+        choices = [encoded.spans[i][c] for i in batch for c in range(2)]
+        logprobs = b.continuation_logprobs(prompts, choices).view(len(batch), 2)
+        return logprobs.softmax(-1).unsqueeze(-1).float()
+
+    def qa_losses(self, encoded: _Encoded, batch: np.ndarray) -> torch.Tensor:
+        """Per row: SQuAD span cross-entropy (extractive) or answer LM loss (generative)."""
+        b = self.backend
+        if self.mode == "extractive":
+            start, end = b.start_end_logprobs([encoded.ids[i] for i in batch])
+            gold = torch.tensor([encoded.spans[i] for i in batch], device=b.device)
+            return L.span_cross_entropy(start, end, gold[:, 0], gold[:, 1])
+        answers = [encoded.spans[i] for i in batch]
+        logprobs = b.continuation_logprobs([encoded.ids[i] for i in batch], answers)
+        lengths = torch.tensor([len(a) for a in answers], device=b.device)
+        return L.answer_lm_loss(logprobs, lengths).float()
+
+    def intervention_losses(
+        self, data: LeiTrainingSet, encoded: _Encoded, batch: np.ndarray
+    ) -> dict[str, torch.Tensor]:
+        """Mean loss per intervention type present in the batch."""
+        probs = self.subject_probs(encoded, batch)
+        types = data.examples["intervention_type"].to_numpy()[batch]
+        out = {}
+        for name in ("ethical", "adversarial", "irrelevant"):
+            mask = types == name
+            if not mask.any():
+                continue
+            rows = torch.as_tensor(np.flatnonzero(mask), device=probs.device)
+            part = probs[rows]
+            if name == "ethical":
+                loss = L.ethical_loss(part)
+            elif name == "adversarial":
+                dominant = torch.as_tensor(data.dominant[batch][mask], device=probs.device)
+                loss = L.adversarial_loss(part, dominant)
+            else:
+                reference = torch.as_tensor(data.reference[batch][mask], device=probs.device)
+                loss = L.irrelevant_loss(part, reference)
+            out[name] = loss.mean()
+        return out
+
+    # ------------------------------------------------------------------ training
+    def epoch_batches(
+        self, data: LeiTrainingSet, n_qa: int, epoch: int
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(intervention indices, QA indices) per step of ``epoch``; depends on seed and epoch."""
+        rng = np.random.default_rng([self.config.seed, epoch])
+        batches = balanced_order(data.examples["intervention_type"], self.config.batch_size, rng)
+        wanted = round(self.config.qa_ratio * len(data)) if n_qa else 0
+        qa = np.resize(rng.permutation(n_qa), wanted) if wanted else np.array([], dtype=int)
+        shares = np.array_split(qa, len(batches))
+        return list(zip(batches, shares, strict=True))
+
+    def train(
+        self,
+        data: LeiTrainingSet,
+        qa: pd.DataFrame | None = None,
+        progress: Progress | None = None,
+        on_epoch_end: Callable[[int], None] | None = None,
+    ) -> pd.DataFrame:
+        """Train for ``config.epochs`` epochs; returns the per-step loss log."""
+        from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
+
+        if len(data) == 0:
+            raise BiaslensError("no training examples")
+        config, model = self.config, self.backend.model
+        progress = progress or NoProgress()
+        torch.manual_seed(config.seed)
+        encoded = self.encode(data.examples)
+        encoded_qa = self.encode_qa(qa) if qa is not None and len(qa) else _Encoded([], [])
+        steps_per_epoch = len(self.epoch_batches(data, len(encoded_qa.ids), 0))
+        total = steps_per_epoch * config.epochs
+        optimizer = torch.optim.AdamW(
+            [p for p in model.parameters() if p.requires_grad],
+            lr=config.learning_rate,
+            weight_decay=config.weight_decay,
+        )
+        warmup = math.floor(config.warmup_ratio * total)
+        scheduler = (
+            get_linear_schedule_with_warmup(optimizer, warmup, total)
+            if config.schedule == "linear"
+            else get_constant_schedule_with_warmup(optimizer, warmup)
+        )
+        weights = config.weights.model_dump()
+        tick = progress.task(f"LEI fine-tuning ({self.backend.identity.name})", total)
+        log = []
+        model.train()
+        try:
+            for epoch in range(config.epochs):
+                for step, (batch, qa_batch) in enumerate(
+                    self.epoch_batches(data, len(encoded_qa.ids), epoch)
+                ):
+                    losses = self.intervention_losses(data, encoded, batch)
+                    if len(qa_batch):
+                        losses["qa"] = self.qa_losses(encoded_qa, qa_batch).mean()
+                    loss = sum(weights[name] * value for name, value in losses.items())
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+                    optimizer.step()
+                    scheduler.step()
+                    log.append(
+                        {
+                            "epoch": epoch + 1,
+                            "step": epoch * steps_per_epoch + step + 1,
+                            "loss": float(loss.detach()),
+                            "lr": scheduler.get_last_lr()[0],
+                            **{f"loss_{k}": float(v.detach()) for k, v in losses.items()},
+                        }
+                    )
+                    tick(1)
+                if on_epoch_end is not None:
+                    on_epoch_end(epoch + 1)
+        finally:
+            model.eval()
+        return pd.DataFrame(log)

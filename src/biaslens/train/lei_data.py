@@ -1,0 +1,212 @@
+"""Training examples for LEI fine-tuning (Zhao et al. 2021, Appendix B.2).
+
+One example per paragraph of an LEI split and question (the attribute question and its
+negation), carrying what its loss needs: the subjects' spans, the adversarial target (the
+dominant subject) and the irrelevant target (zero-shot probabilities without the intervention).
+
+Both targets come from a zero-shot *reference*, computed once before training:
+
+* ``model`` — the model about to be fine-tuned scores the split's contexts without
+  interventions. The dominant subject of (x1, x2, q) is x1 when bias(x1, x2, q) = mean over
+  templates of C(x1, x2, q, τ) is > 0, else x2 (Appendix B.2); the negated question gets the
+  other subject (as in the official files' ``tomax``).
+* ``file`` — the split's stored ``start-end-score`` and ``tomax`` fields (RoBERTa-large SQuAD
+  probabilities: meaningful for an extractive model only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from biaslens.data import lei
+from biaslens.errors import BiaslensError
+from biaslens.experiments.qa_scoring import QAMode, long_table, subject_probabilities
+from biaslens.metrics.unqover import comparative_scores
+from biaslens.models.base import LM
+from biaslens.progress import Progress
+
+Reference = Literal["model", "file"]
+SUBJECTS = ("first", "second")
+
+
+@dataclass(frozen=True)
+class ZeroShotReference:
+    """Per split row and question: probabilities (rows, 2, 2 subjects, K) and the dominant
+    subject (rows, 2): 0 = first, 1 = second, -1 = unknown."""
+
+    probs: np.ndarray
+    dominant: np.ndarray
+
+    def save(self, path: Path) -> None:
+        from biaslens.store import atomic
+
+        table = pd.DataFrame(
+            {
+                "probs": list(self.probs.reshape(len(self.probs), -1)),
+                "dominant_q0": self.dominant[:, 0],
+                "dominant_q1": self.dominant[:, 1],
+            }
+        )
+        atomic.write_parquet(path, table.assign(k=int(self.probs.shape[-1])))
+
+    @classmethod
+    def load(cls, path: Path) -> ZeroShotReference:
+        table = pd.read_parquet(path)
+        k = int(table["k"].iloc[0])
+        probs = np.stack(table["probs"].to_list()).reshape(len(table), 2, 2, k)
+        dominant = table[["dominant_q0", "dominant_q1"]].to_numpy(dtype=int)
+        return cls(probs, dominant)
+
+
+def dominant_subjects(base: pd.DataFrame, probs: np.ndarray) -> np.ndarray:
+    """Dominant subject (0 first / 1 second) of each base context's two questions.
+
+    ``base``: contexts without interventions in both subject orders; ``probs``: their
+    probabilities (rows, 2, 2, K). S = sqrt(p_start · p_end) (K = 2) or the candidate
+    probability (K = 1); bias(x1, x2, q) = mean over templates of C(x1, x2, q, τ).
+    """
+    scores = np.sqrt(probs.prod(-1)) if probs.shape[-1] == 2 else probs[..., 0]
+    long = long_table(base, scores.reshape(-1, 2))
+    comparative = comparative_scores(long)
+    bias = comparative.groupby(["x1", "x2", "attribute"], sort=False)["C"].mean()
+    keys = pd.MultiIndex.from_arrays([base["first"], base["second"], base["attribute"]])
+    first_wins = bias.reindex(keys).to_numpy() > 0
+    q0 = np.where(first_wins, 0, 1)
+    return np.stack([q0, 1 - q0], axis=1)
+
+
+def model_reference(
+    lm: LM, split: pd.DataFrame, progress: Progress, mode: QAMode | None = None
+) -> ZeroShotReference:
+    """Score the split's contexts without interventions with ``lm`` (the zero-shot model)."""
+    base = lei.without_interventions(split)
+    try:
+        probs = subject_probabilities(lm, base, progress, mode)
+        dominant = dominant_subjects(base, probs)
+    except BiaslensError as error:
+        raise BiaslensError(f"computing the zero-shot dominant subjects: {error}") from None
+    index = pd.MultiIndex.from_frame(base[["context", "question", "negated_question"]])
+    rows = index.get_indexer(
+        pd.MultiIndex.from_frame(split[["context", "question", "negated_question"]])
+    )
+    return ZeroShotReference(probs[rows], dominant[rows])
+
+
+def file_reference(split: pd.DataFrame, path: Path) -> ZeroShotReference:
+    """The split's stored zero-shot start/end probabilities and ``tomax`` targets."""
+    columns = [f"zs_q{q}_{s}_{end}" for q in (0, 1) for s in SUBJECTS for end in ("start", "end")]
+    probs = split[columns].to_numpy(dtype=float).reshape(len(split), 2, 2, 2)
+    dominant = np.full((len(split), 2), -1)
+    for q in (0, 1):
+        named = split[f"dominant_q{q}"].to_numpy()
+        dominant[:, q] = np.select([named == "first", named == "second"], [0, 1], -1)
+    irrelevant = (split["intervention_type"] == "irrelevant").to_numpy()
+    missing = irrelevant & np.isnan(probs).any(axis=(1, 2, 3))
+    if missing.any():
+        key = split["key"].iloc[int(np.flatnonzero(missing)[0])]
+        raise BiaslensError(
+            f"{path}: {int(missing.sum())} irrelevant paragraph(s) lack the zero-shot "
+            f"'start-end-score' probabilities the irrelevant loss needs, e.g. key {key!r}; "
+            "use the model reference (--reference model) to compute them"
+        )
+    return ZeroShotReference(probs, dominant)
+
+
+@dataclass(frozen=True)
+class LeiTrainingSet:
+    """Examples (one row per paragraph and question) and their targets, aligned by position."""
+
+    examples: pd.DataFrame
+    reference: np.ndarray  # (examples, 2 subjects, K)
+    dominant: np.ndarray  # (examples,) 0 / 1, -1 where the type needs none
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def counts(self) -> dict[str, int]:
+        return {k: int(v) for k, v in self.examples["intervention_type"].value_counts().items()}
+
+
+def training_set(
+    split: pd.DataFrame,
+    reference: ZeroShotReference,
+    path: Path | str,
+    types: tuple[str, ...] = lei.INTERVENTION_TYPES,
+) -> LeiTrainingSet:
+    """Examples of the chosen intervention types with their targets; errors name the file and
+    the first bad paragraph before any training starts."""
+    unknown = sorted(set(split["intervention_type"]) - set(lei.INTERVENTION_TYPES))
+    if unknown:
+        raise BiaslensError(f"{path}: unknown intervention type(s) {unknown}")
+    keep = split["intervention_type"].isin(types).to_numpy()
+    if not keep.any():
+        raise BiaslensError(
+            f"{path}: no training paragraphs of type(s) {', '.join(types)} "
+            f"(the file has {', '.join(sorted(set(split['intervention_type'])))})"
+        )
+    split = split[keep].reset_index(drop=True)
+    probs, dominant = reference.probs[keep], reference.dominant[keep]
+    adversarial = (split["intervention_type"] == "adversarial").to_numpy()
+    lacking = adversarial & (dominant < 0).any(axis=1)
+    if lacking.any():
+        key = split["key"].iloc[int(np.flatnonzero(lacking)[0])]
+        raise BiaslensError(
+            f"{path}: {int(lacking.sum())} adversarial paragraph(s) have no dominant subject "
+            f"('tomax'), e.g. key {key!r}; use the model reference (--reference model) to "
+            "compute it with the zero-shot model"
+        )
+    columns = [
+        "key",
+        "intervention_type",
+        "intervention",
+        "context",
+        "first",
+        "second",
+        "first_start",
+        "second_start",
+    ]
+    parts = []
+    for q, column in enumerate(("question", "negated_question")):
+        part = split[columns].assign(question=split[column], q=q)
+        parts.append(part)
+    examples = pd.concat(parts, ignore_index=True)
+    reference_probs = np.concatenate([probs[:, 0], probs[:, 1]])
+    targets = np.concatenate([dominant[:, 0], dominant[:, 1]])
+    targets = np.where(examples["intervention_type"] == "adversarial", targets, -1)
+    return LeiTrainingSet(examples, reference_probs, targets)
+
+
+def qa_rows_for_training(qa: pd.DataFrame, path: Path | str, extractive: bool) -> pd.DataFrame:
+    """SQuAD rows with one gold answer (the first); extractive training needs its offset."""
+    rows = qa.assign(answer=[answers[0] for answers in qa["answers"]])
+    if not extractive:
+        return rows
+    starts = [s[0] if len(s) else None for s in rows["answer_starts"]]
+    for i, (start, answer, context) in enumerate(
+        zip(starts, rows["answer"], rows["context"], strict=True)
+    ):
+        if start is None or context[start : start + len(answer)] != answer:
+            raise BiaslensError(
+                f"{path}: question {rows['id'].iloc[i]!r}: the span loss needs 'answer_start' "
+                f"with {answer!r} at that offset of the context"
+            )
+    return rows.assign(answer_start=starts)
+
+
+def balanced_order(types: pd.Series, batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Batches of example indices with about the same number of each intervention type.
+
+    Each type's examples are shuffled, then dealt round-robin (type by type) into one stream
+    that is cut into batches; a type that runs out leaves the others to fill the rest.
+    """
+    queues = [rng.permutation(np.flatnonzero(types.to_numpy() == t)) for t in sorted(set(types))]
+    stream = []
+    for position in range(max(len(q) for q in queues)):
+        stream.extend(int(q[position]) for q in queues if position < len(q))
+    stream = np.array(stream, dtype=int)
+    return [stream[i : i + batch_size] for i in range(0, len(stream), batch_size)]
