@@ -147,3 +147,25 @@ def test_file_reference_is_refused_for_generative_models(tiny_models, tmp_path):
     with pytest.raises(BiaslensError, match="generative training needs --reference model"):
         run_lei_train(settings, tmp_path / "run", data_dir=DATA)
     assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+@pytest.mark.slow
+def test_smollm2_generative_fine_tuning_end_to_end(tmp_path):
+    settings = make_lei_train_settings(
+        train_sizes=[64],
+        learning_rates=[1e-4],
+        epochs=[1],
+        top_k=1,
+        dev_limit=3,
+        tests=["ethnicity/noniid_test"],
+        test_limit=3,
+    )
+    result = run_lei_train(settings, tmp_path / "run", data_dir=DATA)
+    assert result.summary["settings"]["mode"] == "generative"
+    assert result.selected["checkpoint"].tolist() == ["n64-lr0.0001-ep1"]
+    after = result.results[result.results["train_size"] == 64].set_index("set")
+    before = result.results[result.results["train_size"] == 0].set_index("set")
+    assert set(after.index) == set(before.index) == {"none", "ethical", "adversarial", "irrelevant"}
+    assert (after["mu_mean"] != before["mu_mean"]).any()  # training changed the model
+    log = pd.read_csv(tmp_path / "run" / "checkpoints" / "n64-lr0.0001-ep1" / "train_log.csv")
+    assert len(log) == 6  # 48 examples, batch 8

@@ -150,3 +150,25 @@ def test_balanced_batches_mix_the_types_evenly():
         assert types[batch].value_counts().tolist() == [2, 2, 2]
     again = balanced_order(types, 6, np.random.default_rng(0))
     assert all((a == b).all() for a, b in zip(batches, again, strict=True))
+
+
+def test_extractive_qa_rows_need_their_answer_offsets(tmp_path):
+    from biaslens.data.squad import read_squad
+    from biaslens.train.lei_data import qa_rows_for_training
+
+    context = "Alice and Bob went to the market."
+    qas = [
+        {"id": "1", "question": "Who went?", "answers": [{"text": "Bob", "answer_start": 10}]},
+        {"id": "2", "question": "Where?", "answers": [{"text": "the market"}]},
+    ]
+    path = tmp_path / "qa.json"
+    path.write_text(json.dumps({"data": [{"paragraphs": [{"context": context, "qas": qas}]}]}))
+    qa = read_squad(path)
+    assert qa_rows_for_training(qa, path, extractive=False)["answer"].tolist() == [
+        "Bob",
+        "the market",
+    ]
+    with pytest.raises(BiaslensError, match=r"qa.json: question '2': .*answer_start"):
+        qa_rows_for_training(qa, path, extractive=True)
+    rows = qa_rows_for_training(qa.head(1), path, extractive=True)
+    assert rows["answer_start"].tolist() == [10]

