@@ -39,3 +39,52 @@ def tiny_backends(tiny_models):
 
     config = BackendConfig(device="cpu", batch_size=3)
     return {name: load_model(str(path), config) for name, path in tiny_models.items()}
+
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+"""Screenshots of the browser tests (kept after the run; ignored by git)."""
+CHROMIUM = Path(os.environ.get("BIASLENS_CHROMIUM", "/usr/bin/chromium"))
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Chromium (the Debian package) driven by Playwright.
+
+    Without Chromium the browser tests are skipped, except where ``BIASLENS_REQUIRE_BROWSER=1``
+    (CI), where that is a failure."""
+    if not CHROMIUM.exists():
+        message = f"headless Chromium not found at {CHROMIUM} (apt-get install chromium)"
+        if os.environ.get("BIASLENS_REQUIRE_BROWSER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-dev-shm-usage"]
+        )
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page that records script errors and dialogs (an XSS would open one).
+
+    The pages' Content-Security-Policy is bypassed: escaping alone must keep hostile text
+    inert (and Playwright's waiting helpers need script evaluation)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
+    page = context.new_page()
+    page.errors, page.dialogs = [], []
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    page.on("dialog", lambda dialog: (page.dialogs.append(dialog.message), dialog.dismiss()))
+    yield page
+    context.close()
+
+
+def screenshot(page, name: str) -> Path:
+    """Save a full-page screenshot under test-artifacts/screenshots/."""
+    path = ARTIFACTS / "screenshots" / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(path), full_page=True)
+    return path

@@ -15,8 +15,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from biaslens import __version__, cli_cid, cli_lei
-from biaslens.cli_common import backend_config, print_cache_stats
+from biaslens import __version__, cli_cid, cli_lei, cli_report
+from biaslens.cli_common import backend_config, print_cache_stats, write_run_report
 from biaslens.errors import BiaslensError
 
 app = typer.Typer(
@@ -172,6 +172,9 @@ def run_sib_mgc(
         console.print(f"comparison: {comparison.root / 'comparison.csv'}")
         for plot in comparison.plots:
             console.print(f"plot: {plot}")
+        write_run_report(
+            console, [r.run_dir for r in comparison.runs], comparison.root / "report.html"
+        )
         return
     output = output or Path("runs") / "sib-mgc" / f"{safe_name(models[0])}-{mode.value}"
     with RichProgress.open() as progress:
@@ -204,6 +207,7 @@ def _print_mgc(result, mode: str) -> None:
     console.print(f"results: {result.run_dir}")
     for plot in result.plots:
         console.print(f"plot: {plot}")
+    write_run_report(console, [result.run_dir])
 
 
 @run_app.command("sib-detect")
@@ -291,6 +295,7 @@ def run_sib_detect(
     console.print(f"results: {result.run_dir}")
     for plot in result.plots:
         console.print(f"plot: {plot}")
+    write_run_report(console, [result.run_dir])
 
 
 @datasets_app.command("download")
@@ -333,6 +338,7 @@ def run_sib_toy(
     console.print(table)
     console.print(f"results: {result.run_dir}")
     console.print(f"plot: {result.plot}")
+    write_run_report(console, [result.run_dir])
 
 
 @models_app.command("list")
@@ -364,6 +370,7 @@ def datasets_list() -> None:
 
 cli_cid.register(app, run_app)
 cli_lei.register(app, run_app)
+cli_report.register(app)
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from biaslens.cli_common import backend_config, print_cache_stats
+from biaslens.cli_common import backend_config, print_cache_stats, write_run_report
 from biaslens.errors import BiaslensError
 
 console = Console()
@@ -138,6 +138,7 @@ def run_cid_audit(
     print_cache_stats(console, result.cache_stats)
     console.print(f"results: {result.run_dir}")
     console.print(f"to rate: {result.run_dir / RATINGS_EXPORT}")
+    write_run_report(console, [result.run_dir])
 
 
 def cid_ratings(
@@ -237,6 +238,7 @@ def run_cid_sensitivity(
     console.print(f"results: {result.run_dir}")
     for plot in result.plots:
         console.print(f"plot: {plot}")
+    write_run_report(console, [result.run_dir])
 
 
 MULTI_VALUE_OPTIONS = {"--lam"}

@@ -20,3 +20,17 @@ def print_cache_stats(console: Console, stats: dict) -> None:
     console.print(
         f"requests: {stats['computed']} computed, {stats['cached']} reused from the cache"
     )
+
+
+def write_run_report(console: Console, run_dirs: list, output=None) -> None:
+    """Write the HTML report of finished run(s) and print its path; a report problem is a
+    warning, never a failed run."""
+    from biaslens.errors import BiaslensError
+    from biaslens.report.html import write_report
+
+    try:
+        path = write_report(list(run_dirs), output)
+    except BiaslensError as error:
+        console.print(f"[yellow]warning:[/] no report: {error}")
+        return
+    console.print(f"report: {path}")

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from biaslens.cli_common import backend_config, print_cache_stats
+from biaslens.cli_common import backend_config, print_cache_stats, write_run_report
 
 console = Console()
 metrics_app = typer.Typer(help="Score existing prediction files.", no_args_is_help=True)
@@ -151,6 +151,7 @@ def run_lei_eval(
         console.print(f"QA utility: EM {em:.1f}, F1 {f1:.1f} ({n} questions)")
     print_cache_stats(console, result.cache_stats)
     console.print(f"results in {result.run_dir} (plot {result.plot.name})")
+    write_run_report(console, [result.run_dir])
 
 
 def _numbers(text: str, kind: type, option: str) -> list:
@@ -279,6 +280,7 @@ def run_lei_train(
             f"F1 {row['f1_mean']:.1f}"
         )
     console.print(f"results in {result.run_dir}")
+    write_run_report(console, [result.run_dir])
 
 
 def register(app: typer.Typer, run_app: typer.Typer) -> None:

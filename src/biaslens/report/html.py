@@ -1,0 +1,259 @@
+"""One self-contained ``report.html`` for one or several run directories.
+
+Plots are embedded as base64 PNG, styles are inline: the file opens without a network. Every
+value from a run (model outputs, user prompts, file names) goes through Jinja2's HTML
+autoescaping, and values of secret-looking environment variables (tokens, keys, passwords) are
+redacted from the finished page, so a report can be shared.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from biaslens import __version__
+from biaslens.errors import BiaslensError
+from biaslens.report.run_view import RunView, load_run
+from biaslens.store import atomic
+
+MAX_TABLE_ROWS = 200
+MAX_CELL_CHARS = 300
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|AUTH|CREDENTIAL", re.I)
+SECRET_KEY = re.compile(r"token|secret|password|api_?key|credential", re.I)
+REDACTED = "[redacted]"
+
+
+@dataclass
+class Cell:
+    text: str
+    link: str | None = None
+    numeric: bool = False
+
+
+@dataclass
+class HtmlTable:
+    title: str
+    columns: list[str]
+    rows: list[list[Cell]]
+    anchors: list[str | None]
+    note: str = ""
+
+
+def _cell(value) -> Cell:
+    text, numeric = _format(value)
+    return Cell(text, numeric=numeric)
+
+
+def _format(value) -> tuple[str, bool]:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—", False
+    if isinstance(value, bool):
+        return str(value), False
+    if isinstance(value, float):
+        if value in (math.inf, -math.inf):
+            return "∞" if value > 0 else "−∞", True
+        if value.is_integer() and abs(value) < 1e9:
+            return str(int(value)), True
+        return (f"{value:.4g}" if abs(value) < 1e-3 else f"{value:.4f}"), True
+    if isinstance(value, int):
+        return str(value), True
+    text = str(value.tolist() if hasattr(value, "tolist") else value)
+    return (text[:MAX_CELL_CHARS] + "…" if len(text) > MAX_CELL_CHARS else text), False
+
+
+def _link_columns(table: pd.DataFrame, samples: pd.DataFrame | None) -> list[str]:
+    """Key columns a table shares with the samples (text, boolean or few distinct values)."""
+    if samples is None:
+        return []
+    keys = []
+    for column in table.columns:
+        if column not in samples.columns or column in ("mu", "count", "n"):
+            continue
+        values = samples[column]
+        if values.dtype == object or values.dtype == bool or str(values.dtype) == "string":
+            keys.append(column)
+        elif values.nunique(dropna=True) <= 64:
+            keys.append(column)
+    return keys
+
+
+def _sample_index(samples: pd.DataFrame, keys: list[str], row: pd.Series) -> int | None:
+    mask = pd.Series(True, index=samples.index)
+    for key in keys:
+        try:
+            mask &= samples[key].astype(str) == str(row[key])
+        except (TypeError, ValueError):
+            return None
+    hits = mask.to_numpy().nonzero()[0]
+    return int(hits[0]) if len(hits) else None
+
+
+def _table(
+    title: str,
+    frame: pd.DataFrame,
+    prefix: str,
+    samples: pd.DataFrame | None = None,
+    linked: set[int] | None = None,
+) -> HtmlTable:
+    keys = _link_columns(frame, samples)
+    shown = frame.head(MAX_TABLE_ROWS)
+    columns = [str(c) for c in shown.columns]
+    rows, anchors = [], []
+    for _, row in shown.iterrows():
+        cells = [_cell(v) for v in row.tolist()]
+        if keys and samples is not None:
+            index = _sample_index(samples, keys, row)
+            if index is not None and linked is not None:
+                linked.add(index)
+                cells[columns.index(keys[0])].link = f"#{prefix}-sample-{index}"
+        rows.append(cells)
+        anchors.append(None)
+    note = f"first {MAX_TABLE_ROWS} of {len(frame)} rows" if len(frame) > MAX_TABLE_ROWS else ""
+    return HtmlTable(title, columns, rows, anchors, note)
+
+
+def _samples_table(samples: pd.DataFrame, prefix: str, linked: set[int], limit: int) -> HtmlTable:
+    indices = sorted(set(range(min(limit, len(samples)))) | linked)
+    shown = samples.iloc[indices]
+    columns = [str(c) for c in shown.columns]
+    rows = [[_cell(v) for v in row.tolist()] for _, row in shown.iterrows()]
+    anchors = [f"{prefix}-sample-{i}" for i in indices]
+    note = f"{len(indices)} of {len(samples)} rows (the first {limit} and every linked row)"
+    return HtmlTable("Per-sample rows", ["#", *columns], _numbered(rows, indices), anchors, note)
+
+
+def _numbered(rows: list[list[Cell]], indices: list[int]) -> list[list[Cell]]:
+    return [[Cell(str(i), numeric=True), *row] for i, row in zip(indices, rows, strict=True)]
+
+
+def _flatten(value, prefix: str = "") -> list[tuple[str, str]]:
+    """Scalars of nested settings / metrics as (dotted key, text); long lists summarised."""
+    if isinstance(value, dict):
+        out = []
+        for key, item in value.items():
+            name = f"{prefix}.{key}" if prefix else str(key)
+            if SECRET_KEY.search(str(key)) and not str(key).endswith("sha256"):
+                out.append((name, REDACTED))
+            else:
+                out.extend(_flatten(item, name))
+        return out
+    if isinstance(value, list) and (len(value) > 12 or any(isinstance(v, dict) for v in value)):
+        return [(prefix, f"[{len(value)} items]")]
+    return [(prefix, _format(value)[0])]
+
+
+def _png(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def _run_context(index: int, view: RunView, max_samples: int) -> dict:
+    prefix = f"r{index}"
+    linked: set[int] = set()
+    tables = [
+        _table(title, frame, prefix, view.samples, linked) for title, frame in view.tables.values()
+    ]
+    samples = (
+        _samples_table(view.samples, prefix, linked, max_samples)
+        if view.samples is not None
+        else None
+    )
+    summary = view.summary
+    model = summary.get("model") if isinstance(summary.get("model"), dict) else {}
+    hashes = [
+        (k, v)
+        for k, v in _flatten({k: v for k, v in summary.items() if k != "metrics"})
+        if "sha256" in k
+    ]
+    metadata = [
+        ("method", view.method),
+        ("run directory", str(view.root)),
+        ("created", str(summary.get("created", "?"))),
+        ("model", str(model.get("name", view.model_name))),
+        ("model kind", str(model.get("kind", "—"))),
+        ("parameters", _format(model.get("num_parameters"))[0]),
+        ("git revision", str(summary.get("git_revision") or "—")),
+    ]
+    return {
+        "id": prefix,
+        "label": view.label,
+        "method": view.method,
+        "metadata": metadata,
+        "hashes": hashes,
+        "versions": _flatten(summary.get("versions", {})),
+        "settings": _flatten(view.settings),
+        "metrics": _flatten(summary.get("metrics", {})),
+        "tables": tables,
+        "plots": [(p.stem, _png(p)) for p in view.plots],
+        "samples": samples,
+    }
+
+
+def _comparisons(views: list[RunView]) -> list[HtmlTable]:
+    """Per method with several runs: each headline table stacked with a ``run`` column."""
+    out = []
+    methods = sorted({v.method for v in views})
+    for method in methods:
+        group = [v for v in views if v.method == method]
+        if len(group) < 2:
+            continue
+        names = [n for n in group[0].tables if all(n in v.tables for v in group)]
+        for name in names:
+            frames = [v.tables[name][1].assign(run=v.label) for v in group]
+            stacked = pd.concat(frames, ignore_index=True)
+            stacked = stacked[["run", *[c for c in stacked.columns if c != "run"]]]
+            title = f"{method}: {group[0].tables[name][0]} — {len(group)} runs"
+            out.append(_table(title, stacked, f"cmp-{method}"))
+    return out
+
+
+def secret_values(environ: dict[str, str] | None = None) -> list[str]:
+    """Values of environment variables whose names look like credentials (8+ characters)."""
+    environ = os.environ if environ is None else environ
+    return sorted(
+        {v for k, v in environ.items() if SECRET_NAME.search(k) and len(v) >= 8}, key=len
+    )[::-1]
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def render_report(views: list[RunView], max_samples: int = 50) -> str:
+    """The report page for loaded runs."""
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    if not views:
+        raise BiaslensError("no run directories to report")
+    env = Environment(
+        loader=PackageLoader("biaslens.report", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+    )
+    page = env.get_template("report.html.j2").render(
+        runs=[_run_context(i, v, max_samples) for i, v in enumerate(views)],
+        comparisons=_comparisons(views),
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        version=__version__,
+    )
+    return redact(page, secret_values())
+
+
+def write_report(
+    run_dirs: list[Path | str], output: Path | str | None = None, max_samples: int = 50
+) -> Path:
+    """Load, render and write (atomically) ``report.html``; by default into the only run
+    directory, or the current folder for several runs."""
+    views = [load_run(d) for d in run_dirs]
+    if output is None:
+        output = Path(run_dirs[0]) / "report.html" if len(views) == 1 else Path("report.html")
+    output = Path(output)
+    atomic.write_bytes(output, render_report(views, max_samples).encode("utf-8"))
+    return output

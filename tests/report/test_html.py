@@ -1,0 +1,114 @@
+"""The HTML report: content, links, escaping, secrets, bad run directories, comparison."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import yaml
+
+from biaslens.errors import BiaslensError
+from biaslens.report.html import render_report, secret_values, write_report
+from biaslens.report.run_view import load_run
+from biaslens.store.run import RunStore
+
+SCRIPT = "<script>window.__pwned = 1</script>"
+IMG = '<img src=x onerror="window.__pwned = 2">'
+
+
+def cid_run(root, continuations=("was late", SCRIPT, IMG), settings=None):
+    """A cid-audit run directory whose model outputs are hostile markup."""
+    store = RunStore(root, "cid-audit", settings or {"model": "tiny", "lams": [0, 5]}, {})
+    table = pd.DataFrame(
+        {
+            "group": ["us-male", "us-male", "egypt-male"],
+            "lam": [0.0, 5.0, 5.0],
+            "continuation": list(continuations),
+            "count": [3, 2, 1],
+        }
+    )
+    store.write_table("continuations", table)
+    store.write_samples(table.drop(columns="count").assign(prompt=["x", "y", "z"]))
+    store.write_summary({"pairs": 3}, model={"name": "tiny", "kind": "causal-lm"})
+    store.close()
+    return root
+
+
+def test_report_holds_metadata_tables_and_links(tmp_path):
+    html = render_report([load_run(cid_run(tmp_path / "run"))])
+    assert "cid-audit" in html and "Most common continuations per λ" in html
+    assert "Per-sample rows" in html and "git revision" in html
+    # the group cell of each headline row links to the first sample row of that group and λ
+    assert 'href="#r0-sample-2"' in html and 'id="r0-sample-2"' in html
+
+
+def test_model_output_is_escaped(tmp_path):
+    html = render_report([load_run(cid_run(tmp_path / "run"))])
+    assert SCRIPT not in html and IMG not in html
+    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=" in html
+    assert "Content-Security-Policy" in html  # and no script may run in the page at all
+
+
+def test_no_secret_reaches_the_report(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_SECRETSECRET1234")
+    monkeypatch.setenv("MY_API_KEY", "sk-live-abcdefgh")
+    settings = {"model": "org/model?token=hf_SECRETSECRET1234", "api_token": "plain-secret-value"}
+    run = cid_run(tmp_path / "run", ("said sk-live-abcdefgh", "ok", "ok"), settings)
+    html = write_report([run]).read_text()
+    assert "hf_SECRETSECRET1234" not in html and "sk-live-abcdefgh" not in html
+    assert "plain-secret-value" not in html and "[redacted]" in html
+    assert secret_values({"HF_TOKEN": "short", "PATH": "/usr/bin:/bin"}) == []
+
+
+def test_bad_run_directories_are_clear_errors(tmp_path):
+    with pytest.raises(BiaslensError, match="no such run directory"):
+        load_run(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(BiaslensError, match="not a biaslens run directory"):
+        load_run(tmp_path / "empty")
+    run = cid_run(tmp_path / "run")
+    (run / "summary.json").unlink()
+    with pytest.raises(BiaslensError, match="cid-audit run is incomplete .*resume"):
+        load_run(run)
+    newer = cid_run(tmp_path / "newer")
+    summary = json.loads((newer / "summary.json").read_text())
+    (newer / "summary.json").write_text(json.dumps({**summary, "format_version": 99}))
+    with pytest.raises(BiaslensError, match="format 99 is newer"):
+        load_run(newer)
+    config = yaml.safe_load((newer / "config.yaml").read_text())
+    (newer / "config.yaml").write_text(yaml.safe_dump({**config, "format_version": 7}))
+    with pytest.raises(BiaslensError, match="format 7 is newer"):
+        load_run(newer)
+    (run / "summary.json").write_text("{not json")
+    with pytest.raises(BiaslensError, match="unreadable summary"):
+        load_run(run)
+
+
+def test_several_runs_of_a_method_get_a_comparison(tmp_path):
+    first, second = cid_run(tmp_path / "a"), cid_run(tmp_path / "b", ("x", "y", "z"))
+    path = write_report([first, second], tmp_path / "both.html")
+    html = path.read_text()
+    assert "Comparison" in html and "cid-audit: Most common continuations per λ — 2 runs" in html
+    assert html.count('class="run"') == 2
+
+
+def test_run_commands_write_the_report(tmp_path, monkeypatch, capsys):
+    from tests.test_cli import run_cli
+
+    code, out, _ = run_cli(
+        monkeypatch, capsys, "run", "sib-toy", "--n", "2000", "-o", str(tmp_path / "toy")
+    )
+    assert code == 0 and "report:" in out
+    html = (tmp_path / "toy" / "report.html").read_text()
+    assert "Toy SCM" in html and "data:image/png;base64," in html
+
+
+def test_report_command_errors_are_one_line(tmp_path, monkeypatch, capsys):
+    from tests.test_cli import _one_line_error, run_cli
+
+    run = cid_run(tmp_path / "run")
+    (run / "summary.json").unlink()
+    code, _, err = run_cli(monkeypatch, capsys, "report", str(run))
+    _one_line_error(code, err, "incomplete")

@@ -1,0 +1,31 @@
+"""The report opened in headless Chromium: content, a link to a sample row, no script runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from biaslens.report.html import write_report
+from tests.conftest import screenshot
+from tests.report.test_html import cid_run
+
+pytestmark = pytest.mark.browser
+
+
+def test_report_in_a_real_browser(page, tmp_path):
+    first = cid_run(tmp_path / "a")
+    second = cid_run(tmp_path / "b", ("left early", "ok", "ok"))
+    path = write_report([first, second], tmp_path / "report.html")
+    page.goto(path.as_uri())
+    assert page.title().startswith("biaslens report")
+    assert page.locator("h2", has_text="Comparison").is_visible()
+    # hostile model output is shown as text, and nothing ran
+    assert page.get_by_text("<script>window.__pwned = 1</script>").first.is_visible()
+    assert page.evaluate("window.__pwned") is None
+    assert page.dialogs == [] and page.errors == []
+    # a headline cell links to its per-sample row
+    page.locator("#r0 table >> nth=1").locator("a").first.click()
+    assert page.evaluate("location.hash").startswith("#r0-sample-")
+    target = page.locator(":target")
+    assert target.count() == 1 and target.is_visible()
+    shot = screenshot(page, "report")
+    assert shot.stat().st_size > 10_000
