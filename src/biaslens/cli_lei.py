@@ -192,6 +192,11 @@ def run_lei_train(
         help="Zero-shot targets: model (computed with the model before training) or file "
         "(the split's stored RoBERTa probabilities and tomax; extractive only).",
     ),
+    train_types: str = typer.Option(
+        "ethical,adversarial,irrelevant",
+        "--train-types",
+        help="Intervention types to train on (an ablation drops some).",
+    ),
     top_k: int = typer.Option(5, "--top-k", help="Checkpoints kept per train size."),
     dev: str = typer.Option("religion/noniid_dev", "--dev", help="Selection split."),
     dev_limit: int = typer.Option(None, "--dev-limit", help="About N context pairs of dev."),
@@ -241,6 +246,7 @@ def run_lei_train(
         },
         schedule=schedule,
         reference=reference,
+        train_types=[t.strip() for t in train_types.split(",") if t.strip()],
         top_k=top_k,
         dev=dev,
         dev_limit=dev_limit,

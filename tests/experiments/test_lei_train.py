@@ -135,6 +135,7 @@ def test_grid_runs_selects_and_resumes_after_an_interruption(tiny_models, tmp_pa
         ({"epochs": [0]}, "every epoch count"),
         ({"train_sizes": [100]}, "official religion train sizes"),
         ({"tests": ["religion/train_64"]}, "unknown evaluation split"),
+        ({"train_types": ["ethics"]}, "intervention types are"),
     ],
 )
 def test_bad_settings_are_clear_errors(values, message):

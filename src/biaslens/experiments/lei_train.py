@@ -79,6 +79,7 @@ class LeiTrainSettings(BaseModel):
     warmup_ratio: float = Field(default=0.0, ge=0, lt=1)
     weight_decay: float = Field(default=0.0, ge=0)
     reference: Literal["model", "file"] = "model"
+    train_types: tuple[str, ...] = lei.INTERVENTION_TYPES
     seed: int = 0
     top_k: int = Field(default=5, ge=1)
     dev: str = "religion/noniid_dev"
@@ -109,6 +110,14 @@ class LeiTrainSettings(BaseModel):
         if not sizes or unknown:
             raise ValueError(f"official religion train sizes are {TRAIN_SIZES}")
         return sizes
+
+    @field_validator("train_types")
+    @classmethod
+    def _known_types(cls, types: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = sorted(set(types) - set(lei.INTERVENTION_TYPES))
+        if not types or unknown:
+            raise ValueError(f"intervention types are {', '.join(lei.INTERVENTION_TYPES)}")
+        return types
 
     @field_validator("dev", "tests")
     @classmethod
@@ -334,7 +343,7 @@ def run_lei_train(
         data = {}
         for size, split in splits.items():
             reference = run.reference(size, split, train_paths[size])
-            data[size] = training_set(split, reference, train_paths[size])
+            data[size] = training_set(split, reference, train_paths[size], settings.train_types)
         run.evaluate(base, "zero-shot", settings.dev, settings.dev_limit)
         for test in settings.tests:
             run.evaluate(base, "zero-shot", test, settings.test_limit)
