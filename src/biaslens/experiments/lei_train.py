@@ -183,6 +183,20 @@ class LeiTrainResult:
     summary: dict
 
 
+def read_table(path: Path) -> pd.DataFrame:
+    """A CSV table of the run, or an empty one before its first row."""
+    return pd.read_csv(path) if path.exists() else pd.DataFrame()
+
+
+def upsert_rows(path: Path, rows: pd.DataFrame, key: list[str]) -> pd.DataFrame:
+    """Add ``rows`` to a CSV table (replacing rows with the same key), written atomically, so an
+    interruption leaves either the old or the new table."""
+    table = pd.concat([read_table(path), rows], ignore_index=True)
+    table = table.drop_duplicates(key, keep="last")
+    atomic.write_bytes(path, table.to_csv(index=False).encode())
+    return table
+
+
 class _Run:
     """One lei-train run directory: evaluation, training and bookkeeping helpers."""
 
@@ -201,20 +215,10 @@ class _Run:
         self.evaluations_path = store.path("evaluations.csv")
         self.grid_path = store.path("grid.csv")
 
-    # -------------------------------------------------------------- tables
-    def _read(self, path: Path) -> pd.DataFrame:
-        return pd.read_csv(path) if path.exists() else pd.DataFrame()
-
-    def _append(self, path: Path, rows: pd.DataFrame, key: list[str]) -> pd.DataFrame:
-        table = pd.concat([self._read(path), rows], ignore_index=True)
-        table = table.drop_duplicates(key, keep="last")
-        atomic.write_bytes(path, table.to_csv(index=False).encode())
-        return table
-
     # -------------------------------------------------------------- evaluation
     def evaluate(self, lm: LM, checkpoint: str, split: str, limit: int | None):
         """μ per set of ``lm`` on an LEI split (cached per checkpoint and split)."""
-        done = self._read(self.evaluations_path)
+        done = read_table(self.evaluations_path)
         if len(done) and ((done["checkpoint"] == checkpoint) & (done["evaluation"] == split)).any():
             return done[(done["checkpoint"] == checkpoint) & (done["evaluation"] == split)]
         domain, name = split.split("/")
@@ -228,18 +232,18 @@ class _Run:
             self.store.path(f"scores/{checkpoint}__{split.replace('/', '-')}.parquet"), scores
         )
         table = lei_table(scores).assign(checkpoint=checkpoint, evaluation=split)
-        self._append(self.evaluations_path, table, ["checkpoint", "evaluation", "set"])
+        upsert_rows(self.evaluations_path, table, ["checkpoint", "evaluation", "set"])
         return table
 
     def evaluate_qa(self, lm: LM, checkpoint: str) -> None:
         """EM/F1 of ``lm`` on the QA file (``qa_utility.csv``), once per checkpoint."""
         path = self.store.path("qa_utility.csv")
-        done = self._read(path)
+        done = read_table(path)
         if self.qa is None or (len(done) and (done["checkpoint"] == checkpoint).any()):
             return
         answered = qa_utility(CachedLM(lm, self.store.cache), self.qa, self.progress)
         utility = squad_scores(list(answered["prediction"]), list(answered["answers"]))
-        self._append(path, pd.DataFrame([{"checkpoint": checkpoint, **utility}]), ["checkpoint"])
+        upsert_rows(path, pd.DataFrame([{"checkpoint": checkpoint, **utility}]), ["checkpoint"])
 
     # -------------------------------------------------------------- training
     def reference(self, size: int, split: pd.DataFrame, path: Path) -> ZeroShotReference:
@@ -348,7 +352,7 @@ def run_lei_train(
         for test in settings.tests:
             run.evaluate(base, "zero-shot", test, settings.test_limit)
         run.evaluate_qa(base, "zero-shot")
-        grid = run._read(run.grid_path)
+        grid = read_table(run.grid_path)
         for size in settings.train_sizes:
             for learning_rate in settings.learning_rates:
                 cells = {e: cell_name(size, learning_rate, e) for e in settings.epochs}
@@ -369,7 +373,7 @@ def run_lei_train(
                         "criterion": lei_criterion(table),
                         **{f"mu_{s}": m for s, m in zip(table["set"], table["mu"], strict=True)},
                     }
-                    grid = run._append(run.grid_path, pd.DataFrame([row]), ["checkpoint"])
+                    grid = upsert_rows(run.grid_path, pd.DataFrame([row]), ["checkpoint"])
                     del lm
         grid = grid[grid["checkpoint"].isin(_all_cells(settings))].reset_index(drop=True)
         selected = select_top(grid, settings.top_k)
@@ -380,7 +384,7 @@ def run_lei_train(
                 run.evaluate(lm, cell, test, settings.test_limit)
             run.evaluate_qa(lm, cell)
             del lm
-        evaluations = run._read(run.evaluations_path)
+        evaluations = read_table(run.evaluations_path)
         results = summarize_selected(
             evaluations[evaluations["evaluation"] != settings.dev], selected
         )
@@ -388,7 +392,7 @@ def run_lei_train(
         qa_results = None
         if qa is not None:
             qa_results = summarize_selected(
-                run._read(store.path("qa_utility.csv")).assign(evaluation="qa", set="qa"), selected
+                read_table(store.path("qa_utility.csv")).assign(evaluation="qa", set="qa"), selected
             )
             store.write_table("qa_results", qa_results)
         _write_plots(store, results, settings, base.identity.name)

@@ -482,32 +482,29 @@ class HFBackend(LM):
     ) -> list[ChoiceLogprobsResult]:
         self.require("choice_logprobs")
         prompts = self._encode_prompts([r.prompt for r in requests])
-        flat = [
-            (i, prompts[i], self._encode_continuation(c))
-            for i, r in enumerate(requests)
-            for c in r.choices
-        ]
-        for _, _, choice in flat:
-            if not choice:
-                raise BiaslensError("a choice tokenizes to nothing; choices must be non-empty text")
-        scores = self.sizer.run(
-            flat, [len(p) + len(c) for _, p, c in flat], self._score_continuations
-        )
-        results, cursor = [], 0
-        for request in requests:
-            chunk = scores[cursor : cursor + len(request.choices)]
-            cursor += len(request.choices)
-            results.append(
-                ChoiceLogprobsResult(tuple(s for s, _ in chunk), tuple(n for _, n in chunk))
-            )
-            if progress is not None:
-                progress(1)
-        return results
+        choices = [[self._encode_continuation(c) for c in r.choices] for r in requests]
+        if any(not c for row in choices for c in row):
+            raise BiaslensError("a choice tokenizes to nothing; choices must be non-empty text")
+        # one item per request: its choices share the prompt's forward pass (causal models)
+        items = list(range(len(requests)))
+        lengths = [len(prompts[i]) + sum(len(c) for c in choices[i]) for i in items]
 
-    def _score_continuations(self, batch) -> list[tuple[float, int]]:
-        with torch.inference_mode():
-            sums = self.continuation_logprobs([p for _, p, _ in batch], [c for _, _, c in batch])
-        return [(float(s), len(c)) for s, (_, _, c) in zip(sums, batch, strict=True)]
+        def run(batch: list[int]) -> list[ChoiceLogprobsResult]:
+            flat_prompts = [prompts[i] for i in batch for _ in choices[i]]
+            flat_choices = [c for i in batch for c in choices[i]]
+            with torch.inference_mode():
+                sums = self.continuation_logprobs(flat_prompts, flat_choices).tolist()
+            results, cursor = [], 0
+            for i in batch:
+                n = len(choices[i])
+                chunk = sums[cursor : cursor + n]
+                cursor += n
+                results.append(
+                    ChoiceLogprobsResult(tuple(chunk), tuple(len(c) for c in choices[i]))
+                )
+            return results
+
+        return self.sizer.run(items, lengths, run, progress)
 
     def continuation_logprobs(
         self, prompts: list[list[int]], continuations: list[list[int]]
@@ -517,22 +514,7 @@ class HFBackend(LM):
         Differentiable: callers decide on ``inference_mode`` (scoring) or gradients (training).
         """
         if self.kind == ModelKind.CAUSAL:
-            ids, attention = self._pad(
-                [p + c for p, c in zip(prompts, continuations, strict=True)], left=False
-            )
-            logits = self.model(input_ids=ids, attention_mask=attention).logits
-            rows, positions, targets = [], [], []
-            for row, (prompt, choice) in enumerate(zip(prompts, continuations, strict=True)):
-                rows += [row] * len(choice)
-                positions += range(len(prompt) - 1, len(prompt) + len(choice) - 1)
-                targets += choice
-            rows = torch.tensor(rows, device=self.device)
-            targets = torch.tensor(targets, device=self.device)
-            # log-softmax only at the positions that predict a continuation token
-            picked = logits[rows, torch.tensor(positions, device=self.device)].float()
-            picked = picked.log_softmax(-1).gather(-1, targets[:, None])[:, 0].double()
-            sums = torch.zeros(len(prompts), dtype=torch.float64, device=self.device)
-            return sums.index_add(0, rows, picked)
+            return self._causal_continuation_logprobs(prompts, continuations)
         ids, attention = self._pad(prompts, left=False)
         labels, label_mask = self._pad(continuations, left=False)
         start = self.model.config.decoder_start_token_id
@@ -548,6 +530,52 @@ class HFBackend(LM):
         ).logits
         token_logprobs = logits.float().log_softmax(-1).gather(-1, labels[..., None])[..., 0]
         return (token_logprobs.double() * label_mask).sum(-1)
+
+    def _causal_continuation_logprobs(
+        self, prompts: list[list[int]], continuations: list[list[int]]
+    ) -> torch.Tensor:
+        """Causal scoring with each distinct prompt run once: the prompts (left-padded) give a
+        KV cache and the distribution of every continuation's first token; the cache is
+        repeated for each continuation, whose remaining tokens are scored in a second pass."""
+        distinct: dict[tuple[int, ...], int] = {}
+        owner = [distinct.setdefault(tuple(p), len(distinct)) for p in prompts]
+        ids, mask = self._pad([list(p) for p in distinct], left=True)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
+        rows = torch.tensor(owner, device=self.device)
+        first = torch.tensor([c[0] for c in continuations], device=self.device)
+        last = out.logits[:, -1].float().log_softmax(-1)
+        sums = last[rows, first].double()
+        rest = [c[:-1] for c in continuations]
+        if max(len(r) for r in rest) == 0:
+            return sums
+        cache = out.past_key_values
+        cache.reorder_cache(rows)
+        rest_ids, rest_mask = self._pad([r or [self._pad_id] for r in rest], left=False)
+        rest_mask = rest_mask * torch.tensor(
+            [[1 if r else 0] for r in rest], device=self.device, dtype=rest_mask.dtype
+        )
+        lengths = mask.sum(-1)[rows]
+        rest_positions = lengths[:, None] + torch.arange(rest_ids.shape[1], device=self.device)
+        logits = self.model(
+            input_ids=rest_ids,
+            attention_mask=torch.cat([mask[rows], rest_mask], 1),
+            position_ids=rest_positions,
+            past_key_values=cache,
+            use_cache=True,
+        ).logits
+        which, step, target = [], [], []
+        for row, choice in enumerate(continuations):
+            for j in range(1, len(choice)):
+                which.append(row)
+                step.append(j - 1)
+                target.append(choice[j])
+        if not which:
+            return sums
+        which = torch.tensor(which, device=self.device)
+        picked = logits[which, torch.tensor(step, device=self.device)].float().log_softmax(-1)
+        picked = picked.gather(-1, torch.tensor(target, device=self.device)[:, None])[:, 0]
+        return sums.index_add(0, which, picked.double())
 
     # ------------------------------------------------------------------ generate
     def generate(
