@@ -68,3 +68,15 @@ def test_bad_input_is_a_clear_error(tiny_backends, call, message):
 def test_extractive_models_cannot_fill_pronouns(tiny_backends):
     with pytest.raises(BiaslensError, match="extractive-QA model"):
         tools.detect(tiny_backends["roberta-qa"], "The nurse said that [MASK] was tired.")
+
+
+@pytest.mark.slow
+def test_tools_on_the_default_model():
+    from biaslens.models import BackendConfig, load_model
+
+    lm = load_model("default", BackendConfig(device="cpu"))
+    result = tools.detect(lm, "The nurse said that [MASK] was tired.")
+    assert result["verdict"] in ("unspecified", "well-specified") and len(result["rows"]) == 24
+    assert all(0 < r["p_female"] + r["p_male"] + r["p_neutral"] < 1 for r in result["rows"])
+    pair = tools.cid_pair(lm, "John failed because he", "Ahmed failed because he", 5.0, 8)
+    assert pair["cid_x"] and pair["cid_x_prime"]
