@@ -27,14 +27,9 @@ import torch  # noqa: E402
 from transformers.utils import logging as hf_logging  # noqa: E402
 
 from biaslens.data import lei  # noqa: E402
-from biaslens.experiments.qa_scoring import (  # noqa: E402
-    candidate_answers,
-    qa_mode_for,
-    unifiedqa_input,
-)
+from biaslens.experiments.qa_scoring import qa_mode_for, subject_choice_request  # noqa: E402
 from biaslens.models import BackendConfig, load_model  # noqa: E402
 from biaslens.models.base import ModelKind  # noqa: E402
-from biaslens.models.hf import char_span_to_tokens  # noqa: E402
 from biaslens.train import lei_losses as L  # noqa: E402
 from biaslens.train.lei import LeiTrainConfig, LeiTrainer  # noqa: E402
 from biaslens.train.lei_data import LeiTrainingSet, file_reference, training_set  # noqa: E402
@@ -59,25 +54,27 @@ def example_loss(lm, row, reference, dominant, generative: bool) -> torch.Tensor
     tokenizer, model = lm.tokenizer, lm.model
     if generative:
         causal = lm.kind == ModelKind.CAUSAL
-        prompt = unifiedqa_input(
+        request = subject_choice_request(
             row.question, row.first, row.second, row.context, row.intervention, causal
         )
         logps = []
-        for choice in candidate_answers(row.first, row.second, causal):
-            p = tokenizer(prompt)["input_ids"]
+        for choice in request.choices:
+            p = tokenizer(request.prompt)["input_ids"]
             c = tokenizer(choice, add_special_tokens=False)["input_ids"]
             ids = torch.tensor([p + c])
             logits = model(input_ids=ids).logits[0, len(p) - 1 : -1].float().log_softmax(-1)
             logps.append(logits[torch.arange(len(c)), torch.tensor(c)].sum())
         probs = torch.stack(logps).softmax(-1).view(1, 2, 1)
     else:
-        question = lei.intervene_question(row.question, row.intervention)
-        enc = lm._encode_question_context(question, row.context)
-        spans = [
-            char_span_to_tokens(enc["offset_mapping"], enc.sequence_ids(), (s, s + len(t)))
-            for t, s in ((row.first, row.first_start), (row.second, row.second_start))
-        ]
-        out = model(input_ids=torch.tensor([enc["input_ids"]]))
+        ids, spans = lm.encode_spans(
+            lei.intervene_question(row.question, row.intervention),
+            row.context,
+            [
+                (s, s + len(t))
+                for t, s in ((row.first, row.first_start), (row.second, row.second_start))
+            ],
+        )
+        out = model(input_ids=torch.tensor([ids]))
         start, end = out.start_logits[0].softmax(-1), out.end_logits[0].softmax(-1)
         probs = torch.stack([torch.stack([start[a], end[b]]) for a, b in spans]).unsqueeze(0)
     if row.intervention_type == "ethical":

@@ -141,12 +141,21 @@ def _generative_requests(lm: LM, rows: pd.DataFrame) -> list[ChoiceLogprobsReque
     interventions = list(rows["intervention"]) if "intervention" in rows else [""] * len(rows)
     requests = []
     for i, context in enumerate(rows["context"]):
-        first, second = first_texts[i], second_texts[i]
-        choices = candidate_answers(first, second, causal)
         for question in (rows["question"].iloc[i], rows["negated_question"].iloc[i]):
-            prompt = unifiedqa_input(question, first, second, context, interventions[i], causal)
-            requests.append(ChoiceLogprobsRequest(prompt, choices))
+            requests.append(
+                subject_choice_request(
+                    question, first_texts[i], second_texts[i], context, interventions[i], causal
+                )
+            )
     return requests
+
+
+def subject_choice_request(
+    question: str, first: str, second: str, context: str, intervention: str, causal: bool
+) -> ChoiceLogprobsRequest:
+    """One question in UnifiedQA format with the two subjects as the choices."""
+    prompt = unifiedqa_input(question, first, second, context, intervention, causal)
+    return ChoiceLogprobsRequest(prompt, candidate_answers(first, second, causal))
 
 
 def candidate_answers(first: str, second: str, causal: bool) -> tuple[str, str]:

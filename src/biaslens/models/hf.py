@@ -481,10 +481,7 @@ class HFBackend(LM):
         self, requests: Sequence[ChoiceLogprobsRequest], progress: ProgressCallback | None = None
     ) -> list[ChoiceLogprobsResult]:
         self.require("choice_logprobs")
-        prompts = self._encode_prompts([r.prompt for r in requests])
-        choices = [[self._encode_continuation(c) for c in r.choices] for r in requests]
-        if any(not c for row in choices for c in row):
-            raise BiaslensError("a choice tokenizes to nothing; choices must be non-empty text")
+        prompts, choices = self.encode_choice_requests(requests)
         # one item per request: its choices share the prompt's forward pass (causal models)
         items = list(range(len(requests)))
         lengths = [len(prompts[i]) + sum(len(c) for c in choices[i]) for i in items]
@@ -505,6 +502,16 @@ class HFBackend(LM):
             return results
 
         return self.sizer.run(items, lengths, run, progress)
+
+    def encode_choice_requests(
+        self, requests: Sequence[ChoiceLogprobsRequest]
+    ) -> tuple[list[list[int]], list[list[list[int]]]]:
+        """Prompt ids and, per request, the ids of each choice (an empty choice is an error)."""
+        prompts = self._encode_prompts([r.prompt for r in requests])
+        choices = [[self._encode_continuation(c) for c in r.choices] for r in requests]
+        if any(not c for row in choices for c in row):
+            raise BiaslensError("a choice tokenizes to nothing; choices must be non-empty text")
+        return prompts, choices
 
     def continuation_logprobs(
         self, prompts: list[list[int]], continuations: list[list[int]]
@@ -701,6 +708,18 @@ class HFBackend(LM):
             max_length=max_length,
         )
 
+    def encode_spans(
+        self, question: str, context: str, spans: Sequence[tuple[int, int]]
+    ) -> tuple[list[int], list[tuple[int, int] | None]]:
+        """(question, context) ids and the first/last token of each character span of the
+        context; None for a span the (possibly truncated) input does not hold."""
+        encoding = self._encode_question_context(question, context)
+        sequence_ids = encoding.sequence_ids()
+        token_spans = [
+            char_span_to_tokens(encoding["offset_mapping"], sequence_ids, span) for span in spans
+        ]
+        return encoding["input_ids"], token_spans
+
     def _start_end_probs(self, sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Softmax over the start and over the end logits of each whole (unpadded) sequence."""
         with torch.inference_mode():
@@ -723,17 +742,13 @@ class HFBackend(LM):
         self.require("span_scores")
         encoded = []
         for r in requests:
-            enc = self._encode_question_context(r.question, r.context)
-            sequence_ids = enc.sequence_ids()
-            token_spans = [
-                char_span_to_tokens(enc["offset_mapping"], sequence_ids, s) for s in r.spans
-            ]
+            ids, token_spans = self.encode_spans(r.question, r.context, r.spans)
             if any(span is None for span in token_spans):
                 raise BiaslensError(
                     "an answer span lies outside the (possibly truncated) context: "
                     f"{r.context[:80]!r}"
                 )
-            encoded.append((enc["input_ids"], token_spans))
+            encoded.append((ids, token_spans))
 
         def run(batch: list[int]) -> list[SpanScoresResult]:
             start, end = self._start_end_probs([encoded[i][0] for i in batch])

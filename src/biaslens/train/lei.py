@@ -26,14 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from biaslens.data.lei import intervene_question
 from biaslens.errors import BiaslensError
-from biaslens.experiments.qa_scoring import (
-    QAMode,
-    candidate_answers,
-    unifiedqa_input,
-    unifiedqa_prompt,
-)
+from biaslens.experiments.qa_scoring import QAMode, subject_choice_request, unifiedqa_prompt
 from biaslens.models.base import ModelKind
-from biaslens.models.hf import HFBackend, char_span_to_tokens
+from biaslens.models.hf import HFBackend
 from biaslens.progress import NoProgress, Progress
 from biaslens.train import lei_losses as L
 from biaslens.train.lei_data import LeiTrainingSet, balanced_order
@@ -90,32 +85,31 @@ class LeiTrainer:
 
     # ------------------------------------------------------------------ encoding
     def encode(self, examples: pd.DataFrame) -> _Encoded:
-        """Sequences and subject positions (extractive) or prompts and choices (generative)."""
+        """Sequences and subject positions (extractive) or prompts and choices (generative),
+        built exactly as zero-shot scoring builds them."""
         b = self.backend
-        ids, spans = [], []
-        for row in examples.itertuples(index=False):
-            if self.mode == "extractive":
-                question = intervene_question(row.question, row.intervention)
-                encoding = b._encode_question_context(question, row.context)
-                subject_spans = []
-                for text, start in ((row.first, row.first_start), (row.second, row.second_start)):
-                    span = char_span_to_tokens(
-                        encoding["offset_mapping"],
-                        encoding.sequence_ids(),
-                        (int(start), int(start) + len(text)),
-                    )
-                    if span is None:
-                        raise BiaslensError(f"key {row.key!r}: {text!r} lies outside the input")
-                    subject_spans.append(span)
-                ids.append(encoding["input_ids"])
-                spans.append(tuple(subject_spans))
-            else:
-                prompt = unifiedqa_input(
+        if self.mode == "generative":
+            requests = [
+                subject_choice_request(
                     row.question, row.first, row.second, row.context, row.intervention, self.causal
                 )
-                ids.append(b._encode_prompts([prompt])[0])
-                choices = candidate_answers(row.first, row.second, self.causal)
-                spans.append(tuple(b._encode_continuation(c) for c in choices))
+                for row in examples.itertuples(index=False)
+            ]
+            prompts, choices = b.encode_choice_requests(requests)
+            return _Encoded(prompts, [tuple(c) for c in choices])
+        ids, spans = [], []
+        for row in examples.itertuples(index=False):
+            subjects = ((row.first, row.first_start), (row.second, row.second_start))
+            sequence, token_spans = b.encode_spans(
+                intervene_question(row.question, row.intervention),
+                row.context,
+                [(int(start), int(start) + len(text)) for text, start in subjects],
+            )
+            for (text, _), span in zip(subjects, token_spans, strict=True):
+                if span is None:
+                    raise BiaslensError(f"key {row.key!r}: {text!r} lies outside the input")
+            ids.append(sequence)
+            spans.append(tuple(token_spans))
         return _Encoded(ids, spans)
 
     def encode_qa(self, qa: pd.DataFrame) -> _Encoded:
@@ -125,15 +119,13 @@ class LeiTrainer:
         ids, spans = [], []
         for row in qa.itertuples(index=False):
             if self.mode == "extractive":
-                encoding = b._encode_question_context(row.question, row.context)
-                span = char_span_to_tokens(
-                    encoding["offset_mapping"],
-                    encoding.sequence_ids(),
-                    (int(row.answer_start), int(row.answer_start) + len(row.answer)),
+                start = int(row.answer_start)
+                sequence, (span,) = b.encode_spans(
+                    row.question, row.context, [(start, start + len(row.answer))]
                 )
                 if span is None:
                     continue
-                ids.append(encoding["input_ids"])
+                ids.append(sequence)
                 spans.append(span)
             else:
                 prompt = unifiedqa_prompt((row.question, row.context), self.causal)
