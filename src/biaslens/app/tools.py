@@ -25,6 +25,7 @@ from biaslens.experiments.sib_detect import inject_date
 from biaslens.metrics.sib import normalised_female_pct, specification_metric
 from biaslens.models.base import LM, ModelKind
 from biaslens.models.requests import MASK, ContrastiveGenerateRequest
+from biaslens.store.run import json_records
 
 SLOTS = ("[DATE]", "[PLACE]")
 DETECTOR_DATES = tuple(int(d) for d in np.rint(np.linspace(1901, 2016, 24)))
@@ -118,7 +119,7 @@ def detect(
     metric = float(specification_metric(share[LATEST], share[EARLIEST]))
     unspecified = bool(metric > threshold)
     return {
-        "rows": _records(table),
+        "rows": json_records(table),
         "metric": metric,
         "threshold": threshold,
         "verdict": "unspecified" if unspecified else "well-specified",
@@ -148,13 +149,4 @@ def dose_response(
         raise BiaslensError(f"give between 1 and {MAX_VALUES} values to sweep")
     table = pronoun_masses(lm, [sentence.replace(slot, v) for v in values], progress)
     table.insert(0, "value", values)
-    return {"slot": slot, "rows": _records(table)}
-
-
-def _records(table: pd.DataFrame) -> list[dict]:
-    out = []
-    for row in table.to_dict(orient="records"):
-        out.append(
-            {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.items()}
-        )
-    return out
+    return {"slot": slot, "rows": json_records(table)}

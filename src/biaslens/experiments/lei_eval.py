@@ -34,7 +34,7 @@ from biaslens.models.registry import load_model, resolve_name
 from biaslens.models.requests import AnswerSpanRequest, GenerateRequest
 from biaslens.progress import NoProgress, Progress
 from biaslens.store.cache import CachedLM
-from biaslens.store.run import RunStore, dataset_hash
+from biaslens.store.run import RunStore, dataset_hash, json_records
 
 METHOD = "lei-eval"
 SETS = ("none", "ethical", "adversarial", "irrelevant", "specified")
@@ -237,7 +237,7 @@ def run_lei_eval(
         plt.close(figure)
         summary = store.write_summary(
             {
-                "sets": _records(table),
+                "sets": {row.pop("set"): row for row in json_records(table)},
                 "contexts": {s: int(n) for s, n in table.set_index("set")["contexts"].items()},
                 "qa_utility": utility,
                 "specified_absent": specified_absent or None,
@@ -248,14 +248,3 @@ def run_lei_eval(
         return LeiEvalResult(store.root, table, summary, plot, dict(cached.stats))
     finally:
         store.close()
-
-
-def _records(table: pd.DataFrame) -> dict[str, dict]:
-    """Per set: the table's numbers as JSON values (NaN → null)."""
-    out = {}
-    for row in table.to_dict(orient="records"):
-        name = row.pop("set")
-        out[name] = {
-            k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.items()
-        }
-    return out

@@ -44,7 +44,7 @@ from biaslens.models.registry import load_model, resolve_name
 from biaslens.progress import NoProgress, Progress
 from biaslens.store import atomic
 from biaslens.store.cache import CachedLM
-from biaslens.store.run import RunStore
+from biaslens.store.run import RunStore, json_records
 from biaslens.train.lei import LeiTrainConfig, LeiTrainer, LossWeights
 from biaslens.train.lei_data import (
     ZeroShotReference,
@@ -402,10 +402,10 @@ def run_lei_train(
         summary = store.write_summary(
             {
                 "selected": selected.to_dict(orient="records"),
-                "results": _json_records(results),
+                "results": json_records(results),
                 "training_examples": {str(n): d.counts() for n, d in data.items()},
                 "qa_rows": 0 if qa_rows is None else len(qa_rows),
-                "qa_utility": None if qa_results is None else _json_records(qa_results),
+                "qa_utility": None if qa_results is None else json_records(qa_results),
             },
             model=base.identity.describe(),
             train_files={str(n): sources.sha256_file(p) for n, p in train_paths.items()},
@@ -422,13 +422,6 @@ def _all_cells(settings: LeiTrainSettings) -> set[str]:
         for lr in settings.learning_rates
         for e in settings.epochs
     }
-
-
-def _json_records(table: pd.DataFrame) -> list[dict]:
-    return [
-        {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.items()}
-        for row in table.to_dict(orient="records")
-    ]
 
 
 def _write_plots(store: RunStore, results: pd.DataFrame, settings, model_name: str) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import math
 import platform
 import subprocess
 from datetime import datetime, timezone
@@ -41,6 +42,14 @@ PACKAGES = ("biaslens", "torch", "transformers", "tokenizers", "numpy", "pandas"
 def dataset_hash(table: pd.DataFrame) -> str:
     """sha256 of a dataset table's canonical JSON (row order and values)."""
     return hashlib.sha256(table.to_json(orient="records").encode()).hexdigest()
+
+
+def json_records(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """The table's rows as JSON-safe dicts: NaN becomes null (JSON has no NaN)."""
+    return [
+        {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+        for row in table.to_dict(orient="records")
+    ]
 
 
 def package_versions() -> dict[str, str | None]:
