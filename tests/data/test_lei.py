@@ -90,6 +90,13 @@ def test_bad_split_files_name_the_place(tmp_path):
     bad.write_text(json.dumps(data))
     with pytest.raises(BiaslensError, match=r"answers\[0\]: 'Muslim' is not at"):
         lei.read_split(bad)
+    data = json.loads(lei.split_path("religion/train_64", ROOT).read_text())
+    data["data"][1]["paragraphs"][0]["intervention"] = "benign"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(
+        BiaslensError, match=r"data\[1\].paragraphs\[0\]: unknown intervention type 'benign'"
+    ):
+        lei.read_split(bad)
     with pytest.raises(BiaslensError, match="unknown LEI split"):
         lei.split_path("religion/train_8", ROOT)
 

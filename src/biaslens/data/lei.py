@@ -166,6 +166,13 @@ def _split_row(path: Path, where: str, paragraph: dict) -> dict:
     for field in ("key", "context", "qas", "intervention"):
         if field not in paragraph:
             _fail(path, where, f"missing field {field!r}")
+    if paragraph["intervention"] not in INTERVENTION_TYPES:
+        _fail(
+            path,
+            where,
+            f"unknown intervention type {paragraph['intervention']!r} "
+            f"(known: {', '.join(INTERVENTION_TYPES)})",
+        )
     parts = str(paragraph["key"]).split("|")
     if len(parts) != 7:
         _fail(path, where, f"key {paragraph['key']!r} does not have 7 '|' fields")

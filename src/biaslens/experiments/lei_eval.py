@@ -115,9 +115,6 @@ def build_rows(
         split = lei.stratified_keys(
             split, settings.limit, ("intervention_type", "category"), "pair_key", settings.seed
         )
-    unknown = sorted(set(split["intervention_type"]) - set(lei.INTERVENTION_TYPES))
-    if unknown:
-        raise BiaslensError(f"{path}: unknown intervention type(s) {unknown}")
     parts = [lei.without_interventions(split), split]
     absent = ""
     if specified_sentences is not None:
