@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from biaslens.errors import BiaslensError
-from biaslens.store.run import CONFIG_FILE, FORMAT_VERSION, read_config
+from biaslens.store.run import CONFIG_FILE, check_format_version, read_config
 
 SUMMARY_FILE = "summary.json"
 
@@ -82,12 +82,7 @@ def load_run(root: Path | str) -> RunView:
         summary = json.loads(summary_path.read_text())
     except (OSError, json.JSONDecodeError) as error:
         raise BiaslensError(f"{summary_path}: unreadable summary ({error})") from None
-    version = summary.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise BiaslensError(
-            f"{summary_path}: run format {version!r} is newer than this biaslens understands "
-            f"({FORMAT_VERSION}); upgrade biaslens"
-        )
+    check_format_version(summary_path, summary.get("format_version"))
     view = RunView(root, config["method"], summary, config.get("settings", {}))
     for name, title in HEADLINES.get(view.method, ()):
         path = root / f"{name}.csv"
@@ -110,8 +105,8 @@ def _read_table(path: Path, method: str) -> pd.DataFrame:
         table = pd.read_csv(path)
     except (OSError, ValueError) as error:
         raise BiaslensError(f"{path}: unreadable table ({error})") from None
-    if method == "cid-audit" and path.stem == "continuations" and "count" in table:
+    if method == "cid-audit" and path.stem == "continuations":
+        # written by metrics.cid.top_continuations: most common first within group and λ
         keys = [c for c in ("group", "lam") if c in table]
-        table = table.sort_values([*keys, "count"], ascending=[True] * len(keys) + [False])
         table = table.groupby(keys, sort=False).head(TOP_CONTINUATIONS) if keys else table
     return table.reset_index(drop=True)

@@ -85,13 +85,17 @@ def read_config(root: Path) -> dict[str, Any]:
         raise BiaslensError(f"{path}: cannot read the run configuration ({error})") from None
     if not isinstance(loaded, dict) or "method" not in loaded or "settings" not in loaded:
         raise BiaslensError(f"{path}: not a biaslens run configuration (needs method and settings)")
-    version = loaded.get("format_version")
+    check_format_version(path, loaded.get("format_version"))
+    return loaded
+
+
+def check_format_version(path: Path, version: Any) -> None:
+    """A run file written by a newer biaslens (or without a version) is a clear error."""
     if not isinstance(version, int) or version > FORMAT_VERSION:
         raise BiaslensError(
             f"{path}: run format {version!r} is newer than this biaslens understands "
             f"({FORMAT_VERSION}); upgrade biaslens"
         )
-    return loaded
 
 
 class RunStore:
