@@ -31,6 +31,19 @@ def _print_table(title: str, table, columns: list[str]) -> None:
     console.print(out)
 
 
+def _run_with_progress(run, settings, output, backend, **kwargs):
+    """``run(settings, output, backend, progress, **kwargs)`` under a progress display; the
+    warnings it raised are printed once each afterwards (not into the progress bars)."""
+    from biaslens.progress import RichProgress
+
+    with warnings.catch_warnings(record=True) as caught, RichProgress.open() as progress:
+        warnings.simplefilter("always")
+        result = run(settings, output, backend, progress, **kwargs)
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        console.print(f"[yellow]warning:[/] {message}")
+    return result
+
+
 def metrics_unqover(
     predictions: Path = typer.Argument(..., help="UnQover prediction JSON."),
     by_intervention: bool = typer.Option(
@@ -106,7 +119,6 @@ def run_lei_eval(
     from biaslens.experiments.lei_eval import make_lei_eval_settings
     from biaslens.experiments.lei_eval import run_lei_eval as run
     from biaslens.experiments.sib_mgc_compare import safe_name
-    from biaslens.progress import RichProgress
 
     settings = make_lei_eval_settings(
         split_file=split_file,
@@ -122,20 +134,16 @@ def run_lei_eval(
         qa_limit=qa_limit,
     )
     output = output or Path("runs") / "lei-eval" / f"{safe_name(model)}-{domain}"
-    with warnings.catch_warnings(record=True) as caught, RichProgress.open() as progress:
-        warnings.simplefilter("always")
-        result = run(
-            settings,
-            output,
-            backend_config(device, dtype, batch_size),
-            progress,
-            data_dir=data_dir,
-            split_file=split_file,
-            specified_sentences=specified_sentences,
-            qa_file=qa_file,
-        )
-    for warning in caught:
-        console.print(f"[yellow]warning:[/] {warning.message}")
+    result = _run_with_progress(
+        run,
+        settings,
+        output,
+        backend_config(device, dtype, batch_size),
+        data_dir=data_dir,
+        split_file=split_file,
+        specified_sentences=specified_sentences,
+        qa_file=qa_file,
+    )
     _print_table(
         f"LEI μ — {result.summary['model']['name']}, {domain} {settings.split}",
         result.table,
@@ -227,7 +235,6 @@ def run_lei_train(
     from biaslens.experiments.lei_train import make_lei_train_settings
     from biaslens.experiments.lei_train import run_lei_train as run
     from biaslens.experiments.sib_mgc_compare import safe_name
-    from biaslens.progress import RichProgress
 
     settings = make_lei_train_settings(
         qa_file=qa_file,
@@ -256,19 +263,15 @@ def run_lei_train(
         seed=seed,
     )
     output = output or Path("runs") / "lei-train" / safe_name(model)
-    with warnings.catch_warnings(record=True) as caught, RichProgress.open() as progress:
-        warnings.simplefilter("always")
-        result = run(
-            settings,
-            output,
-            backend_config(device, dtype, batch_size),
-            progress,
-            data_dir=data_dir,
-            qa_file=qa_file,
-            keep_checkpoints=keep_checkpoints,
-        )
-    for warning in sorted({str(w.message) for w in caught}):
-        console.print(f"[yellow]warning:[/] {warning}", markup=True)
+    result = _run_with_progress(
+        run,
+        settings,
+        output,
+        backend_config(device, dtype, batch_size),
+        data_dir=data_dir,
+        qa_file=qa_file,
+        keep_checkpoints=keep_checkpoints,
+    )
     _print_table(
         "Selected checkpoints (dev, LEI criterion: Σ |μ − desired|)",
         result.selected,

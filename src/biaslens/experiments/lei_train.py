@@ -214,20 +214,24 @@ class _Run:
         self.lei_dir, self.qa, self.progress = lei_dir, qa, progress
         self.evaluations_path = store.path("evaluations.csv")
         self.grid_path = store.path("grid.csv")
+        self._rows: dict[str, pd.DataFrame] = {}  # evaluation split -> contexts to score
 
     # -------------------------------------------------------------- evaluation
     def evaluate(self, lm: LM, checkpoint: str, split: str, limit: int | None):
         """μ per set of ``lm`` on an LEI split (cached per checkpoint and split)."""
         done = read_table(self.evaluations_path)
-        if len(done) and ((done["checkpoint"] == checkpoint) & (done["evaluation"] == split)).any():
-            return done[(done["checkpoint"] == checkpoint) & (done["evaluation"] == split)]
-        domain, name = split.split("/")
-        eval_settings = LeiEvalSettings(
-            domain=domain, split=name, limit=limit, seed=self.settings.seed
-        )
-        rows, _ = build_rows(eval_settings, self.lei_dir)
+        if len(done):
+            previous = done[(done["checkpoint"] == checkpoint) & (done["evaluation"] == split)]
+            if len(previous):
+                return previous
+        if split not in self._rows:  # the same contexts for every checkpoint
+            domain, name = split.split("/")
+            eval_settings = LeiEvalSettings(
+                domain=domain, split=name, limit=limit, seed=self.settings.seed
+            )
+            self._rows[split] = build_rows(eval_settings, self.lei_dir)[0]
         cached = CachedLM(lm, self.store.cache)
-        scores = score_examples(cached, rows, self.progress, self.mode)
+        scores = score_examples(cached, self._rows[split], self.progress, self.mode)
         atomic.write_parquet(
             self.store.path(f"scores/{checkpoint}__{split.replace('/', '-')}.parquet"), scores
         )

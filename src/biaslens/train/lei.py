@@ -218,7 +218,7 @@ class LeiTrainer:
         torch.manual_seed(config.seed)
         encoded = self.encode(data.examples)
         encoded_qa = self.encode_qa(qa) if qa is not None and len(qa) else _Encoded([], [])
-        steps_per_epoch = len(self.epoch_batches(data, len(encoded_qa.ids), 0))
+        steps_per_epoch = math.ceil(len(data) / config.batch_size)  # as balanced_order cuts
         total = steps_per_epoch * config.epochs
         optimizer = torch.optim.AdamW(
             [p for p in model.parameters() if p.requires_grad],
