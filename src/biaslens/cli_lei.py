@@ -62,8 +62,9 @@ def metrics_unqover(
     by = within if by_intervention and within else ()
     if by_intervention and not within:
         console.print("[yellow]keys have no intervention field; reporting one model-level row")
-    summary = M.model_summary(scores, by=by, within=() if by else within)
+    within = () if by else within
     comparative = M.comparative_scores(scores, (*by, *within))
+    summary = M.model_summary(scores, by=by, within=within, comparative=comparative)
     subjects = M.subject_bias(comparative, by)
     per = M.subject_attribute_bias(comparative, by)
     clusters = dict(zip(scores["first"], scores["first_cluster"], strict=True))

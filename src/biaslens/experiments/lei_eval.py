@@ -39,6 +39,8 @@ from biaslens.store.run import RunStore, dataset_hash, json_records
 METHOD = "lei-eval"
 SETS = ("none", "ethical", "adversarial", "irrelevant", "specified")
 DOMAINS = ("religion", "ethnicity", "gender")
+PAIRING = ("set", "intervention_id")
+"""Keys that tell contexts apart: the set (reported) and the intervention (averaged over)."""
 
 
 class LeiEvalSettings(BaseModel):
@@ -139,9 +141,10 @@ def build_rows(
     return rows.drop(columns=["pair_key"], errors="ignore"), absent
 
 
-def lei_table(scores: pd.DataFrame) -> pd.DataFrame:
-    """μ, η, θ4, δ, ε per set with the desired μ and the specified win rate."""
-    table = model_summary(scores, by=("set",), within=("intervention_id",))
+def lei_table(scores: pd.DataFrame, comparative: pd.DataFrame | None = None) -> pd.DataFrame:
+    """μ, η, θ4, δ, ε per set with the desired μ and the specified win rate (``comparative``:
+    ``comparative_scores(scores, PAIRING)`` when the caller has it)."""
+    table = model_summary(scores, by=("set",), within=("intervention_id",), comparative=comparative)
     order = {name: i for i, name in enumerate(SETS)}
     table = table.sort_values("set", key=lambda s: s.map(order)).reset_index(drop=True)
     none_mu = table.loc[table["set"] == "none", "mu"]
@@ -218,8 +221,9 @@ def run_lei_eval(
     try:
         cached = CachedLM(lm, store.cache)
         scores = score_examples(cached, rows, progress, mode, settings.head_words)
-        table = lei_table(scores)
-        subjects = subject_bias(comparative_scores(scores, ("set", "intervention_id")), ("set",))
+        comparative = comparative_scores(scores, PAIRING)
+        table = lei_table(scores, comparative)
+        subjects = subject_bias(comparative, ("set",))
         store.write_samples(scores)
         store.write_table("lei_mu", table)
         store.write_table("subjects", subjects)

@@ -182,14 +182,19 @@ def cluster_attribute_bias(
 
 
 def model_summary(
-    scores: pd.DataFrame, by: tuple[str, ...] = (), within: tuple[str, ...] = ()
+    scores: pd.DataFrame,
+    by: tuple[str, ...] = (),
+    within: tuple[str, ...] = (),
+    comparative: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """μ, η, θ4, δ, ε and the number of contexts: one row, or one per value of ``by``.
 
     ``within`` are further key columns that tell contexts apart but are averaged over, e.g.
-    the intervention sentence inside an intervention type (LEI reports μ per type)."""
+    the intervention sentence inside an intervention type (LEI reports μ per type).
+    ``comparative``: ``comparative_scores(scores, by + within)`` when the caller has it."""
     pairing = (*by, *within)
-    comparative = comparative_scores(scores, pairing)
+    if comparative is None:
+        comparative = comparative_scores(scores, pairing)
     levels = model_bias(comparative, by)
     rows = []
     groups = scores.groupby(list(by), sort=True) if by else [((), scores)]
