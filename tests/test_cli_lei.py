@@ -9,7 +9,7 @@ import pytest
 
 from biaslens.data.unqover_predictions import read_predictions
 from biaslens.metrics.unqover import model_summary
-from tests.conftest import SHARED
+from tests.conftest import DATA
 from tests.data.test_unqover_predictions import dump
 from tests.test_cli import _one_line_error, run_cli
 
@@ -41,7 +41,7 @@ def test_metrics_unqover_bad_file_is_one_line(tmp_path, monkeypatch, capsys):
 
 
 def test_lei_eval_runs_and_rejects_bad_input(tiny_models, tmp_path, monkeypatch, capsys):
-    data = str(SHARED / "datasets")
+    data = str(DATA)
     code, out, _ = run_cli(
         monkeypatch,
         capsys,
@@ -80,7 +80,7 @@ def test_lei_eval_runs_and_rejects_bad_input(tiny_models, tmp_path, monkeypatch,
 def test_lei_train_runs_from_the_command_line(tiny_models, tmp_path, monkeypatch, capsys):
     args = ["run", "lei-train", "-m", str(tiny_models["llama"]), "--train-sizes", "64"]
     args += ["--lrs", "1e-4", "--epochs", "1", "--dev-limit", "4", "--test-limit", "4"]
-    args += ["--tests", "ethnicity/noniid_test", "--data-dir", str(SHARED / "datasets")]
+    args += ["--tests", "ethnicity/noniid_test", "--data-dir", str(DATA)]
     code, out, _ = run_cli(monkeypatch, capsys, *args, "-o", str(tmp_path / "run"))
     assert code == 0 and "Selected checkpoints" in out and "n64-lr0.0001-ep1" in out
     assert (tmp_path / "run" / "results.csv").is_file()
@@ -99,7 +99,7 @@ def test_lei_train_bad_input_is_one_line(
     tiny_models, tmp_path, monkeypatch, capsys, extra, expected
 ):
     args = ["run", "lei-train", "-m", str(tiny_models["llama"]), "--train-sizes", "64"]
-    args += ["--data-dir", str(SHARED / "datasets"), "-o", str(tmp_path / "run"), *extra]
+    args += ["--data-dir", str(DATA), "-o", str(tmp_path / "run"), *extra]
     code, _, err = run_cli(monkeypatch, capsys, *args)
     _one_line_error(code, err, expected)
     assert not (tmp_path / "run" / "checkpoints").exists()

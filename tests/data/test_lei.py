@@ -10,9 +10,9 @@ import pytest
 from biaslens.data import lei
 from biaslens.data.unqover import load_question_set
 from biaslens.errors import BiaslensError
-from tests.conftest import SHARED
+from tests.conftest import DATA
 
-ROOT = SHARED / "datasets" / "lei"
+ROOT = DATA / "lei"
 
 
 def test_interventions_skip_nan_with_a_counting_warning():
@@ -48,8 +48,8 @@ def test_irrelevant_interventions_from_another_domain():
     assert len(lei.irrelevant_from(gender, ["none"])) == 8
 
 
-def test_official_split_is_read_with_interventions_apart():
-    split = lei.read_split(lei.split_path("religion/noniid_test", ROOT))
+def test_official_split_is_read_with_interventions_apart(full_data):
+    split = lei.read_split(lei.split_path("religion/noniid_test", full_data / "lei"))
     assert len(split) == 2400
     assert split.groupby("intervention_type").size().to_dict() == {
         "adversarial": 800, "ethical": 800, "irrelevant": 800,
@@ -70,8 +70,9 @@ def test_official_split_is_read_with_interventions_apart():
     assert set(split.loc[split["intervention_type"] != "adversarial", "dominant_q0"]) == {""}
 
 
-def test_all_official_splits_load():
-    sizes = {name: len(lei.read_split(lei.split_path(name, ROOT))) for name in lei.SPLITS}
+def test_all_official_splits_load(full_data):
+    root = full_data / "lei"
+    sizes = {name: len(lei.read_split(lei.split_path(name, root))) for name in lei.SPLITS}
     assert sizes["religion/train_64"] == 24 and sizes["religion/train_4096"] == 1536
     assert sizes["gender/noniid_test"] == 2400
 
@@ -101,8 +102,8 @@ def test_bad_split_files_name_the_place(tmp_path):
         lei.split_path("religion/train_8", ROOT)
 
 
-def test_specified_sample_names_the_revealed_subject():
-    table = lei.read_specified(ROOT / "data" / lei.SPECIFIED_SAMPLE)
+def test_specified_sample_names_the_revealed_subject(full_data):
+    table = lei.read_specified(full_data / "lei" / "data" / lei.SPECIFIED_SAMPLE)
     assert len(table) == 5432
     male = table["first"].where(table["first_cluster"] == "male", table["second"])
     assert (table["specified"] == male).all()
@@ -120,6 +121,17 @@ def test_specify_names_the_same_subject_in_both_orders():
     out = lei.specify(examples, {"was late": "[subj] overslept."})
     assert list(out["context"]) == ["Ann met Bob. Ann overslept.", "Bob met Ann. Ann overslept."]
     assert set(out["specified"]) == {"Ann"}
+
+
+def test_fixture_splits_load_and_keep_every_stratum(full_data):
+    """The committed fixtures are subsamples of the official splits with every stratum kept."""
+    for name in lei.SPLITS:
+        small = lei.read_split(lei.split_path(name, ROOT))
+        full = lei.read_split(lei.split_path(name, full_data / "lei"))
+        assert 0 < len(small) <= len(full)
+        strata = ["intervention_type", "category"]
+        assert set(map(tuple, small[strata].to_numpy())) == set(map(tuple, full[strata].to_numpy()))
+        assert set(small["key"]) <= set(full["key"])
 
 
 def test_stratified_limit_keeps_every_stratum_and_both_orders():

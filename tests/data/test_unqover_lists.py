@@ -14,10 +14,10 @@ from biaslens.data.unqover import (
     smooth_articles,
 )
 from biaslens.errors import BiaslensError
-from tests.conftest import SHARED
+from tests.conftest import DATA
 
-UNQOVER = SHARED / "datasets" / "unqover" / "word_lists"
-LEI = SHARED / "datasets" / "lei" / "word_lists"
+UNQOVER = DATA / "unqover" / "word_lists"
+LEI = DATA / "lei" / "word_lists"
 
 
 def test_religion_counts_match_the_paper():

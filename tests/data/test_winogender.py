@@ -9,9 +9,9 @@ from biaslens.data import sources, winogender
 from biaslens.errors import BiaslensError
 from biaslens.models.requests import MASK
 
-from ..conftest import SHARED
+from ..conftest import DATA
 
-FOLDER = SHARED / "datasets" / "winogender"
+FOLDER = DATA / "winogender"
 
 
 def test_templates_and_stats_load():
@@ -75,7 +75,7 @@ def test_locate_explains_both_ways_to_get_a_dataset(tmp_path, monkeypatch):
     monkeypatch.delenv(sources.ENV_DATA_DIR, raising=False)
     with pytest.raises(BiaslensError, match="biaslens datasets download winogender.*--data-dir"):
         sources.locate("winogender", tmp_path)
-    monkeypatch.setenv(sources.ENV_DATA_DIR, str(SHARED / "datasets"))
+    monkeypatch.setenv(sources.ENV_DATA_DIR, str(DATA))
     assert sources.locate("winogender") == FOLDER
 
 

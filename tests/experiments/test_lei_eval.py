@@ -11,9 +11,7 @@ from biaslens.data.lei import read_split, split_path
 from biaslens.errors import BiaslensError
 from biaslens.experiments.lei_eval import make_lei_eval_settings, run_lei_eval
 from biaslens.metrics.qa import squad_scores
-from tests.conftest import SHARED
-
-DATA = SHARED / "datasets"
+from tests.conftest import DATA
 
 
 def squad_file(path):

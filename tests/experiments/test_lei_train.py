@@ -14,9 +14,7 @@ from biaslens.experiments.lei_train import (
     select_top,
     summarize_selected,
 )
-from tests.conftest import SHARED
-
-DATA = SHARED / "datasets"
+from tests.conftest import DATA
 
 
 def test_criterion_sums_the_gaps_of_the_three_types():

@@ -13,9 +13,8 @@ from biaslens.experiments.sib_detect import (
 )
 from biaslens.models import BackendConfig
 
-from ..conftest import SHARED
+from ..conftest import DATA
 
-DATA = SHARED / "datasets"
 CPU = BackendConfig(device="cpu", batch_size=16)
 
 

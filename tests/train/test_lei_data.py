@@ -20,9 +20,9 @@ from biaslens.train.lei_data import (
     model_reference,
     training_set,
 )
-from tests.conftest import SHARED
+from tests.conftest import DATA
 
-TRAIN_64 = lei.split_path("religion/train_64", SHARED / "datasets" / "lei")
+TRAIN_64 = lei.split_path("religion/train_64", DATA / "lei")
 
 
 def _base(templates=(1, 2)) -> pd.DataFrame:

@@ -11,9 +11,9 @@ from biaslens.data import lei
 from biaslens.models import BackendConfig, load_model
 from biaslens.train.lei import LeiTrainConfig, LeiTrainer
 from biaslens.train.lei_data import LeiTrainingSet, file_reference, training_set
-from tests.conftest import SHARED
+from tests.conftest import DATA
 
-TRAIN_64 = lei.split_path("religion/train_64", SHARED / "datasets" / "lei")
+TRAIN_64 = lei.split_path("religion/train_64", DATA / "lei")
 
 
 def _ethical_only() -> LeiTrainingSet:
