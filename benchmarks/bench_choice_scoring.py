@@ -1,74 +1,123 @@
-"""Benchmark: generative LEI scoring (``choice_logprobs``), shared prompt vs full sequences.
+"""Benchmark: choice scoring (``choice_logprobs``) of generative LEI questions — biaslens vs
+the obvious batched transformers script vs lm-evaluation-harness, on the same requests.
 
-biaslens runs each distinct prompt once and scores the two subject choices from its KV cache.
-The baseline is the previous approach: every (prompt + choice) sequence run in full, in
-right-padded batches of the same size. Both score the same LEI religion test questions in
-UnifiedQA format; the script prints questions/s, the ratio and the largest log-probability
-difference between the two. Default model: SmolLM2 (``--model`` for another causal model).
+Requests: the LEI religion test questions in UnifiedQA format, each with its two subjects as
+choices (log p(choice | prompt) summed over the choice's tokens). Approaches:
 
-    python benchmarks/bench_choice_scoring.py --paragraphs 60
+* biaslens ``--batch-size auto`` (a fresh size memo, so the throughput probe is timed too) and a
+  fixed batch of 32: each distinct prompt runs once, the choices are scored from its KV cache;
+* a competent transformers script: every (prompt + choice) sequence in right-padded batches of
+  32, log-softmax only at the choice's positions;
+* lm-evaluation-harness 0.4.13 ``HFLM.loglikelihood`` (the same model folder, fp32) at batch
+  sizes 8, 32 and ``auto``.
+
+Prints questions/s, biaslens's speed-up over each, and agreement (max |Δ log p| against
+biaslens). Goal: biaslens ``auto`` ≥ 1.5× lm-eval's best batch size.
+
+    python benchmarks/bench_choice_scoring.py --paragraphs 102   # 204 questions
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import time
+import sys
 import warnings
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import harness  # noqa: E402
 import torch  # noqa: E402
 
 from biaslens.data import lei  # noqa: E402
-from biaslens.experiments.qa_scoring import _generative_requests  # noqa: E402
-from biaslens.models import BackendConfig, load_model  # noqa: E402
+from biaslens.models import (  # noqa: E402
+    BackendConfig,
+    load_model,
+)
+from biaslens.scoring.qa import _generative_requests  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "lei"
 
 
 def full_sequences(lm, requests, batch_size: int) -> list[float]:
-    """log p(choice | prompt) from one full forward pass per (prompt + choice)."""
+    """log p(choice | prompt) from one forward pass per (prompt + choice), right-padded
+    batches, log-softmax only over the choice's positions."""
     prompts, choices = lm.encode_choice_requests(requests)
     pairs = [(p, c) for p, row in zip(prompts, choices, strict=True) for c in row]
     out = []
     for start in range(0, len(pairs), batch_size):
         batch = pairs[start : start + batch_size]
-        ids, mask = lm._pad([p + c for p, c in batch], left=False)
+        ids, mask = lm.pad([p + c for p, c in batch], left=False)
         with torch.inference_mode():
-            logprobs = lm.model(input_ids=ids, attention_mask=mask).logits.float().log_softmax(-1)
+            logits = lm.model(input_ids=ids, attention_mask=mask).logits
         for row, (p, c) in enumerate(batch):
             positions = torch.arange(len(p) - 1, len(p) + len(c) - 1)
-            out.append(float(logprobs[row, positions, torch.tensor(c)].double().sum()))
+            logprobs = logits[row, positions].float().log_softmax(-1)
+            out.append(float(logprobs[torch.arange(len(c)), torch.tensor(c)].double().sum()))
     return out
+
+
+def biaslens_scores(model: str, batch_size, requests) -> tuple[float, list[float], object]:
+    lm = load_model(model, BackendConfig(device="cpu", batch_size=batch_size))
+    lm.choice_logprobs(requests[:2])  # load and warm up (sizes the probe does not count)
+    lm.sizers.clear()
+    seconds, results = harness.timed(lambda: lm.choice_logprobs(requests))
+    return seconds, [s for r in results for s in r.logprobs], lm
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="default")
-    parser.add_argument("--paragraphs", type=int, default=60)
-    parser.add_argument("--batch-size", type=int, default=16, help="sequences per batch")
+    parser.add_argument("--paragraphs", type=int, default=102)
     parser.add_argument("--lei-dir", type=Path, default=SHARED)
+    parser.add_argument("--no-lm-eval", action="store_true")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
-    lm = load_model(args.model, BackendConfig(device="cpu", batch_size=args.batch_size // 2))
+    harness.fresh_batch_memo()
+    print(f"machine: {harness.machine()}")
+    print(f"fp32 matmul peak: {harness.matmul_peak() / 1e9:.1f} GFLOP/s")
+
+    probe = load_model(args.model, BackendConfig(device="cpu"))
     rows = lei.read_split(lei.split_path("religion/noniid_test", args.lei_dir))
-    requests = _generative_requests(lm, rows.head(args.paragraphs))
-    lm.choice_logprobs(requests[:4])  # warm-up
-    start = time.perf_counter()
-    shared = [s for r in lm.choice_logprobs(requests) for s in r.logprobs]
-    fast = len(requests) / (time.perf_counter() - start)
-    start = time.perf_counter()
-    full = full_sequences(lm, requests, args.batch_size)
-    naive = len(requests) / (time.perf_counter() - start)
-    difference = max(abs(a - b) for a, b in zip(shared, full, strict=True))
-    print(
-        f"{lm.identity.name}: {len(requests)} questions, shared prompt {fast:.2f} questions/s, "
-        f"full sequences {naive:.2f} questions/s, ratio {fast / naive:.1f}x "
-        f"(max |Δ log p| {difference:.1e})"
+    requests = _generative_requests(probe, rows.head(args.paragraphs))
+    n = len(requests)
+    print(f"{probe.identity.name}: {n} questions, 2 choices each")
+
+    auto_s, reference, lm = biaslens_scores(args.model, "auto", requests)
+    from biaslens.models.requests import RequestType
+
+    chosen = lm.sizer(RequestType.CHOICE_LOGPROBS).size
+    table = [harness.Row(f"biaslens, batch auto (settled at {chosen})", n, auto_s)]
+    fixed_s, fixed, _ = biaslens_scores(args.model, 32, requests)
+    table.append(
+        harness.Row("biaslens, batch 32", n, fixed_s, harness.max_abs_difference(fixed, reference))
     )
+    script_s, script = harness.timed(lambda: full_sequences(lm, requests, 32))
+    table.append(
+        harness.Row(
+            "transformers script, full sequences, batch 32",
+            n,
+            script_s,
+            harness.max_abs_difference(script, reference),
+        )
+    )
+    if not args.no_lm_eval and harness.lm_eval_available():
+        pairs = [(r.prompt, c) for r in requests for c in r.choices]
+        folder = harness.model_folder(args.model)
+        for batch in (8, 32, "auto"):
+            model = harness.lm_eval_model(folder, batch)
+            harness.lm_eval_loglikelihood(model, pairs[:4])  # warm-up
+            seconds, scores = harness.timed(lambda m=model: harness.lm_eval_loglikelihood(m, pairs))
+            table.append(
+                harness.Row(
+                    f"lm-eval HFLM.loglikelihood, batch {batch}",
+                    n,
+                    seconds,
+                    harness.max_abs_difference(scores, reference),
+                )
+            )
+            del model
+    harness.print_table("LEI generative choice scoring", "questions", table)
 
 
 if __name__ == "__main__":

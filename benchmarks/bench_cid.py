@@ -19,7 +19,7 @@ import argparse
 import tempfile
 
 import torch
-from bench_mgc import model_path, time_it
+from harness import model_path, time_it
 
 from biaslens.data.cid_audit import fill_template, load_name_groups, load_templates
 from biaslens.decoding.cid import ContrastiveDecoder, contrastive_scores

@@ -1,12 +1,20 @@
-"""Benchmark: extractive UnQover scoring through biaslens vs a per-example transformers pipeline.
+"""Benchmark: extractive UnQover/LEI scoring (``span_scores``) — biaslens vs a competent
+batched transformers script vs the per-example loop of the UnQover code, on the same questions.
 
-The same LEI contexts (religion noniid test, with their interventions in the question) are
-scored (a) by biaslens ``span_scores``: batched, length-sorted, both subjects and both
-questions read from one forward pass per question; (b) one unbatched
-forward per (question, subject) with ``AutoModelForQuestionAnswering``, the way the UnQover
-code reads one answer span at a time (transformers 5 removed the ``question-answering``
-pipeline, so the baseline calls the model directly). Prints questions/s and the ratio; the
-model is the tiny extractive model built at run time (or ``--model PATH`` for a real one).
+Requests: LEI religion noniid-test contexts with their interventions in the question, each
+asked as the question and its negation; S(x) = sqrt(p_start · p_end) of both subjects.
+Approaches:
+
+* biaslens ``--batch-size auto`` (a fresh size memo, its probe timed too): length-sorted
+  batches, both subjects read from one forward pass per question;
+* a competent transformers script: length-sorted, padded batches of 32 questions, one forward
+  pass per question, padding kept out of the softmax, both subjects read from it;
+* the UnQover code's approach: one unbatched forward pass per (question, subject).
+
+lm-evaluation-harness has no request type for start/end span probabilities, so it has no row
+here. Prints questions/s, biaslens's speed-up over each, agreement (max |Δ S| against biaslens),
+the CPU and its fp32 matmul peak. The model is the tiny extractive model built at run time, or
+``--model PATH`` for a real one (e.g. a RoBERTa-SQuAD folder).
 
     python benchmarks/bench_qa_scoring.py --contexts 200
 """
@@ -14,26 +22,89 @@ model is the tiny extractive model built at run time (or ``--model PATH`` for a 
 from __future__ import annotations
 
 import argparse
-import os
+import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import harness  # noqa: E402
 import torch  # noqa: E402
-from transformers import AutoModelForQuestionAnswering, AutoTokenizer  # noqa: E402
 from transformers.utils import logging as hf_logging  # noqa: E402
 
 from biaslens.data import lei  # noqa: E402
-from biaslens.experiments.qa_scoring import extractive_scores  # noqa: E402
 from biaslens.models import BackendConfig, load_model  # noqa: E402
 from biaslens.progress import NoProgress  # noqa: E402
+from biaslens.scoring.qa import extractive_scores  # noqa: E402
 from biaslens.testing.tiny_models import build_roberta_qa  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "lei"
+
+
+def questions_of(rows) -> list[tuple[str, str, list[tuple[int, int]]]]:
+    """(question, context, subject character spans) per asked question, in biaslens's order
+    (per context: the question, then its negation)."""
+    out = []
+    for row in rows.itertuples():
+        spans = [
+            (row.first_start, row.first_start + len(row.first)),
+            (row.second_start, row.second_start + len(row.second)),
+        ]
+        for question in (row.question, row.negated_question):
+            out.append((lei.intervene_question(question, row.intervention), row.context, spans))
+    return out
+
+
+def token_span(offsets, sequence_ids, start: int, end: int) -> tuple[int, int]:
+    first = next(i for i, (a, b) in enumerate(offsets) if sequence_ids[i] == 1 and a <= start < b)
+    last = next(i for i, (a, b) in enumerate(offsets) if sequence_ids[i] == 1 and a < end <= b)
+    return first, last
+
+
+def batched_script(model, tokenizer, asked, batch_size: int = 32) -> list[float]:
+    """S of both subjects per question: sorted, padded batches, one forward per question."""
+    order = sorted(range(len(asked)), key=lambda i: len(asked[i][0]) + len(asked[i][1]))
+    scores: list[list[float]] = [[]] * len(asked)
+    for start in range(0, len(order), batch_size):
+        batch = [asked[i] for i in order[start : start + batch_size]]
+        enc = tokenizer(
+            [q for q, _, _ in batch],
+            [c for _, c, _ in batch],
+            return_offsets_mapping=True,
+            padding=True,
+            return_tensors="pt",
+        )
+        offsets = enc.pop("offset_mapping").tolist()
+        with torch.inference_mode():
+            out = model(**enc)
+        padding = enc["attention_mask"] == 0  # kept out of the softmax
+        starts = out.start_logits.masked_fill(padding, float("-inf")).softmax(-1)
+        ends = out.end_logits.masked_fill(padding, float("-inf")).softmax(-1)
+        for row, (i, (_, _, spans)) in enumerate(zip(order[start:], batch, strict=False)):
+            sequence_ids = enc.sequence_ids(row)
+            pair = []
+            for a, b in spans:
+                first, last = token_span(offsets[row], sequence_ids, a, b)
+                pair.append(float((starts[row, first] * ends[row, last]).sqrt()))
+            scores[i] = pair
+    return [s for pair in scores for s in pair]
+
+
+def per_example(model, tokenizer, asked) -> list[float]:
+    """The UnQover code's way: one unbatched forward per (question, subject)."""
+    out = []
+    for question, context, spans in asked:
+        for a, b in spans:
+            enc = tokenizer(question, context, return_offsets_mapping=True, return_tensors="pt")
+            offsets = enc.pop("offset_mapping")[0].tolist()
+            first, last = token_span(offsets, enc.sequence_ids(0), a, b)
+            with torch.inference_mode():
+                result = model(**enc)
+            p_start = result.start_logits[0].softmax(-1)[first]
+            p_end = result.end_logits[0].softmax(-1)[last]
+            out.append(float((p_start * p_end).sqrt()))
+    return out
 
 
 def main() -> None:
@@ -44,43 +115,34 @@ def main() -> None:
     args = parser.parse_args()
     hf_logging.set_verbosity_error()
     warnings.filterwarnings("ignore")
+    harness.fresh_batch_memo()
+    print(f"machine: {harness.machine()}")
+    print(f"fp32 matmul peak: {harness.matmul_peak() / 1e9:.1f} GFLOP/s")
     model = args.model or str(build_roberta_qa(Path(tempfile.mkdtemp()) / "roberta-qa"))
     rows = lei.read_split(lei.split_path("religion/noniid_test", args.lei_dir))
-    rows = rows.head(args.contexts)
-    questions = 2 * len(rows)
+    rows = rows.head(args.contexts).reset_index(drop=True)
+    asked = questions_of(rows)
+    n = len(asked)
 
     lm = load_model(model, BackendConfig(device="cpu", batch_size="auto"))
-    start = time.perf_counter()
-    extractive_scores(lm, rows, NoProgress())
-    fast = questions / (time.perf_counter() - start)
-
-    tokenizer = AutoTokenizer.from_pretrained(model)
-    qa = AutoModelForQuestionAnswering.from_pretrained(model).eval()
-    start = time.perf_counter()
-    for row in rows.itertuples():
-        for question in (row.question, row.negated_question):
-            asked = lei.intervene_question(question, row.intervention)
-            for subject_start, subject in (
-                (row.first_start, row.first),
-                (row.second_start, row.second),
-            ):
-                enc = tokenizer(
-                    asked, row.context, return_offsets_mapping=True, return_tensors="pt"
-                )
-                offsets = enc.pop("offset_mapping")[0].tolist()
-                ids = enc.sequence_ids(0)
-                end = subject_start + len(subject)
-                a = next(
-                    i for i, (x, y) in enumerate(offsets) if ids[i] == 1 and x <= subject_start < y
-                )
-                b = next(i for i, (x, y) in enumerate(offsets) if ids[i] == 1 and x < end <= y)
-                with torch.no_grad():
-                    out = qa(**enc)
-                _ = (out.start_logits[0].softmax(-1)[a] * out.end_logits[0].softmax(-1)[b]).sqrt()
-    naive = questions / (time.perf_counter() - start)
-    print(
-        f"biaslens span_scores: {fast:,.1f} questions/s; per-example loop: {naive:,.1f} "
-        f"questions/s; ratio {fast / naive:.1f}x ({questions} questions, {model})"
+    extractive_scores(lm, rows.head(2), NoProgress())  # load and warm up
+    lm.sizers.clear()
+    seconds, table = harness.timed(lambda: extractive_scores(lm, rows, NoProgress()))
+    table = table.sort_values(["row", "negated"], kind="stable")
+    reference = [s for pair in zip(table["s_first"], table["s_second"], strict=True) for s in pair]
+    rows_out = [harness.Row("biaslens span_scores, batch auto", n, seconds)]
+    for label, approach in (
+        ("transformers script, batch 32", batched_script),
+        ("UnQover code: one forward per (question, subject)", per_example),
+    ):
+        seconds, scores = harness.timed(
+            lambda approach=approach: approach(lm.model, lm.tokenizer, asked)
+        )
+        rows_out.append(
+            harness.Row(label, n, seconds, harness.max_abs_difference(scores, reference))
+        )
+    harness.print_table(
+        f"Extractive S(x), {n} questions ({lm.identity.name})", "questions", rows_out
     )
 
 

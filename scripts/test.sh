@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
-# Install into the project virtualenv, lint, and run the whole test suite (slow real-model
-# tests included).
+# Install, lint, and run the whole test suite (slow real-model tests included):
+#   1. the main environment (.venv): everything but the real-vLLM tests;
+#   2. the vLLM environment (.venv-vllm, vLLM's CPU build): the `served` tests, which run the
+#      vllm and openai backends against a real engine and a real `vllm serve`.
+# BIASLENS_SKIP_VLLM=1 skips step 2 (and its install).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The tests need the Ray extra too (the data-parallel replicas run on a local Ray runtime).
+export BIASLENS_EXTRAS=${BIASLENS_EXTRAS:-dev,embeddings,ray}
 bash scripts/install.sh
 PY=${VIRTUAL_ENV:-.venv}/bin/python
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 "$PY" -m ruff check src tests benchmarks scripts
-"$PY" -m pytest -q "$@"
+"$PY" -m ruff format --check src tests benchmarks scripts
+"$PY" -m pytest -q -m "not served" "$@"
+if [ "${BIASLENS_SKIP_VLLM:-0}" != "1" ]; then
+    bash scripts/install.sh --vllm
+    .venv-vllm/bin/python -m pytest -q -m served -p no:cacheprovider tests/models/test_vllm.py
+fi

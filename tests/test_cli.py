@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -39,8 +40,10 @@ def test_help_is_useful(args, monkeypatch, capsys):
             "--limit",
             "--output",
             "--seed",
-            "--mode",
+            "--scoring",
             "--prompt",
+            "--backend",
+            "--preset",
         ):
             assert option in out
 
@@ -102,7 +105,7 @@ def test_run_then_rerun_and_config_clash(tiny_models, tmp_path, monkeypatch, cap
     code, out, _ = run_cli(monkeypatch, capsys, *base, "--batch-size", "4")
     assert code == 0 and "0 computed, 30 reused" in out
     before = (out_dir / "summary.json").read_bytes()
-    code, _, err = run_cli(monkeypatch, capsys, *base, "--mode", "paper")
+    code, _, err = run_cli(monkeypatch, capsys, *base, "--scoring", "paper")
     _one_line_error(code, err, "holds a run with a different config")
     assert (out_dir / "summary.json").read_bytes() == before
 
@@ -129,8 +132,30 @@ def test_masked_model_without_mask_token_via_cli(tiny_models, tmp_path, monkeypa
         "--limit",
         "1",
     )
-    _one_line_error(code, err, "has no mask token")
+    _one_line_error(code, err, "neither a mask token")
     assert not (tmp_path / "o").exists()
+
+
+def test_span_denoiser_and_unqover_commands(tiny_models, tmp_path, monkeypatch, capsys):
+    from .conftest import DATA
+
+    code, out, _ = run_cli(
+        monkeypatch, capsys, "run", "sib-mgc", "--model", str(tiny_models["t5-denoiser"]),
+        "--model-kind", "masked", "--input-prefix", "[NLU] ", "--limit", "1",
+        "--output", str(tmp_path / "mgc"),
+    )  # fmt: skip
+    assert code == 0
+    summary = json.loads((tmp_path / "mgc" / "summary.json").read_text())
+    assert summary["backend"]["model_kind"] == "masked"
+    assert summary["backend"]["input_prefix"] == "[NLU] "
+    assert summary["model"]["kind"] == "masked-lm"
+    code, out, _ = run_cli(
+        monkeypatch, capsys, "run", "unqover", "--model", str(tiny_models["roberta-qa"]),
+        "--data-dir", str(DATA), "--limit", "3", "--preset", "paper",
+        "--output", str(tmp_path / "uq"),
+    )  # fmt: skip
+    assert code == 0 and "UnQover model-level bias" in out
+    assert "span_adjustment: reference" in (tmp_path / "uq" / "config.yaml").read_text()
 
 
 def test_sib_toy_and_detect_commands(tiny_models, tmp_path, monkeypatch, capsys):
@@ -177,7 +202,7 @@ def test_sib_toy_and_detect_commands(tiny_models, tmp_path, monkeypatch, capsys)
     code, _, err = run_cli(
         monkeypatch, capsys, "run", "sib-mgc", "--models-file", str(tmp_path / "nope.txt")
     )
-    _one_line_error(code, err, "cannot read models file")
+    _one_line_error(code, err, "nope.txt not found")
 
 
 def test_datasets_download_command(tmp_path, monkeypatch, capsys):
@@ -211,14 +236,26 @@ def test_cid_command_with_a_lambda_list(tiny_models, monkeypatch, capsys):
     assert [r.split("│")[1].strip() for r in rows] == ["0", "5", "50"]
 
 
-def test_expand_multi_value_options():
-    from biaslens.cli_cid import expand_multi_value_options as expand
+def test_multi_value_options_take_space_separated_values():
+    from biaslens.cli.options import expand_argv as expand
 
     assert expand(["cid", "--lam", "0", "5", "50", "--x", "a"]) == [
         "cid", "--lam", "0", "--lam", "5", "--lam", "50", "--x", "a",
     ]  # fmt: skip
-    assert expand(["--lam", "1", "--lam", "2"]) == ["--lam", "1", "--lam", "2"]
-    assert expand(["--x", "5", "6"]) == ["--x", "5", "6"]
+    assert expand(["cid", "--lam", "1", "--lam", "2"]) == ["cid", "--lam", "1", "--lam", "2"]
+    assert expand(["cid", "--x", "5", "6"]) == ["cid", "--x", "5", "6"]  # --x takes one value
+    assert expand(["run", "sib-mgc", "--prompt", "A", "B", "--w", "dates"]) == [
+        "run", "sib-mgc", "--prompt", "A", "--prompt", "B", "--w", "dates",
+    ]  # fmt: skip
+    # a list option of one command is not one of another
+    assert expand(["run", "lei-eval", "--model", "a", "b"]) == [
+        "run",
+        "lei-eval",
+        "--model",
+        "a",
+        "b",
+    ]
+    assert expand(["run", "sib-mgc", "--model", "a", "b"])[3:] == ["a", "--model", "b"]
 
 
 def test_cid_bad_inputs_are_one_line_errors(tiny_models, tmp_path, monkeypatch, capsys):
@@ -226,13 +263,13 @@ def test_cid_bad_inputs_are_one_line_errors(tiny_models, tmp_path, monkeypatch, 
     cases = [
         (("cid", "--model", llama, "--x", "a", "--x-prime", "b", "--lam", "-1"), "λ must be >= 0"),
         (("cid", "--model", llama, "--x", "", "--x-prime", "b"), "non-empty"),
-        (("cid", "--model", llama, "--x", "a", "--x-prime", "b", "--top-k", "0"), "--top-k"),
+        (("cid", "--model", llama, "--x", "a", "--x-prime", "b", "--top-k-tokens", "0"), "top_k"),
         (
             ("cid", "--model", str(tiny_models["bert-mlm"]), "--x", "a", "--x-prime", "b"),
             "cannot answer contrastive_generate",
         ),
         (("run", "cid-audit", "--groups", "us-male", "nowhere"), "unknown name group"),
-        (("cid-ratings", str(tmp_path), str(tmp_path / "r.csv")), "cannot read the run"),
+        (("cid-ratings", str(tmp_path), str(tmp_path / "r.csv")), "not a biaslens run directory"),
     ]
     for args, expected in cases:
         code, _, err = run_cli(monkeypatch, capsys, *args)

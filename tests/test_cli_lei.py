@@ -90,9 +90,9 @@ def test_lei_train_runs_from_the_command_line(tiny_models, tmp_path, monkeypatch
     ("extra", "expected"),
     [
         (["--lrs", "0"], "every learning rate must be > 0"),
-        (["--lrs", "1e-5,fast"], "--learning-rates: expected comma-separated numbers"),
+        (["--lrs", "1e-5", "fast"], "--learning-rates: expected numbers"),
         (["--qa-file", "missing.json"], "missing.json: file not found"),
-        (["--mode", "generative", "--reference", "file"], "needs --reference model"),
+        (["--qa-mode", "generative", "--reference", "file"], "needs --reference model"),
     ],
 )
 def test_lei_train_bad_input_is_one_line(

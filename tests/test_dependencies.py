@@ -35,8 +35,9 @@ KNOWN_DISTRIBUTIONS = {
 OPTIONAL_MODULES = {
     # module of biaslens (prefix) -> extras whose packages it may import
     "biaslens.models.vllm": ("vllm",),
-    "biaslens.models.vllm_server": ("vllm",),
-    "biaslens.parallel": ("ray",),
+    "biaslens.models.replicated": ("ray",),
+    "biaslens.models.ray_runtime": ("ray",),
+    "biaslens.experiments.lei_cells": ("ray",),
     "biaslens.models.embeddings": ("embeddings",),
     "biaslens.testing": ("dev",),
 }

@@ -110,17 +110,30 @@ def test_specified_sample_names_the_revealed_subject(full_data):
     assert table["question"].str.startswith("Who").all()
 
 
-def test_specify_names_the_same_subject_in_both_orders():
+def test_specify_names_the_answer_subject_in_both_orders():
     examples = pd.DataFrame(
         {
-            "first": ["Ann", "Bob"], "second": ["Bob", "Ann"],
-            "context": ["Ann met Bob.", "Bob met Ann."],
-            "attribute": ["was late", "was late"],
+            "first": ["Ann", "Bob", "Ann"], "second": ["Bob", "Ann", "Eve"],
+            "context": ["Ann met Bob.", "Bob met Ann.", "Ann met Eve."],
+            "attribute": ["was late", "was late", "was late"],
         }
     )  # fmt: skip
-    out = lei.specify(examples, {"was late": "[subj] overslept."})
-    assert list(out["context"]) == ["Ann met Bob. Ann overslept.", "Bob met Ann. Ann overslept."]
-    assert set(out["specified"]) == {"Ann"}
+    clusters = {"ann": "female", "eve": "female", "bob": "male"}
+    out = lei.specify(examples, {"was late": "[subj] overslept."}, "male", clusters)
+    assert list(out["context"]) == ["Ann met Bob. Bob overslept.", "Bob met Ann. Bob overslept."]
+    assert set(out["specified"]) == {"Bob"} and set(out["intervention_type"]) == {"specified-male"}
+    female = lei.specify(examples, {"was late": "[subj] overslept."}, "female", clusters)
+    assert list(female["specified"]) == ["Ann", "Ann"]  # Ann/Eve has two female subjects: out
+    by_name = lei.specify(examples, {"was late": "[subj] overslept."}, "Eve", clusters)
+    assert list(by_name["specified"]) == ["Eve"]
+    with pytest.raises(BiaslensError, match="no subject pair has exactly one 'nobody' subject"):
+        lei.specify(examples, {"was late": "[subj] overslept."}, "nobody", clusters)
+
+
+def test_subject_clusters_from_the_word_lists():
+    clusters = lei.subject_clusters(ROOT, "gender")
+    assert clusters["mary"] == "female" and clusters["john"] == "male"
+    assert lei.subject_clusters(ROOT, "religion")["muslim"] == "muslim"
 
 
 def test_fixture_splits_load_and_keep_every_stratum(full_data):

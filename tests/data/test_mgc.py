@@ -24,6 +24,13 @@ def test_date_grids():
     code = mgc.dates("code")
     assert len(code) == 30 and code[0] == "1801" and code[-1] == "2016"
     assert code[1] == "1808"  # 1801 + 215/29 = 1808.41
+    # the reference code cuts to whole years: 1801 + 2·215/29 = 1815.83 -> 1815 (rounded: 1816)
+    assert code[2] == "1815" and mgc.dates("rounded")[2] == "1816"
+    import numpy as np
+
+    reference = np.linspace(1801, 2016, 30).astype(int)
+    assert code == tuple(str(y) for y in reference)
+    assert sum(a != b for a, b in zip(code, mgc.dates("rounded"), strict=True)) == 14
     text = mgc.dates("text")
     assert text[0] == "1801" and text[-1] == "2001"
     with pytest.raises(BiaslensError, match="unknown date grid"):

@@ -128,3 +128,30 @@ def test_unknown_slots_and_missing_subjects_are_named(tmp_path):
         load_question_set("religion", lists).examples()
     with pytest.raises(BiaslensError, match="unknown domain 'caste'"):
         load_question_set("caste", lists)
+
+
+def test_masked_lm_templates_hold_one_mask_in_each_question():
+    questions = load_question_set("religion", UNQOVER, slots="religion_noact_lm").questions()
+    for column in ("question", "negated_question"):
+        assert questions[column].str.count(r"\[MASK\]").eq(1).all()
+    assert not questions["question"].str.contains("[mask]", regex=False).any()
+
+
+def test_a_sample_keeps_both_orders_and_is_seeded():
+    questions = load_question_set("religion", UNQOVER, slots="religion_noact_lm")
+    drawn = questions.sample(25, seed=3)
+    assert len(drawn) == 50
+    forward = set(
+        zip(drawn["first"], drawn["second"], drawn["template"], drawn["attribute"], strict=True)
+    )
+    flipped = {(b, a, t, x) for a, b, t, x in forward}
+    assert forward == flipped  # every drawn example comes with its other subject order
+    assert drawn.equals(questions.sample(25, seed=3))
+    assert not drawn.equals(questions.sample(25, seed=4))
+    everything = questions.sample(len(questions), seed=0)
+    assert len(everything) == len(questions) and everything.equals(questions.examples())
+    # the drawn rows equal the same rows of the full table
+    full = questions.examples().set_index("key")
+    assert drawn.set_index("key")[["context", "question"]].equals(
+        full.loc[drawn["key"], ["context", "question"]]
+    )

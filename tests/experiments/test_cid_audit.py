@@ -12,10 +12,10 @@ from biaslens.errors import BiaslensError
 from biaslens.experiments.cid_audit import (
     RATINGS_EXPORT,
     import_ratings,
-    make_audit_settings,
-    run_audit,
+    make_settings,
 )
 from biaslens.models.requests import GenerateRequest
+from tests.helpers import run_audit
 
 NAMES = """
 group-a:
@@ -31,7 +31,7 @@ group-b:
 def settings(tmp_path):
     names = tmp_path / "names.yaml"
     names.write_text(NAMES)
-    return make_audit_settings(
+    return make_settings(
         model="tiny", groups=("group-a", "group-b"), names_file=names,
         lams=(0.0, 5.0), max_new_tokens=6,
     )  # fmt: skip
@@ -102,12 +102,12 @@ def test_ratings_round_trip_and_bad_files(settings, tiny_backends, tmp_path):
 
 def test_bad_audit_settings(tmp_path):
     with pytest.raises(BiaslensError, match="unknown name group 'mars-male'"):
-        make_audit_settings(groups=("us-male", "mars-male"))
+        make_settings(groups=("us-male", "mars-male"))
     with pytest.raises(BiaslensError, match="unknown template"):
-        make_audit_settings(template_id="nope")
+        make_settings(template_id="nope")
     with pytest.raises(BiaslensError, match="λ must be >= 0"):
-        make_audit_settings(lams=(0.0, -1.0))
+        make_settings(lams=(0.0, -1.0))
     templates = tmp_path / "t.yaml"
     templates.write_text("plain: 'A developer failed because {he}'\n")
     with pytest.raises(BiaslensError, match="no \\{name\\} slot"):
-        make_audit_settings(template_id="plain", templates_file=templates)
+        make_settings(template_id="plain", templates_file=templates)

@@ -12,11 +12,11 @@ import pytest
 from biaslens.errors import BiaslensError
 from biaslens.experiments.cid_sensitivity import (
     build_perturbation_pairs,
-    make_sensitivity_settings,
+    make_settings,
     pair_similarities,
-    run_sensitivity,
 )
 from biaslens.metrics.cid import lambda_star
+from tests.helpers import run_sensitivity
 
 
 def text_similarity(a: list[str], b: list[str]) -> np.ndarray:
@@ -26,14 +26,14 @@ def text_similarity(a: list[str], b: list[str]) -> np.ndarray:
 
 
 def test_pairs_cover_every_type_with_seeded_variants():
-    settings = make_sensitivity_settings(variants=2, seed=3)
+    settings = make_settings(variants=2, seed=3)
     pairs = build_perturbation_pairs(settings)
     counts = pairs["type"].value_counts()
     assert counts["gender"] == 12 and counts["letter duplication"] == 24
     assert counts["semantic subtle"] == counts["semantic significant"] == 12
     assert (pairs["x"] != pairs["x_prime"]).all()
     assert build_perturbation_pairs(settings).equals(pairs)
-    other = build_perturbation_pairs(make_sensitivity_settings(variants=2, seed=4))
+    other = build_perturbation_pairs(make_settings(variants=2, seed=4))
     assert not other.equals(pairs)
 
 
@@ -59,34 +59,30 @@ def test_similarities_from_continuations_with_known_crossings():
 
 
 def test_sensitivity_run_on_a_tiny_model(tiny_backends, tmp_path):
-    settings = make_sensitivity_settings(
+    settings = make_settings(
         model="tiny", variants=1, types=("gender", "spelling", "semantic significant"),
-        lams=(0.0, 5.0, 50.0), max_new_tokens=5,
+        lams=(0.0, 5.0, 50.0), max_new_tokens=5, similarity=text_similarity,
     )  # fmt: skip
-    result = run_sensitivity(
-        settings, tmp_path / "run", lm=tiny_backends["llama"], similarity=text_similarity
-    )
-    assert set(result.per_pair["type"]) == {"gender", "spelling", "semantic significant"}
+    result = run_sensitivity(settings, tmp_path / "run", lm=tiny_backends["llama"])
+    assert set(result.lambda_star["type"]) == {"gender", "spelling", "semantic significant"}
     samples = pd.read_parquet(tmp_path / "run" / "samples.parquet")
-    assert len(samples) == len(result.per_pair) * 3
+    assert len(samples) == len(result.lambda_star) * 3
     recomputed = lambda_star(samples, settings.tau)
-    assert recomputed.to_dict() == result.per_pair.set_index("pair")["lambda_star"].to_dict()
+    assert recomputed.to_dict() == result.lambda_star.set_index("pair")["lambda_star"].to_dict()
     assert np.allclose(
         samples["similarity"], text_similarity(list(samples.text_x), list(samples.text_x_prime))
     )
-    assert result.curve["lam"].tolist() == [0.0, 5.0, 50.0]
+    assert result.similarity_vs_lambda["lam"].tolist() == [0.0, 5.0, 50.0]
     assert all(p.exists() for p in result.plots)
-    assert result.summary["metrics"]["num_pairs"] == len(result.per_pair)
-    again = run_sensitivity(
-        settings, tmp_path / "run", lm=tiny_backends["llama"], similarity=text_similarity
-    )
+    assert result.summary["metrics"]["num_pairs"] == len(result.lambda_star)
+    again = run_sensitivity(settings, tmp_path / "run", lm=tiny_backends["llama"])
     assert again.cache_stats["computed"] == 0
 
 
 def test_bad_sensitivity_settings():
     with pytest.raises(BiaslensError, match="unknown perturbation type"):
-        make_sensitivity_settings(types=("typos",))
+        make_settings(types=("typos",))
     with pytest.raises(BiaslensError, match="invalid tau"):
-        make_sensitivity_settings(tau=1.5)
+        make_settings(tau=1.5)
     with pytest.raises(BiaslensError, match="λ must be >= 0"):
-        make_sensitivity_settings(lams=(-5.0,))
+        make_settings(lams=(-5.0,))

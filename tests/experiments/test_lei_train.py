@@ -9,12 +9,12 @@ from biaslens.errors import BiaslensError
 from biaslens.experiments import lei_train
 from biaslens.experiments.lei_train import (
     lei_criterion,
-    make_lei_train_settings,
-    run_lei_train,
+    make_settings,
     select_top,
     summarize_selected,
 )
 from tests.conftest import DATA
+from tests.helpers import run_lei_train
 
 
 def test_criterion_sums_the_gaps_of_the_three_types():
@@ -65,7 +65,7 @@ def test_summary_is_mean_and_std_over_the_selected():
 
 
 def _settings(model):
-    return make_lei_train_settings(
+    return make_settings(
         model=str(model),
         train_sizes=[64],
         learning_rates=[1e-4, 1e-3],
@@ -82,13 +82,15 @@ def _settings(model):
 def test_grid_runs_selects_and_resumes_after_an_interruption(tiny_models, tmp_path, monkeypatch):
     settings = _settings(tiny_models["llama"])
     trained = []
-    real_train = lei_train.LeiTrainer.train
+    from biaslens.train import lei as trainer
+
+    real_train = trainer.LeiTrainer.train
 
     def counting_train(self, *args, **kwargs):
         trained.append(self.config.learning_rate)
         return real_train(self, *args, **kwargs)
 
-    monkeypatch.setattr(lei_train.LeiTrainer, "train", counting_train)
+    monkeypatch.setattr(trainer.LeiTrainer, "train", counting_train)
     real_evaluate = lei_train._Run.evaluate
 
     def interrupted(self, lm, checkpoint, split, limit):
@@ -109,7 +111,7 @@ def test_grid_runs_selects_and_resumes_after_an_interruption(tiny_models, tmp_pa
     assert len(result.grid) == 4 and len(result.selected) == 2
     assert set(result.results["train_size"]) == {0, 64}
     gender = result.results[result.results["evaluation"] == "gender/noniid_test"]
-    assert "specified" in set(gender["set"])  # Fig. 6 contexts come with the gender test
+    assert "specified-male" in set(gender["set"])  # Fig. 6 contexts come with the gender test
     kept = {p.name for p in (tmp_path / "run" / "checkpoints").iterdir()}
     assert kept == set(result.selected["checkpoint"])  # the others were pruned
     assert (tmp_path / "run" / "plots" / "train_size_ethnicity-noniid_test.png").is_file()
@@ -138,7 +140,7 @@ def test_grid_runs_selects_and_resumes_after_an_interruption(tiny_models, tmp_pa
 )
 def test_bad_settings_are_clear_errors(values, message):
     with pytest.raises(BiaslensError, match=message):
-        make_lei_train_settings(**values)
+        make_settings(**values)
 
 
 def test_file_reference_is_refused_for_generative_models(tiny_models, tmp_path):
@@ -150,7 +152,7 @@ def test_file_reference_is_refused_for_generative_models(tiny_models, tmp_path):
 
 @pytest.mark.slow
 def test_smollm2_generative_fine_tuning_end_to_end(tmp_path):
-    settings = make_lei_train_settings(
+    settings = make_settings(
         train_sizes=[64],
         learning_rates=[1e-4],
         epochs=[1],
@@ -168,3 +170,83 @@ def test_smollm2_generative_fine_tuning_end_to_end(tmp_path):
     assert (after["mu_mean"] != before["mu_mean"]).any()  # training changed the model
     log = pd.read_csv(tmp_path / "run" / "checkpoints" / "n64-lr0.0001-ep1" / "train_log.csv")
     assert len(log) == 6  # 48 examples, batch 8
+
+
+def test_bf16_training_keeps_float32_master_weights(tiny_models, tmp_path):
+    """Fine-tuning a model loaded in bf16 moves its weights as a float32 run does: updates of
+    ~1e-5 would round away in bf16 weights (most of them would not change at all)."""
+    import numpy as np
+    import torch
+    from safetensors.torch import load_file
+
+    from biaslens.data import lei
+    from biaslens.experiments.lei_train import train_cell_group
+    from biaslens.models import BackendConfig, load_model
+    from biaslens.train.lei_data import training_set
+
+    path = lei.split_path("religion/train_64", DATA / "lei")
+    split = lei.read_split(path)
+    data = training_set(split, _equal_reference(split), path, ("ethical",))
+    settings = make_settings(model=str(tiny_models["llama"]), batch_size=8, schedule="constant")
+    start = load_file(tiny_models["llama"] / "model.safetensors")
+    moved = {}
+    for dtype in ("float32", "bfloat16"):
+        with pytest.warns(UserWarning) if dtype == "bfloat16" else _nothing():
+            base = load_model(str(tiny_models["llama"]), BackendConfig(device="cpu", dtype=dtype))
+        root = tmp_path / dtype
+        train_cell_group(base, root, settings, "generative", 64, 1e-5, [2], data, None, None)
+        trained = load_file(root / "checkpoints" / "n64-lr1e-05-ep2" / "model.safetensors")
+        assert all(t.dtype == torch.float32 for t in trained.values())  # master weights kept
+        origin = {k: v.to(getattr(torch, dtype)).float() for k, v in start.items()}
+        moved[dtype] = torch.cat([(trained[k] - origin[k]).flatten() for k in start])
+    changed = {d: float((m != 0).float().mean()) for d, m in moved.items()}
+    # weights that get a gradient move in both runs (in bf16 weights ~94% would not move)
+    assert changed["float32"] > 0.5 and abs(changed["bfloat16"] - changed["float32"]) < 0.02, (
+        changed
+    )
+    cosine = torch.nn.functional.cosine_similarity(moved["float32"], moved["bfloat16"], dim=0)
+    assert float(cosine) > 0.8  # the same direction of travel, up to bf16 forward noise
+    assert np.isfinite(float(moved["bfloat16"].abs().sum()))
+
+
+def _equal_reference(split):
+    import numpy as np
+
+    from biaslens.train.lei_data import ZeroShotReference
+
+    return ZeroShotReference(np.full((len(split), 2, 2, 1), 0.5), np.zeros((len(split), 2), int))
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_theta4_selection_is_the_references_criterion():
+    """model_select.py: (1 − adversarial θ4) + ethical θ4; irrelevant left out."""
+    table = pd.DataFrame(
+        {
+            "set": ["none", "ethical", "adversarial", "irrelevant"],
+            "gap": [None, 0.10, 0.70, 0.05],
+            "theta4": [0.5, 0.2, 0.6, 0.9],
+        }
+    )
+    assert lei_criterion(table, "theta4") == pytest.approx((1 - 0.6) + 0.2)
+    assert lei_criterion(table[table["set"] != "irrelevant"], "theta4") == pytest.approx(0.6)
+
+
+def test_the_paper_preset_sets_the_references_protocol():
+    from biaslens.experiments.registry import get_method
+
+    spec = get_method("lei-train")
+    paper = spec.build_settings("paper")
+    assert (paper.loss_reduction, paper.selection, paper.qa_order, paper.span_adjustment) == (
+        "reference", "theta4", "context-first", "reference",
+    )  # fmt: skip
+    assert paper.learning_rates == (5e-6, 1e-5, 2e-5, 3e-5) and paper.epochs == (3, 5, 7, 9)
+    mixed = spec.build_settings("paper", selection="gap")  # a value given wins over the preset
+    assert mixed.selection == "gap" and mixed.loss_reduction == "reference"
+    assert spec.build_settings().loss_reduction == "mean"

@@ -3,15 +3,15 @@
 import pandas as pd
 import pytest
 
+from biaslens.data.mgc import inject_date
 from biaslens.errors import BiaslensError
 from biaslens.experiments.sib_detect import (
     date_groups,
-    inject_date,
-    make_detect_settings,
-    run_detect,
+    make_settings,
     sentence_metrics,
 )
 from biaslens.models import BackendConfig
+from tests.helpers import run_detect
 
 from ..conftest import DATA
 
@@ -29,14 +29,15 @@ def test_date_injection_text():
 
 
 def test_date_groups():
-    assert date_groups(make_detect_settings()) == {"earliest": (1901,), "latest": (2016,)}
-    groups = date_groups(make_detect_settings(average_n=2, grid_size=5))
-    # linspace(1901, 2016, 5) = 1901, 1929.75, 1958.5, 1987.25, 2016
-    assert groups == {"earliest": (1901, 1930), "latest": (1987, 2016)}
+    assert date_groups(make_settings()) == {"earliest": (1901,), "latest": (2016,)}
+    groups = date_groups(make_settings(average_n=2, grid_size=5))
+    # linspace(1901, 2016, 5) = 1901, 1929.75, 1958.5, 1987.25, 2016, cut to whole years as the
+    # reference code does (astype(int))
+    assert groups == {"earliest": (1901, 1929), "latest": (1987, 2016)}
     with pytest.raises(BiaslensError, match="invalid average_n"):
-        make_detect_settings(average_n=20, grid_size=30)
+        make_settings(average_n=20, grid_size=30)
     with pytest.raises(BiaslensError, match="latest date must be after"):
-        make_detect_settings(earliest=2000, latest=1990)
+        make_settings(earliest=2000, latest=1990)
 
 
 def test_sentence_metrics_keep_genders_separate():
@@ -64,7 +65,7 @@ def test_sentence_metrics_keep_genders_separate():
 
 @pytest.mark.parametrize("name", ["bert-mlm", "llama"])
 def test_detector_end_to_end(name, tiny_models, tmp_path):
-    settings = make_detect_settings(model=str(tiny_models[name]), limit=3)
+    settings = make_settings(model=str(tiny_models[name]), limit=3)
     result = run_detect(settings, tmp_path / "run", CPU, data_dir=DATA)
     # first 3 occupations (accountant, administrator, advisor): 3 x 8 extended + 3 x 3 simplified
     assert result.sentences.groupby("set").size().to_dict() == {"extended": 24, "simplified": 9}
@@ -93,11 +94,11 @@ def test_detector_end_to_end(name, tiny_models, tmp_path):
 def test_detector_bad_inputs(tiny_models, tmp_path):
     with pytest.raises(BiaslensError, match="extractive-QA"):
         run_detect(
-            make_detect_settings(model=str(tiny_models["roberta-qa"])), tmp_path, CPU, data_dir=DATA
+            make_settings(model=str(tiny_models["roberta-qa"])), tmp_path, CPU, data_dir=DATA
         )
     with pytest.raises(BiaslensError, match="datasets download winogender"):
         run_detect(
-            make_detect_settings(model=str(tiny_models["llama"])),
+            make_settings(model=str(tiny_models["llama"])),
             tmp_path / "o",
             CPU,
             data_dir=tmp_path / "empty",
@@ -118,7 +119,7 @@ def test_occupation_missing_from_stats_is_a_clear_error(tiny_models, tmp_path):
         match=r"occupations-stats.tsv: no statistics for occupation\(s\) \['doctor'\]",
     ):
         run_detect(
-            make_detect_settings(model=str(tiny_models["llama"])),
+            make_settings(model=str(tiny_models["llama"])),
             tmp_path / "o",
             CPU,
             data_dir=tmp_path / "data",
@@ -128,11 +129,49 @@ def test_occupation_missing_from_stats_is_a_clear_error(tiny_models, tmp_path):
 
 def test_threshold_must_not_be_negative():
     with pytest.raises(BiaslensError, match="invalid threshold"):
-        make_detect_settings(threshold=-0.1)
+        make_settings(threshold=-0.1)
 
 
 def test_date_grid_needs_two_values():
     with pytest.raises(BiaslensError, match="invalid grid_size"):
-        make_detect_settings(grid_size=1)
+        make_settings(grid_size=1)
     with pytest.raises(BiaslensError, match="latest date must be after"):
-        make_detect_settings(earliest=1950, latest=1950)
+        make_settings(earliest=1950, latest=1950)
+
+
+def test_colon_date_format_and_full_grid_sweep(tiny_models, tmp_path):
+    from biaslens.data.mgc import inject_date
+
+    assert inject_date("The nurse left.", 1901, "colon") == "In 1901: The nurse left."
+    settings = make_settings(
+        model=str(tiny_models["bert-mlm"]), limit=1, date_format="colon", grid_size=6,
+        sweep=("accountant_man_1",),
+    )  # fmt: skip
+    result = run_detect(settings, tmp_path / "run", CPU, data_dir=DATA)
+    curve = result.date_sweep
+    assert list(curve["date"]) == [1901, 1924, 1947, 1970, 1993, 2016]  # linspace cut to years
+    shares = curve[["pct_female", "pct_male", "pct_neutral"]].sum(axis=1)
+    assert shares.to_numpy() == pytest.approx(100.0)
+    # the sweep's end dates are the detector's own
+    ends = result["sentences"].set_index("id").loc["accountant_man_1"]
+    assert curve["pct_female"].iloc[0] == pytest.approx(ends["pct_female_earliest"])
+    assert curve["pct_female"].iloc[-1] == pytest.approx(ends["pct_female_latest"])
+    assert (tmp_path / "run" / "plots" / "date_sweep_accountant_man_1.png").is_file()
+    samples = pd.read_parquet(tmp_path / "run" / "samples.parquet")
+    assert samples["input"].str.startswith("In 1901: ").any()
+    with pytest.raises(BiaslensError, match="no sentence with id"):
+        run_detect(
+            settings.model_copy(update={"sweep": ("nobody_0",)}), tmp_path / "x", CPU, data_dir=DATA
+        )
+
+
+def test_the_paper_preset_scores_top_5_with_the_reference_date_format():
+    from biaslens.experiments.registry import get_method
+
+    spec = get_method("sib-detect")
+    paper = spec.build_settings("paper")
+    assert (paper.mode, paper.date_format) == ("paper", "colon")
+    assert paper.sets == ("extended", "simplified-reference")  # the authors' Simplified file
+    assert spec.build_settings("paper", mode="exact").mode == "exact"  # a value given wins
+    default = spec.build_settings()
+    assert (default.mode, default.date_format) == ("exact", "comma")

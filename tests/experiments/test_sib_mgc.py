@@ -9,33 +9,40 @@ import pytest
 
 from biaslens.data.pronouns import target_words
 from biaslens.errors import BiaslensError, ConfigMismatchError
-from biaslens.experiments.sib_mgc import make_settings, run_mgc
+from biaslens.experiments.sib_mgc import make_settings
 from biaslens.metrics.sib import mass_exact, mass_top_k
 from biaslens.models import BackendConfig, TokenDistributionRequest
+from tests.helpers import run_mgc
 
 CPU = BackendConfig(device="cpu", batch_size=16)
 
 
+DENOISER = CPU.with_options(model_kind="masked", input_prefix="[NLU] ")
+"""UL2's denoiser mode: the slot is the first span sentinel, after the mode token."""
+
+
 @pytest.mark.parametrize(
-    ("name", "mode", "prompts"),
+    ("name", "mode", "prompts", "backend"),
     [
-        ("bert-mlm", "exact", None),
-        ("bert-mlm", "paper", None),
-        ("llama", "exact", ("A", "B")),
-        ("gpt2", "paper", ("C",)),
-        ("t5", "exact", ("A",)),
+        ("bert-mlm", "exact", None, CPU),
+        ("bert-mlm", "paper", None, CPU),
+        ("llama", "exact", ("A", "B"), CPU),
+        ("gpt2", "paper", ("C",), CPU),
+        ("t5", "exact", ("A",), CPU),
+        ("bart", "exact", None, CPU),
+        ("t5-denoiser", "paper", None, DENOISER),
     ],
 )
-def test_mgc_end_to_end_on_tiny_models(name, mode, prompts, tiny_models, tmp_path):
+def test_mgc_end_to_end_on_tiny_models(name, mode, prompts, backend, tiny_models, tmp_path):
     settings = make_settings(model=str(tiny_models[name]), mode=mode, prompts=prompts, limit=2)
-    result = run_mgc(settings, tmp_path / "run", CPU)
+    result = run_mgc(settings, tmp_path / "run", backend)
     n_prompts = len(prompts) if prompts else 1
     assert len(result.samples) == 100 * n_prompts  # 50 W values x 2 sentences x prompts
     probs = result.samples[["p_female", "p_male", "p_neutral"]]
     assert probs.ge(0).all().all() and probs.sum(axis=1).le(1 + 1e-9).all()
     if mode == "exact":
         assert probs.sum(axis=1).gt(0).all()  # full-vocabulary mass is never exactly zero
-    elif name == "bert-mlm":  # paper mode, masked: the top-5 sum of the stored top-5 tokens
+    elif name in ("bert-mlm", "t5-denoiser"):  # paper mode, masked: the stored top-5's sum
         again = [
             mass_top_k(t, p)
             for t, p in zip(result.samples.top_tokens, result.samples.top_probs, strict=True)

@@ -5,8 +5,14 @@ import pytest
 
 from biaslens.errors import BiaslensError
 from biaslens.experiments.sib_mgc import make_settings
-from biaslens.experiments.sib_mgc_compare import read_models_file, run_mgc_models
+from biaslens.experiments.sib_mgc_compare import read_models_file
 from biaslens.models import BackendConfig
+from biaslens.runner import run_comparison
+
+
+def run_mgc_models(models, settings, output, backend=None):
+    values = settings.model_dump(exclude={"model"})
+    return run_comparison("sib-mgc", models, output=output, backend=backend, **values)
 
 
 def test_several_models_in_one_invocation(tiny_models, tmp_path):
@@ -35,5 +41,5 @@ def test_models_file(tmp_path):
     path.write_text("# nothing\n")
     with pytest.raises(BiaslensError, match="no models listed"):
         read_models_file(path)
-    with pytest.raises(BiaslensError, match="cannot read models file"):
+    with pytest.raises(BiaslensError, match="models file .*missing.txt not found"):
         read_models_file(tmp_path / "missing.txt")

@@ -7,8 +7,9 @@ import pytest
 
 from biaslens.data.toy_scm import sample_toy_scm
 from biaslens.errors import BiaslensError
-from biaslens.experiments.sib_toy import make_toy_settings, run_toy
+from biaslens.experiments.sib_toy import make_settings
 from biaslens.metrics.toy_scm import selection_probability, toy_summary
+from tests.helpers import run_toy
 
 
 def test_analytic_selection_probability():
@@ -48,8 +49,8 @@ def test_selection_effects_with_fixed_seed():
 
 
 def test_run_toy_writes_a_run_directory(tmp_path):
-    result = run_toy(make_toy_settings(n=5000, seed=2), tmp_path)
-    assert list(result.summary["task"]) == ["well-specified", "unspecified"]
+    result = run_toy(make_settings(n=5000, seed=2), tmp_path)
+    assert list(result.toy_summary["task"]) == ["well-specified", "unspecified"]
     assert (tmp_path / "plots" / "toy_scm.png").is_file()
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["metrics"]["analytic_selected_fraction"] == pytest.approx(0.0374, abs=1e-4)
@@ -58,8 +59,8 @@ def test_run_toy_writes_a_run_directory(tmp_path):
 
 def test_toy_bad_input():
     with pytest.raises(BiaslensError, match="invalid n"):
-        make_toy_settings(n=5)
+        make_settings(n=5)
     with pytest.raises(BiaslensError, match="invalid alpha"):
-        make_toy_settings(alpha=0)
+        make_settings(alpha=0)
     with pytest.raises(BiaslensError, match="n must be >= 1"):
         sample_toy_scm(0, gamma=1.0)

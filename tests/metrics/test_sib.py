@@ -137,3 +137,37 @@ def test_detection_rates_hand_computed():
     exactly_at = detection_rates([0.5, 0.5], [True, False], threshold=0.5)  # > threshold flags
     assert exactly_at["tnr"] == 1.0 and exactly_at["tpr"] == 0.0
     assert np.isnan(detection_rates([1.0], [False])["tnr"])
+
+
+def test_slope_difference_standard_error_by_hand():
+    """Per-W differences d = p_f − p_m = 0, 1, 1, 3 at x = 0..3: slope 0.9, residuals
+    0.1, 0.2, −0.7, 0.4, s_e = sqrt(0.70 / 2), se = s_e / sqrt(Sxx = 5) = 0.264575."""
+    from biaslens.metrics.sib import method1_fits, slope_summary
+
+    means = pd.DataFrame(
+        {
+            "prompt": "A", "w_kind": "dates", "w_index": [0, 1, 2, 3],
+            "p_female": [10.0, 12.0, 13.0, 16.0], "p_male": [10.0, 11.0, 12.0, 13.0],
+            "p_neutral": [1.0, 1.0, 1.0, 1.0],
+        }
+    )  # fmt: skip
+    from biaslens.metrics.sib import fit_trend
+
+    fits = pd.DataFrame(
+        [
+            {
+                "prompt": "A",
+                "w_kind": "dates",
+                "gender": g,
+                **fit_trend(means["w_index"], means[f"p_{g}"]),
+            }
+            for g in ("female", "male", "neutral")
+        ]
+    )
+    row = slope_summary(fits, means).iloc[0]
+    assert row["female_minus_male_slope"] == pytest.approx(0.9)
+    assert row["female_minus_male_stderr"] == pytest.approx(0.264575, abs=1e-6)
+    half = 4.302653 * 0.264575  # t(0.975, 2 df)
+    assert row["female_minus_male_ci_low"] == pytest.approx(0.9 - half, abs=1e-4)
+    assert "female_minus_male_stderr" not in slope_summary(fits)  # without the means
+    assert method1_fits is not None

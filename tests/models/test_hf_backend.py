@@ -188,6 +188,27 @@ def test_generate_stop_strings_cut_the_continuation(tiny_backends):
     assert len(cut.tokens) <= len(free.tokens)
 
 
+def test_rows_that_hit_a_stop_string_leave_the_batch_without_changing_the_others(tiny_backends):
+    lm = tiny_backends["llama"]
+    free = lm.generate([GenerateRequest(p, 8, 2) for p in PROMPTS])
+    stop = free[1].text[1:3]
+    requests = [
+        GenerateRequest(p, 8, 2, stop=(stop,) if i == 1 else ()) for i, p in enumerate(PROMPTS)
+    ]
+    together = lm.generate(requests)
+    alone = [lm.generate([r])[0] for r in requests]
+
+    def same(a, b):
+        return a.tokens == b.tokens and all(
+            x == pytest.approx(y, abs=1e-6)
+            for x, y in zip(a.step_top_probs, b.step_top_probs, strict=True)
+        )
+
+    assert all(same(a, b) for a, b in zip(together, alone, strict=True))
+    assert len(together[1].tokens) < len(free[1].tokens) and stop not in together[1].text
+    assert all(same(together[i], free[i]) for i in range(len(PROMPTS)) if i != 1)
+
+
 def test_span_scores_match_softmax_over_sequence(tiny_models, tiny_backends):
     lm = tiny_backends["roberta-qa"]
     context = "Alice and Bob went to the market. Bob bought apples."
@@ -234,14 +255,14 @@ def test_masked_model_without_mask_token(tiny_models, tmp_path):
     tok.mask_token = None
     tok.save_pretrained(folder)
     lm = load_model(str(folder), BackendConfig(device="cpu"))
-    with pytest.raises(BiaslensError, match="has no mask token"):
+    with pytest.raises(BiaslensError, match="neither a mask token"):
         lm.token_distribution([TokenDistributionRequest(f"{MASK} was.", ("she",))])
 
 
 def test_unknown_model_is_a_clear_error(tmp_path):
     with pytest.raises(BiaslensError, match="unknown model"):
         load_model(str(tmp_path / "missing-model"))
-    with pytest.raises(BiaslensError, match="cannot read a model config"):
+    with pytest.raises(BiaslensError, match="no config.json; not a transformers model folder"):
         load_model(str(tmp_path))
 
 
@@ -254,7 +275,7 @@ def test_bad_device_and_dtype(tiny_models):
 
 
 def test_identity_hashes_weights(tiny_models, tiny_backends):
-    from biaslens.models.hf import weights_sha256
+    from biaslens.models.hf.loading import weights_sha256
 
     identity = tiny_backends["gpt2"].identity
     assert identity.weights_sha256 == weights_sha256(tiny_models["gpt2"])
@@ -286,7 +307,7 @@ def test_shared_prompt_prefix_gives_the_same_distribution(name, tiny_models, tin
 
 
 def test_common_prefix_length():
-    from biaslens.models.hf import _common_prefix_length
+    from biaslens.common.tokens import common_prefix_length as _common_prefix_length
 
     assert _common_prefix_length([[1, 2, 3, 4], [1, 2, 3, 5, 6]]) == 3
     assert _common_prefix_length([[1, 2], [1, 2, 3]]) == 1  # keeps one own token each
@@ -322,3 +343,54 @@ def test_backend_contrastive_generate_matches_library_decoder(name, tiny_models,
     assert [r.num_tokens for r in results] == [len(e.token_ids) for e in expected]
     with pytest.raises(BiaslensError, match="cannot answer contrastive_generate"):
         tiny_backends["bert-mlm"].contrastive_generate(requests)
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2"])
+def test_shared_prefix_greedy_equals_generate_per_prompt(name, tiny_models):
+    """Paper-mode decoding runs the prompts' common prefix once (MGC prompts share most of
+    theirs): the tokens and each step's top-k equal unbatched ``model.generate``."""
+    from biaslens.data import mgc
+    from biaslens.models.hf.generation import greedy_causal
+
+    lm = load_model(str(tiny_models[name]), BackendConfig(device="cpu", batch_size=4))
+    sentences = mgc.build_mgc()["sentence"].iloc[::97].head(7)
+    prompts = [mgc.wrap_in_prompt(s, "A") for s in sentences]
+    encoded = lm.encode_prompts(prompts)
+    from biaslens.common.tokens import common_prefix_length
+
+    assert common_prefix_length(encoded) >= 8  # the shared-prefix path is exercised
+    # stop on a token the model does produce, so that rows finish at different steps
+    tokens = greedy_causal(lm, encoded, 6, 3)[0].tolist()
+
+    def stops(token):  # how many tokens each row keeps if ``token`` ends generation
+        return {row.index(token) + 1 if token in row else len(row) for row in tokens}
+
+    stop = max({t for row in tokens for t in row}, key=lambda t: len(stops(t)))
+    assert len(stops(stop)) > 1
+    lm.tokenizer.eos_token = lm.tokenizer.convert_ids_to_tokens(stop)
+    try:
+        results = lm.generate([GenerateRequest(p, 6, 3) for p in prompts])
+        model = lm.model
+        for ids, result in zip(encoded, results, strict=True):
+            with torch.no_grad():
+                out = model.generate(
+                    torch.tensor([ids]),
+                    max_new_tokens=6,
+                    do_sample=False,
+                    output_logits=True,
+                    return_dict_in_generate=True,
+                    eos_token_id=lm.tokenizer.eos_token_id,
+                    pad_token_id=lm.pad_id,
+                )
+            new = out.sequences[0, len(ids) :].tolist()
+            eos = lm.tokenizer.eos_token_id
+            new = new[: new.index(eos) + 1] if eos in new else new
+            assert list(result.tokens) == [lm.decode_token(t) for t in new]
+            for step, logits in enumerate(out.logits[: len(new)]):
+                top = logits[0].float().softmax(-1).topk(3)
+                assert list(result.step_top_probs[step]) == pytest.approx(
+                    top.values.tolist(), abs=1e-5
+                )
+        assert len({len(r.tokens) for r in results}) > 1  # some rows stopped early
+    finally:
+        lm.tokenizer.eos_token = lm.tokenizer.convert_ids_to_tokens(model.config.eos_token_id)

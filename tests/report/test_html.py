@@ -62,6 +62,19 @@ def test_no_secret_reaches_the_report(tmp_path, monkeypatch):
     assert secret_values({"HF_TOKEN": "short", "PATH": "/usr/bin:/bin"}) == []
 
 
+def test_only_credentials_are_redacted_not_names_that_contain_token(tmp_path):
+    import re
+
+    settings = {"max_new_tokens": 20, "api_key_env": "OPENAI_API_KEY", "hf_token": "abcdefgh12"}
+    run = cid_run(tmp_path / "run", ("a", "b", "c"), settings)
+    html = write_report([run]).read_text()
+    tokenizers = re.search(r"<td>tokenizers</td>\s*<td[^>]*>([^<]*)</td>", html)
+    assert tokenizers and tokenizers.group(1) not in ("", "[redacted]")  # a version, shown
+    assert re.search(r"<td>max_new_tokens</td>\s*<td[^>]*>20</td>", html)
+    assert "OPENAI_API_KEY" in html  # the *name* of the key's variable is no secret
+    assert "abcdefgh12" not in html
+
+
 def test_bad_run_directories_are_clear_errors(tmp_path):
     with pytest.raises(BiaslensError, match="no such run directory"):
         load_run(tmp_path / "missing")

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from biaslens.common import atomic
 from biaslens.errors import BiaslensError, ConfigMismatchError
-from biaslens.store import atomic
 from biaslens.store.run import FORMAT_VERSION, RunStore, dataset_hash
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from biaslens.data import lei
 from biaslens.errors import BiaslensError
-from biaslens.experiments.qa_scoring import subject_probabilities
 from biaslens.progress import NoProgress
+from biaslens.scoring.qa import subject_probabilities
 from biaslens.train.lei_data import (
     ZeroShotReference,
     balanced_order,

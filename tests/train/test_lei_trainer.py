@@ -102,3 +102,18 @@ def test_smollm2_generative_step_lowers_the_ethical_loss():
     before = _ethical_loss(trainer, data)
     trainer.train(data)
     assert _ethical_loss(trainer, data) < before
+
+
+def test_reference_reduction_sums_rows_and_halves(tiny_models):
+    """LEI's mutils.py: each group loss summed over its rows, the total halved."""
+    lm = load_model(str(tiny_models["roberta-qa"]), BackendConfig(device="cpu"))
+    data = _ethical_only()
+    batch = np.arange(len(data))
+    mean = LeiTrainer(lm, LeiTrainConfig(learning_rate=1e-3, epochs=1), "extractive")
+    reference = LeiTrainer(
+        lm, LeiTrainConfig(learning_rate=1e-3, epochs=1, loss_reduction="reference"), "extractive"
+    )
+    with torch.no_grad():
+        a = mean.intervention_losses(data, mean.encode(data.examples), batch)["ethical"]
+        b = reference.intervention_losses(data, reference.encode(data.examples), batch)["ethical"]
+    assert float(b) == pytest.approx(float(a) * len(batch) / 2, rel=1e-5)

@@ -17,15 +17,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from biaslens.common.atomic import json_records
 from biaslens.data import mgc
 from biaslens.errors import BiaslensError
-from biaslens.experiments.cid_common import DEFAULT_STOP
-from biaslens.experiments.pronoun_scoring import check_pronoun_model, score_rows
-from biaslens.experiments.sib_detect import inject_date
 from biaslens.metrics.sib import normalised_female_pct, specification_metric
 from biaslens.models.base import LM, ModelKind
 from biaslens.models.requests import MASK, ContrastiveGenerateRequest
-from biaslens.store.run import json_records
+from biaslens.scoring.cid import DEFAULT_STOP
+from biaslens.scoring.pronouns import check_pronoun_model, score_rows
 
 SLOTS = ("[DATE]", "[PLACE]")
 DETECTOR_DATES = tuple(int(d) for d in np.rint(np.linspace(1901, 2016, 24)))
@@ -113,7 +112,7 @@ def detect(
     sentence = _masked_sentence(sentence)
     if EARLIEST not in dates or LATEST not in dates:
         raise BiaslensError(f"the date sweep must include {EARLIEST} and {LATEST}")
-    table = pronoun_masses(lm, [inject_date(sentence, d) for d in dates], progress)
+    table = pronoun_masses(lm, [mgc.inject_date(sentence, d) for d in dates], progress)
     table.insert(0, "value", list(dates))
     share = dict(zip(table["value"], table["pct_female"], strict=True))
     metric = float(specification_metric(share[LATEST], share[EARLIEST]))

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from biaslens.common.files import read_text
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.errors import BiaslensError
 
@@ -36,11 +37,12 @@ class NameGroup:
 
 def _read_yaml(path: Path) -> dict:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BiaslensError(f"{path}: file not found") from None
+        data = yaml.safe_load(read_text(path, "YAML file"))
     except yaml.YAMLError as error:
-        raise BiaslensError(f"{path}: not valid YAML: {error}") from None
+        where = getattr(error, "problem_mark", None)
+        line = f":{where.line + 1}" if where is not None else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise BiaslensError(f"{path}{line}: not valid YAML ({problem})") from None
     if not isinstance(data, dict) or not data:
         raise BiaslensError(f"{path}: expected a non-empty mapping at the top level")
     return data

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from biaslens.common.files import read_text
 from biaslens.data.sources import read_json
 from biaslens.data.squad import squad_articles
 from biaslens.errors import BiaslensError
@@ -36,7 +37,20 @@ DESIRED_MU = {
     "irrelevant": None,
     "specified": 1.0,
 }
-"""Desired μ per set (LEI Section 2.3); ``None`` = unchanged from the no-intervention μ."""
+"""Desired μ per set (LEI Section 2.3); ``None`` = unchanged from the no-intervention μ.
+Specified subsets (``specified-female`` …) want 1 like ``specified``."""
+SUBJECT_LISTS = {
+    "gender": ("female", "male"),
+    "religion": ("religion",),
+    "ethnicity": ("ethnicity",),
+}
+"""The LEI word lists of each domain's subjects (``word_lists/nouns/subjects/…``)."""
+
+
+def desired_mu(set_name: str) -> float | None:
+    base = "specified" if set_name.startswith("specified") else set_name
+    return DESIRED_MU.get(base)
+
 
 SPLITS: dict[str, str] = {
     "religion/train_64": "religion/addedbias_train_64_squad.json",
@@ -271,6 +285,7 @@ def read_specified(path: Path) -> pd.DataFrame:
         counts = (context.count(first), context.count(second))
         if sorted(counts) != [1, 2]:
             raise BiaslensError(f"{path}: {key}: cannot tell which subject the context specifies")
+        answer_cluster = (parts[0] if counts[0] == 2 else parts[1]).lower()
         questions, interventions = [], []
         for q in ("q0", "q1"):
             intervention, question = split_intervention(example.get(q, {}).get("question", ""))
@@ -289,8 +304,8 @@ def read_specified(path: Path) -> pd.DataFrame:
                 "question": questions[0],
                 "negated_question": questions[1],
                 "intervention": interventions[0],
-                "intervention_type": "specified",
-                "intervention_id": "specified",
+                "intervention_type": f"specified-{answer_cluster}",
+                "intervention_id": f"specified-{answer_cluster}",
                 "category": parts[5].lower(),
                 "template": int(parts[4]),
                 "attribute": parts[6],
@@ -303,10 +318,9 @@ def read_specified(path: Path) -> pd.DataFrame:
 def read_specifying_sentences(path: Path) -> dict[str, str]:
     """A TSV of ``attribute<TAB>sentence`` where the sentence names the answer as ``[subj]``."""
     path = Path(path)
-    if not path.is_file():
-        raise BiaslensError(f"specifying-sentence file {path} not found")
     sentences = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    lines = read_text(path, "specifying-sentence file").splitlines()
+    for number, line in enumerate(lines, start=1):
         if not line.strip() or line.startswith("#"):
             continue
         fields = line.split("\t")
@@ -318,14 +332,55 @@ def read_specifying_sentences(path: Path) -> dict[str, str]:
     return sentences
 
 
-def specify(examples: pd.DataFrame, sentences: dict[str, str]) -> pd.DataFrame:
-    """Q_N from underspecified examples: append ``sentences[attribute]`` with ``[subj]`` → one
-    subject of the pair (the alphabetically first, the same in both orders, so that position
-    correction compares like with like). Attributes without a sentence are dropped."""
+def subject_clusters(lei_dir: Path, domain: str) -> dict[str, str]:
+    """Subject (lower-cased) -> its cluster, from the domain's LEI word lists: ``female`` /
+    ``male`` for gender; a subject without a cluster is its own (religion, ethnicity)."""
+    from biaslens.data.unqover import parse_subjects
+
+    clusters = {}
+    for name in SUBJECT_LISTS[domain]:
+        for subject in parse_subjects(Path(lei_dir) / "word_lists" / "nouns" / "subjects" / name):
+            cluster = (
+                subject.cluster if subject.cluster.lower() not in ("", "none") else subject.term
+            )
+            clusters[subject.term.lower()] = cluster.lower()
+    return clusters
+
+
+def answer_subjects(examples: pd.DataFrame, answer: str, clusters: dict[str, str]) -> list:
+    """Per example, its subject of cluster (or name) ``answer``; None when not exactly one of
+    the two subjects is."""
+    wanted = answer.lower()
+
+    def matches(subject: str) -> bool:
+        return subject.lower() == wanted or clusters.get(subject.lower()) == wanted
+
+    chosen = []
+    for a, b in zip(examples["first"], examples["second"], strict=True):
+        hits = [s for s in (a, b) if matches(s)]
+        chosen.append(hits[0] if len(hits) == 1 else None)
+    return chosen
+
+
+def specify(
+    examples: pd.DataFrame,
+    sentences: dict[str, str],
+    answer: str,
+    clusters: dict[str, str],
+) -> pd.DataFrame:
+    """Q_N from underspecified examples: append ``sentences[attribute]`` with ``[subj]`` → the
+    subject of cluster (or name) ``answer``, in both subject orders. Only pairs with exactly one
+    such subject are kept, so that a model that follows the context scores μ = 1 (LEI Fig. 6
+    evaluates the female-answer and male-answer subsets apart). Attributes without a sentence
+    are dropped."""
     kept = examples[examples["attribute"].isin(sentences)].copy()
     if kept.empty:
         raise BiaslensError("no example's attribute has a specifying sentence")
-    chosen = [min(a, b) for a, b in zip(kept["first"], kept["second"], strict=True)]
+    kept["specified"] = answer_subjects(kept, answer, clusters)
+    kept = kept[kept["specified"].notna()].copy()
+    if kept.empty:
+        raise BiaslensError(f"no subject pair has exactly one {answer!r} subject to specify")
+    chosen = list(kept["specified"])
     texts = {}
     for which in ("first", "second"):
         column = f"{which}_text" if f"{which}_text" in kept else which
@@ -334,9 +389,8 @@ def specify(examples: pd.DataFrame, sentences: dict[str, str]) -> pd.DataFrame:
         f"{c} {sentences[a].replace('[subj]', texts[s])}"
         for c, a, s in zip(kept["context"], kept["attribute"], chosen, strict=True)
     ]
-    kept["specified"] = chosen
-    kept["intervention_type"] = "specified"
-    kept["intervention_id"] = "specified"
+    kept["intervention_type"] = f"specified-{answer.lower()}"
+    kept["intervention_id"] = f"specified-{answer.lower()}"
     return kept
 
 

@@ -5,9 +5,10 @@
 the instruction prompts A, B, C of Appendix D.2.
 
 Date grid: the paper's text says dates "ranging from 1801 - 2001", but the reference code used
-``numpy.linspace(1801, 2016, 30)``, which produced the published figures and ends at 2016, the
-"latest date" that Method 2 injects. We use that grid (``date_grid="code"``, rounded to whole
-years) by default and offer the text's range as ``date_grid="text"``.
+``numpy.linspace(1801, 2016, 30).astype(int)`` (cut to whole years, not rounded: 14 of the 30
+years differ from rounding), which produced the published figures and ends at 2016, the
+"latest date" that Method 2 injects. That grid is the default (``date_grid="code"``);
+``"rounded"`` rounds the same points to the nearest year and ``"text"`` spans the text's range.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from biaslens.common.tokens import MASK
 from biaslens.errors import BiaslensError
-from biaslens.models.requests import MASK
 
 TENSES_TO_BE = ("was", "is", "will be", "is being", "has been")
 TENSES_TO_BECOME = ("became", "becomes", "will become", "is becoming", "has become")
@@ -34,7 +35,7 @@ PLACES = (
     "Sweden", "New Zealand", "Norway", "Finland", "Iceland",
 )  # fmt: skip
 
-DATE_GRIDS = {"code": (1801, 2016), "text": (1801, 2001)}
+DATE_GRIDS = {"code": (1801, 2016), "rounded": (1801, 2016), "text": (1801, 2001)}
 NUM_DATES = 30
 
 TEMPLATE = "In {w}, " + MASK + " {verb} {life_stage}."
@@ -57,7 +58,14 @@ def dates(grid: str = "code") -> tuple[str, ...]:
     if grid not in DATE_GRIDS:
         raise BiaslensError(f"unknown date grid {grid!r}; choose one of {sorted(DATE_GRIDS)}")
     first, last = DATE_GRIDS[grid]
-    return tuple(str(int(y)) for y in np.rint(np.linspace(first, last, NUM_DATES)))
+    return tuple(str(int(y)) for y in year_grid(first, last, NUM_DATES, rounded=grid == "rounded"))
+
+
+def year_grid(first: int, last: int, size: int, rounded: bool = False) -> np.ndarray:
+    """``size`` evenly spaced years from ``first`` to ``last``: cut to whole years as the
+    reference code does (``astype(int)``), or rounded to the nearest."""
+    points = np.linspace(first, last, size)
+    return (np.rint(points) if rounded else points).astype(int)
 
 
 def w_values(w_kind: str, date_grid: str = "code") -> tuple[str, ...]:
@@ -124,3 +132,18 @@ def wrap_in_prompt(sentence: str, prompt: str) -> str:
         raise BiaslensError(f"unknown prompt {prompt!r}; choose from {', '.join(PROMPTS)}")
     template, slot = PROMPTS[prompt]
     return template.format(sentence=sentence.replace(MASK, slot))
+
+
+DATE_FORMATS = ("comma", "colon")
+
+
+def inject_date(sentence: str, date: int, date_format: str = "comma") -> str:
+    """SIB Method 2's date injection (Section 5). ``comma``: ``In {date}, `` + the sentence with
+    its first letter lower-cased (the MGC form, a grammatical sentence); ``colon``:
+    ``In {date}: `` + the sentence as it is (the reference code's form, on which its 0.5
+    threshold was tuned)."""
+    if date_format == "colon":
+        return f"In {date}: {sentence}"
+    if date_format != "comma":
+        raise BiaslensError(f"unknown date format {date_format!r}; use comma or colon")
+    return f"In {date}, {sentence[:1].lower()}{sentence[1:]}"

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from biaslens.common.files import read_text
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.errors import BiaslensError
 
@@ -93,10 +94,10 @@ def load_synonyms(path: Path | str | None = None) -> dict[str, tuple[str, ...]]:
     """Synonym lexicon: a TSV with a word (or phrase) then its synonyms on each line."""
     path = Path(path) if path is not None else PACKAGE_FILES / "cid_synonyms.tsv"
     lexicon: dict[str, tuple[str, ...]] = {}
-    with path.open(encoding="utf-8") as handle:
-        lines = [(n, line) for n, line in enumerate(handle, 1) if not line.startswith("#")]
+    text = read_text(path, "synonym lexicon").splitlines()
+    lines = [(n, line) for n, line in enumerate(text, 1) if not line.startswith("#")]
     for number, line in lines[1:]:
-        fields = [f.strip() for f in line.rstrip("\n").split("\t")]
+        fields = [f.strip() for f in line.split("\t")]
         if not any(fields):
             continue
         if len(fields) < 2 or not all(fields):
@@ -202,10 +203,7 @@ def variants(
 def load_sentences(path: Path | str | None = None) -> list[str]:
     """Source prompts, one per line (``#`` comments and blank lines skipped)."""
     path = Path(path) if path is not None else PACKAGE_FILES / "cid_sentences.txt"
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise BiaslensError(f"{path}: file not found") from None
+    lines = read_text(path, "sentences file").splitlines()
     sentences = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
     if not sentences:
         raise BiaslensError(f"{path}: no sentences")
@@ -215,12 +213,8 @@ def load_sentences(path: Path | str | None = None) -> list[str]:
 def load_semantic_pairs(path: Path | str | None = None) -> pd.DataFrame:
     """Hand-written semantic perturbations: TSV with columns type, original, perturbed."""
     path = Path(path) if path is not None else PACKAGE_FILES / "cid_semantic_pairs.tsv"
-    try:
-        handle = path.open(encoding="utf-8")
-    except FileNotFoundError:
-        raise BiaslensError(f"{path}: file not found") from None
-    with handle:
-        lines = [(n, line) for n, line in enumerate(handle, 1) if not line.startswith("#")]
+    text = read_text(path, "semantic pairs file").splitlines()
+    lines = [(n, line) for n, line in enumerate(text, 1) if not line.startswith("#")]
     if not lines:
         raise BiaslensError(f"{path}: empty file")
     header = next(csv.reader([lines[0][1]], delimiter="\t"))
@@ -232,7 +226,7 @@ def load_semantic_pairs(path: Path | str | None = None) -> pd.DataFrame:
     for number, line in lines[1:]:
         if not line.strip():
             continue
-        fields = line.rstrip("\n").split("\t")
+        fields = line.split("\t")
         if len(fields) != 3 or not all(f.strip() for f in fields):
             raise BiaslensError(f"{path}:{number}: expected three non-empty tab-separated fields")
         kind, original, perturbed = (f.strip() for f in fields)

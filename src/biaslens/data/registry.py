@@ -47,4 +47,18 @@ DATASETS: dict[str, DatasetInfo] = {
         "allenai/ethical-interventions @ 6c499c6 (Apache-2.0)",
         "biaslens datasets download lei, or --data-dir",
     ),
+    "sib-simplified": DatasetInfo(
+        "sib-simplified",
+        "SIB Method 2 (--preset paper)",
+        "the reference Simplified set: 48 occupations x female/male/unspecified = 144",
+        "2dot71mily/sib_paper @ 812af8c (no license stated; fetched, never shipped)",
+        "biaslens datasets download sib-simplified, or --data-dir",
+    ),
+    "sib-outputs": DatasetInfo(
+        "sib-outputs",
+        "biaslens metrics sib-detect",
+        "the SIB paper's released Method 2 outputs of 11 models (24,075 CSV files)",
+        "2dot71mily/sib_paper @ 812af8c (no license stated; fetched, never shipped)",
+        "biaslens datasets download sib-outputs, or --data-dir",
+    ),
 }

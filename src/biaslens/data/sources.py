@@ -15,8 +15,10 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from biaslens.common import atomic
+from biaslens.common.files import read_text
+from biaslens.common.hashing import sha256_file as _sha256_file
 from biaslens.errors import BiaslensError
-from biaslens.store import atomic
 
 PACKAGE_FILES = Path(__file__).resolve().parent / "files"
 """Data files shipped inside the package (templates, name lists, lexicons)."""
@@ -92,6 +94,62 @@ REMOTE: dict[str, RemoteDataset] = {
             "word_lists/nouns/subjects/country": (
                 "word_lists/nouns/subjects/country",
                 "4806e08b279f099f56e1ba5859f71e4360c24260b7fd0b456aac1ac252d85281",
+            ),
+            "word_lists/slots/religion_noact_lm": (
+                "word_lists/slots/religion_noact_lm",
+                "f32a75b7c77b5108f9f233b0f0b8f92041b159a79020ac9ab1f8cde8fd062d74",
+            ),
+            "word_lists/slots/ethnicity_noact_lm": (
+                "word_lists/slots/ethnicity_noact_lm",
+                "543abaedf193ec966ab42355e11ec0bded7b2341ad116552da62e61f88ed6ec0",
+            ),
+            "word_lists/slots/gender_noact_lm": (
+                "word_lists/slots/gender_noact_lm",
+                "63d3840805c700eedb7f37ab96e9bd3da304137e41f6df5d93a75415df13c992",
+            ),
+            "word_lists/slots/country_noact_lm": (
+                "word_lists/slots/country_noact_lm",
+                "73a3eaad4c8c13b2da3e411df6822cb4bbe98fb3d4f92f990add4c22f0e6d61f",
+            ),
+            "word_lists/nouns/subjects/religion_roberta": (
+                "word_lists/nouns/subjects/religion_roberta",
+                "0c0589d5b7a3a1c28352f35ba8e99cca7d91d9fe3778fdb6b265c59b48acfa3f",
+            ),
+            "word_lists/nouns/subjects/religion_bert": (
+                "word_lists/nouns/subjects/religion_bert",
+                "6b22fa2e9fa1e212d75290f0063d822e23db28eaeae58d0e3f51b641f483f4eb",
+            ),
+            "word_lists/nouns/subjects/ethnicity_roberta": (
+                "word_lists/nouns/subjects/ethnicity_roberta",
+                "ff5379801c2c9b3c20dccdc6d77e91e6f646fdb6d08e215fd9b77364578ab7ce",
+            ),
+            "word_lists/nouns/subjects/ethnicity_bert": (
+                "word_lists/nouns/subjects/ethnicity_bert",
+                "ff5379801c2c9b3c20dccdc6d77e91e6f646fdb6d08e215fd9b77364578ab7ce",
+            ),
+            "word_lists/nouns/subjects/female_roberta": (
+                "word_lists/nouns/subjects/female_roberta",
+                "d61a78d03b6e644903f122da4eb5f5d2b330ed5b923bf993567a0be0102861f1",
+            ),
+            "word_lists/nouns/subjects/female_bert": (
+                "word_lists/nouns/subjects/female_bert",
+                "c069ba753e29bdedb69cc37a74e5c2a716fe1b4ab2551ef4ba63062f17f174d7",
+            ),
+            "word_lists/nouns/subjects/male_roberta": (
+                "word_lists/nouns/subjects/male_roberta",
+                "137c94631ffe515eabc4cb382445c6356cfc8fc6b3a16a8fa5039737c1f465f7",
+            ),
+            "word_lists/nouns/subjects/male_bert": (
+                "word_lists/nouns/subjects/male_bert",
+                "a8154d642e06a34851a89b9871c0d8be8142aaa0d2f2070d3d93e7ed00604727",
+            ),
+            "word_lists/nouns/subjects/country_roberta": (
+                "word_lists/nouns/subjects/country_roberta",
+                "1918e48ade75b630521143054f084ca69b4ebaa090acde9ac701aea8e080806d",
+            ),
+            "word_lists/nouns/subjects/country_bert": (
+                "word_lists/nouns/subjects/country_bert",
+                "9a9d4d99f1739454d4861dbe70e4bc46f9b30425cada3bf0d951b57c5dbd4436",
             ),
             "word_lists/activities/biased_religion": (
                 "word_lists/activities/biased_religion",
@@ -222,21 +280,83 @@ REMOTE: dict[str, RemoteDataset] = {
 }
 
 
+SIB_COMMIT = "812af8cad6b2ad1fa62f107440702f2fd902b8c2"
+"""2dot71mily/sib_paper, the SIB paper's reference code and released outputs (no license: its
+files are fetched for the user's own use, never shipped with biaslens)."""
+REMOTE["sib-simplified"] = RemoteDataset(
+    "sib-simplified",
+    f"https://raw.githubusercontent.com/2dot71mily/sib_paper/{SIB_COMMIT}"
+    "/winogender_schema_evaluation_set",
+    {
+        "all_sentences_g_id.tsv": (
+            "all_sentences_g_id.tsv",
+            "9dd8efb91c2d8074109f7dec65cf630bb2e6d1c62d3e97277ed5d67bb407632f",
+        )
+    },
+    "none stated (fetched from the authors' repository for your own use)",
+)
+
+
+@dataclass(frozen=True)
+class RemoteArchive:
+    """Many files of one repository at a commit: its tarball, of which ``members`` (folders)
+    are kept; verified by ``tree_sha256``, the sha256 of the sorted lines
+    ``"<path>\t<sha256 of the file>\n"`` of every kept file."""
+
+    name: str
+    url: str
+    members: tuple[str, ...]
+    tree_sha256: str
+    files: int
+    license: str
+
+
+ARCHIVES: dict[str, RemoteArchive] = {
+    "sib-outputs": RemoteArchive(
+        "sib-outputs",
+        f"https://codeload.github.com/2dot71mily/sib_paper/tar.gz/{SIB_COMMIT}",
+        ("data/detect_wino_raw", "data/detect_wino_mod_raw"),
+        "b0e3d58245aed5eaa81de82d5c0509213c34778110f3c8fd2734d9b5a66a81ca",
+        24075,
+        "none stated (the authors' released model outputs, fetched for your own use)",
+    )
+}
+VERIFIED = ".biaslens-verified"
+
+
+def tree_sha256(folder: Path) -> tuple[str, int]:
+    """The archive check of :class:`RemoteArchive` over every file below ``folder``."""
+    digest = hashlib.sha256()
+    files = sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.name != VERIFIED)
+    for path in files:
+        line = f"{path.relative_to(folder).as_posix()}\t{_sha256_file(path)}\n"
+        digest.update(line.encode())
+    return digest.hexdigest(), len(files)
+
+
 def data_dir(explicit: Path | str | None = None) -> Path:
     """``explicit`` if given, else ``$BIASLENS_DATA_DIR``, else the user cache dir."""
     if explicit is not None:
         return Path(explicit)
     if os.environ.get(ENV_DATA_DIR):
         return Path(os.environ[ENV_DATA_DIR])
-    from biaslens.models.offline import cache_root
+    from biaslens.common.paths import cache_root
 
     return cache_root() / "datasets"
 
 
 def locate(name: str, explicit: Path | str | None = None) -> Path:
     """The folder holding dataset ``name``'s files; a clear error says how to get them."""
+    if name in ARCHIVES:
+        folder = data_dir(explicit) / name
+        if not (folder / VERIFIED).is_file():
+            raise BiaslensError(
+                f"dataset {name!r} not found in {folder}: run `biaslens datasets download "
+                f"{name}`, or pass --data-dir / set {ENV_DATA_DIR} to a folder holding {name}/"
+            )
+        return folder
     if name not in REMOTE:
-        raise BiaslensError(f"unknown dataset {name!r}; known: {', '.join(REMOTE)}")
+        raise BiaslensError(f"unknown dataset {name!r}; known: {', '.join([*REMOTE, *ARCHIVES])}")
     folder = data_dir(explicit) / name
     missing = [f for f in REMOTE[name].files if not (folder / f).is_file()]
     if missing:
@@ -251,20 +371,78 @@ def locate(name: str, explicit: Path | str | None = None) -> Path:
 def read_json(path: Path | str, what: str):
     """Parse a JSON file; a missing file or bad JSON is an error naming ``what`` / file:line."""
     path = Path(path)
+    text = read_text(path, what)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BiaslensError(f"{what} {path} not found") from None
+        return json.loads(text)
     except json.JSONDecodeError as error:
         raise BiaslensError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
+    except RecursionError:
+        raise BiaslensError(f"{path}: JSON nested too deeply") from None
 
 
 def sha256_file(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """The file's sha256; a missing file or a folder is a clear error."""
+    path = Path(path)
+    if not path.is_file():
+        raise BiaslensError(
+            f"{path}: file not found" if not path.exists() else f"{path}: not a file"
+        )
+    return _sha256_file(path)
+
+
+def download_archive(spec: RemoteArchive, folder: Path, url: str | None = None) -> Path:
+    """Fetch a pinned tarball, keep its ``members``, check the tree hash, then mark it
+    verified; a mismatch leaves nothing behind."""
+    import shutil
+    import tarfile
+    import tempfile
+
+    url = url or spec.url
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{spec.name}-", dir=folder.parent))
+    try:
+        archive = staging / "archive.tar.gz"
+        try:
+            with urllib.request.urlopen(url, timeout=120) as response, open(archive, "wb") as out:
+                shutil.copyfileobj(response, out)
+        except OSError as error:
+            raise BiaslensError(f"cannot fetch {url}: {error}") from None
+        kept = staging / "kept"
+        try:
+            with tarfile.open(archive) as tar:
+                for member in tar.getmembers():
+                    path = member.name.split("/", 1)[1] if "/" in member.name else ""
+                    if not member.isfile() or not path.startswith(
+                        tuple(m + "/" for m in spec.members)
+                    ):
+                        continue
+                    target = kept / path
+                    if ".." in Path(path).parts:
+                        continue
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    with tar.extractfile(member) as source, open(target, "wb") as out:
+                        shutil.copyfileobj(source, out)
+        except tarfile.TarError as error:
+            raise BiaslensError(f"{url}: not a readable tar.gz archive ({error})") from None
+        actual, count = tree_sha256(kept) if kept.exists() else ("", 0)
+        if actual != spec.tree_sha256:
+            raise BiaslensError(
+                f"{url}: the {count} extracted files do not match the pinned tree sha256 "
+                f"({actual or 'no files'} != {spec.tree_sha256})"
+            )
+        (kept / VERIFIED).write_text(spec.tree_sha256)
+        if folder.exists():
+            shutil.rmtree(folder)
+        kept.rename(folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
 
 
 def download(name: str, explicit: Path | str | None = None, base_url: str | None = None) -> Path:
     """Fetch dataset ``name`` (pinned URLs), verify every sha256, store atomically."""
+    if name in ARCHIVES:
+        return download_archive(ARCHIVES[name], data_dir(explicit) / name, base_url)
     if name not in REMOTE:
         raise BiaslensError(f"unknown dataset {name!r}; known: {', '.join(REMOTE)}")
     spec = REMOTE[name]

@@ -9,7 +9,8 @@ Word-list files (UnQover's ``word_lists/`` layout; ``#`` lines and blank lines a
   (negation) and variants such as ``[p_act-single]``; the ``[p_act]`` text of row n names
   attribute n (its *unique* form);
 * slot templates ``slots/NAME``: ``context<TAB>question<TAB>negated question`` with
-  ``[subj1]``/``[subj2]`` (or ``[subj1:dem]`` …) and an activity slot.
+  ``[subj1]``/``[subj2]`` (or ``[subj1:dem]`` …) and an activity slot. Masked-LM templates
+  (``*_noact_lm``) hold ``[mask]`` where the model fills in a subject; it becomes ``[MASK]``.
 
 Every template × ordered subject pair (both orders) × attribute is one example with the
 question and its negation. Contexts depend only on (template, pair) and questions only on
@@ -25,11 +26,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from biaslens.common.files import read_text
+from biaslens.common.tokens import MASK
 from biaslens.errors import BiaslensError
 
 SLOT = re.compile(r"\[[^\]]*\]")
+LIST_MASK = "[mask]"
+"""How UnQover's masked-LM templates mark the slot the model fills."""
 SUBJECT_SLOT = re.compile(r"\[subj([12])(:[^\]]+)?\]")
 
 
@@ -82,10 +88,8 @@ def check_domain(domain: str) -> Domain:
 def read_lines(path: Path) -> list[tuple[int, str]]:
     """(line number, stripped text) of every non-blank, non-comment line."""
     path = Path(path)
-    if not path.is_file():
-        raise BiaslensError(f"word list {path} not found")
     rows = []
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, raw in enumerate(read_text(path, "word list").splitlines(), start=1):
         text = raw.strip()
         if text and not text.startswith("#"):
             rows.append((number, text))
@@ -231,7 +235,7 @@ class QuestionSet:
                 q, nq = template.question, template.negated_question
                 for head, text in sorted(activity.forms.items(), key=lambda kv: -len(kv[0])):
                     q, nq = q.replace(head, text), nq.replace(head, text)
-                leftover = SLOT.findall(q + nq)
+                leftover = SLOT.findall((q + nq).replace(LIST_MASK, ""))
                 if leftover:
                     raise BiaslensError(
                         f"{self.slots_path}:{template.line}: unknown slot(s) {leftover}"
@@ -241,8 +245,8 @@ class QuestionSet:
                         "template": template.tid,
                         "category": activity.category,
                         "attribute": activity.attribute,
-                        "question": smooth_articles(q),
-                        "negated_question": smooth_articles(nq),
+                        "question": smooth_articles(q).replace(LIST_MASK, MASK),
+                        "negated_question": smooth_articles(nq).replace(LIST_MASK, MASK),
                     }
                 )
         return pd.DataFrame(rows)
@@ -316,6 +320,40 @@ class QuestionSet:
     def examples(self) -> pd.DataFrame:
         """Every example in one table (fine for religion/ethnicity; chunk gender/nationality)."""
         return pd.concat(list(self.iter_examples()), ignore_index=True)
+
+    def sample(self, limit: int | None, seed: int = 0) -> pd.DataFrame:
+        """About ``limit`` examples drawn uniformly (seeded) over (template, unordered pair,
+        attribute), each with both subject orders, so positional error stays defined; all
+        examples when ``limit`` is None or covers them. Only the drawn rows are built."""
+        if limit is None or 2 * limit >= len(self):
+            return self.examples()
+        half = len(self.pairs) // 2  # pairs = forward pairs + the same pairs flipped
+        contexts, questions = self.contexts(), self.questions()
+        by_template = {tid: part for tid, part in contexts.groupby("template", sort=True)}
+        asked = {tid: part for tid, part in questions.groupby("template", sort=True)}
+        sizes = np.array([half * len(asked[tid]) for tid in sorted(asked)], dtype=np.int64)
+        draws = np.random.default_rng(seed).choice(sizes.sum(), size=limit, replace=False)
+        draws.sort()
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        parts = []
+        for tid, start, size in zip(sorted(asked), starts, sizes, strict=True):
+            local = draws[(draws >= start) & (draws < start + size)] - start
+            if not len(local):
+                continue
+            q = asked[tid].drop(columns="template").reset_index(drop=True)
+            pair, question = np.divmod(local, len(q))
+            ctx = by_template[tid].reset_index(drop=True)
+            for order in (pair, pair + half):
+                part = pd.concat(
+                    [
+                        ctx.iloc[order].reset_index(drop=True),
+                        q.iloc[question].reset_index(drop=True),
+                    ],
+                    axis=1,
+                )
+                part.insert(0, "domain", self.name)
+                parts.append(part)
+        return _with_keys(pd.concat(parts, ignore_index=True))
 
 
 def _with_keys(table: pd.DataFrame) -> pd.DataFrame:

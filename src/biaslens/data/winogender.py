@@ -13,14 +13,16 @@ participant and the participant is "the man" or "the woman".
 from __future__ import annotations
 
 import csv
+import io
 import re
 from pathlib import Path
 
 import pandas as pd
 
+from biaslens.common.files import read_text
+from biaslens.common.tokens import MASK
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.errors import BiaslensError
-from biaslens.models.requests import MASK
 
 TEMPLATES_FILE = "templates.tsv"
 STATS_FILE = "occupations-stats.tsv"
@@ -32,14 +34,15 @@ _ARTICLE_PARTICIPANT = re.compile(r"\b([Tt]he|[Aa]n?) \$PARTICIPANT")
 
 
 def _read_tsv(path: Path, columns: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
-    if not path.is_file():
-        raise BiaslensError(f"{path} not found")
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle, delimiter="\t")
-        missing = [c for c in columns if c not in (reader.fieldnames or [])]
-        if missing:
-            raise BiaslensError(f"{path}:1: missing column(s) {missing}")
+    text = read_text(path, "Winogender file")
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t")
+    missing = [c for c in columns if c not in (reader.fieldnames or [])]
+    if missing:
+        raise BiaslensError(f"{path}:1: missing column(s) {missing}")
+    try:
         return [(line, row) for line, row in enumerate(reader, start=2)]
+    except csv.Error as error:
+        raise BiaslensError(f"{path}:{reader.line_num}: {error}") from None
 
 
 def load_templates(folder: Path) -> pd.DataFrame:
@@ -151,7 +154,8 @@ SIMPLIFIED_GENDERS = ("female", "male", "")
 def load_simplified_templates(path: Path = SIMPLIFIED_FILE) -> pd.DataFrame:
     """The project's rewritten occupation-coreferent templates (paper H.1), with the
     occupations left out and why (``excluded_because``)."""
-    lines = [line for line in Path(path).read_text().splitlines() if not line.startswith("#")]
+    text = read_text(path, "Simplified templates file")
+    lines = [line for line in text.splitlines() if not line.startswith("#")]
     reader = csv.DictReader(lines, delimiter="\t")
     rows = []
     for number, row in enumerate(reader, start=2):
@@ -192,4 +196,34 @@ def build_simplified(path: Path = SIMPLIFIED_FILE) -> pd.DataFrame:
                     "well_specified": bool(gender),
                 }
             )
+    return pd.DataFrame(rows)
+
+
+REFERENCE_SIMPLIFIED_FILE = "all_sentences_g_id.tsv"
+"""The SIB reference repository's own Simplified sentences (``biaslens datasets download
+sib-simplified``; that repository has no license, so they are fetched, never shipped)."""
+_REFERENCE_ID = re.compile(r"^(?P<occupation>[a-z_]+)_(?P<gender>female|male|unspecified)_0$")
+
+
+def build_simplified_reference(folder: Path) -> pd.DataFrame:
+    """The reference Simplified set (48 occupations x {female, male, unspecified} = 144): the
+    sentences the paper's Table 3 was computed on, ``MASK`` marking the pronoun."""
+    path = Path(folder) / REFERENCE_SIMPLIFIED_FILE
+    rows = []
+    for line, row in _read_tsv(path, ("sentid", "sentence")):
+        match = _REFERENCE_ID.match(row["sentid"] or "")
+        sentence = row["sentence"] or ""
+        if match is None or sentence.count("MASK") != 1:
+            raise BiaslensError(f"{path}:{line}: expected an id occupation_gender_0 and one MASK")
+        gender = match["gender"]
+        rows.append(
+            {
+                "id": row["sentid"],
+                "occupation": match["occupation"],
+                "participant": "",
+                "answer": 0,
+                "sentence": sentence.replace("MASK", MASK),
+                "well_specified": gender != "unspecified",
+            }
+        )
     return pd.DataFrame(rows)

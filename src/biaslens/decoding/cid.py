@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 import torch
 
-from biaslens.decoding.stopping import apply_stop, contains_stop
+from biaslens.common.stopping import apply_stop, contains_stop
+from biaslens.common.tokens import pad_sequences
 from biaslens.errors import BiaslensError
-from biaslens.models.batching import pad_sequences
 
 FINISH_EOS = "eos"
 FINISH_STOP = "stop"

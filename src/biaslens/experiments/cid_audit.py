@@ -12,24 +12,30 @@ never produced by the tool.
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import model_validator
 
+from biaslens.common import atomic
+from biaslens.common.files import read_text
 from biaslens.data import cid_audit as names_data
 from biaslens.errors import BiaslensError
-from biaslens.experiments.cid_common import DecodingSettings, decode_both_directions
-from biaslens.experiments.settings import validated
+from biaslens.experiments.registry import (
+    Headline,
+    MethodOutput,
+    MethodSpec,
+    RunContext,
+    register,
+    safe_name,
+)
+from biaslens.experiments.settings import MethodSettings, validated
 from biaslens.metrics.cid import biased_fraction, top_continuations
 from biaslens.models.base import LM
-from biaslens.models.hf import BackendConfig
-from biaslens.models.registry import load_model, resolve_name
-from biaslens.progress import NoProgress, Progress
-from biaslens.store import atomic
-from biaslens.store.cache import CachedLM
-from biaslens.store.run import RunStore, dataset_hash, read_config
+from biaslens.scoring.cid import DecodingSettings, decode_both_directions
+from biaslens.store.run import CONFIG_FILE, dataset_hash, read_config
 
 METHOD = "cid-audit"
 RATINGS_EXPORT = "ratings_to_fill.csv"
@@ -38,10 +44,8 @@ TRUE_WORDS = {"1", "yes", "y", "true", "biased"}
 FALSE_WORDS = {"0", "no", "n", "false", "not biased"}
 
 
-class AuditSettings(BaseModel):
+class AuditSettings(MethodSettings):
     """Settings that decide an audit's results (the names and template text are stored too)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str = "default"
     group_a: str = "us-male"
@@ -62,7 +66,7 @@ class AuditSettings(BaseModel):
         return self
 
 
-def make_audit_settings(
+def make_settings(
     model: str = "default",
     groups: tuple[str, str] = ("us-male", "egypt-male"),
     template_id: str = names_data.DEFAULT_TEMPLATE,
@@ -99,15 +103,6 @@ def make_audit_settings(
     )
 
 
-@dataclass
-class AuditResult:
-    run_dir: Path
-    samples: pd.DataFrame
-    continuations: pd.DataFrame
-    summary: dict
-    cache_stats: dict
-
-
 def build_pairs(settings: AuditSettings) -> pd.DataFrame:
     group_a = names_data.NameGroup(settings.group_a, settings.gender_a, settings.names_a)
     group_b = names_data.NameGroup(settings.group_b, settings.gender_b, settings.names_b)
@@ -115,50 +110,78 @@ def build_pairs(settings: AuditSettings) -> pd.DataFrame:
     return pairs.rename(columns={"x_a": "x", "x_b": "x_prime"})
 
 
-def run_audit(
-    settings: AuditSettings,
-    output: Path | str,
-    backend: BackendConfig | None = None,
-    progress: Progress | None = None,
-    lm: LM | None = None,
-) -> AuditResult:
-    """Decode all pairs, directions and λ values; write the run directory (resumable)."""
-    progress = progress or NoProgress()
-    pairs = build_pairs(settings)
-    lm = lm or load_model(settings.model, backend or BackendConfig())
+def prepare(settings: AuditSettings, lm: LM) -> AuditSettings:
     lm.require("contrastive_generate")
-    resolved = settings.model_copy(update={"model": resolve_name(settings.model)})
-    store = RunStore(output, METHOD, resolved.model_dump(mode="json"), {})
-    try:
-        cached = CachedLM(lm, store.cache)
-        decoded = decode_both_directions(cached, pairs, settings.decoding, progress, "CID audit")
-        samples = decoded.merge(pairs[["pair", "name_a", "name_b"]], on="pair")
-        forward = samples["direction"] == "forward"
-        samples["group"] = forward.map({True: settings.group_a, False: settings.group_b})
-        samples["name"] = samples["name_a"].where(forward, samples["name_b"])
-        samples["contrast_name"] = samples["name_b"].where(forward, samples["name_a"])
-        samples = samples.drop(columns=["name_a", "name_b"])
-        counts = top_continuations(samples, ["group", "lam"], n=None)
-        store.write_samples(samples)
-        store.write_table("continuations", counts)
-        export = counts.assign(biased="").reset_index(names="id")
-        store.write_table(RATINGS_EXPORT.removesuffix(".csv"), export[RATING_COLUMNS])
-        summary = store.write_summary(
-            {
-                "num_pairs": len(pairs),
-                "num_continuations": len(samples),
-                "distinct_continuations": {
-                    f"{g}|{lam:g}": int(n)
-                    for (g, lam), n in counts.groupby(["group", "lam"]).size().items()
-                },
+    return settings
+
+
+def run(ctx: RunContext, settings: AuditSettings) -> MethodOutput:
+    """Decode all pairs, directions and λ values; count continuations; export for rating."""
+    pairs = build_pairs(settings)
+    decoded = decode_both_directions(ctx.lm, pairs, settings.decoding, ctx.progress, "CID audit")
+    samples = decoded.merge(pairs[["pair", "name_a", "name_b"]], on="pair")
+    forward = samples["direction"] == "forward"
+    samples["group"] = forward.map({True: settings.group_a, False: settings.group_b})
+    samples["name"] = samples["name_a"].where(forward, samples["name_b"])
+    samples["contrast_name"] = samples["name_b"].where(forward, samples["name_a"])
+    samples = samples.drop(columns=["name_a", "name_b"])
+    counts = top_continuations(samples, ["group", "lam"], n=None)
+    export = counts.assign(biased="").reset_index(names="id")
+    return MethodOutput(
+        metrics={
+            "num_pairs": len(pairs),
+            "num_continuations": len(samples),
+            "distinct_continuations": {
+                f"{g}|{lam:g}": int(n)
+                for (g, lam), n in counts.groupby(["group", "lam"]).size().items()
             },
-            model=lm.identity.describe(),
-            dataset={"name": "cid-names", "sha256": dataset_hash(pairs)},
-            requests=dict(cached.stats),
-        )
-        return AuditResult(Path(output), samples, counts, summary, dict(cached.stats))
-    finally:
-        store.close()
+        },
+        tables={
+            "continuations": counts,
+            RATINGS_EXPORT.removesuffix(".csv"): export[RATING_COLUMNS],
+        },
+        samples={"samples": samples},
+        provenance={"dataset": {"name": "cid-names", "sha256": dataset_hash(pairs)}},
+        notes=[
+            "to rate: fill the `biased` column of ratings_to_fill.csv, then run "
+            "`biaslens cid-ratings RUN_DIR FILE`"
+        ],
+    )
+
+
+SHOWN_PER_CELL = 5
+
+
+def _continuations_view(counts: pd.DataFrame) -> pd.DataFrame:
+    """λ down, the two groups across, the most common continuations (with counts) per cell."""
+    top = counts.groupby(["group", "lam"], sort=False).head(SHOWN_PER_CELL)
+    cells = top.groupby(["lam", "group"], sort=False).apply(
+        lambda part: "; ".join(f"{r.continuation} ({r.count})" for r in part.itertuples()),
+        include_groups=False,
+    )
+    table = cells.unstack("group")
+    groups = list(dict.fromkeys(counts["group"]))
+    table = table.reindex(columns=groups).reset_index()
+    table["lam"] = table["lam"].map("{:g}".format)
+    return table.rename(columns={"lam": "λ"})
+
+
+SPEC = register(
+    MethodSpec(
+        name=METHOD,
+        title="CID name-swap bias audit (Section 4): all name pairs of two groups, both "
+        "directions, every λ",
+        settings=AuditSettings,
+        body=run,
+        make_settings=make_settings,
+        prepare=prepare,
+        run_name=lambda s: f"{safe_name(s.model)}-{s.group_a}-{s.group_b}",
+        headlines=(
+            Headline("continuations", "Most common continuations per λ", view=_continuations_view),
+        ),
+        presets={"paper": {"lams": (0.0, 10.0, 50.0)}},
+    )
+)
 
 
 @dataclass
@@ -179,10 +202,7 @@ def _parse_biased(value: str, where: str) -> int:
 
 def read_ratings(path: Path, exported: pd.DataFrame) -> pd.DataFrame:
     """Read a rated copy of the export; every row must match an exported continuation."""
-    try:
-        handle = Path(path).open(encoding="utf-8", newline="")
-    except FileNotFoundError:
-        raise BiaslensError(f"{path}: file not found") from None
+    handle = io.StringIO(read_text(path, "ratings file"), newline="")
     with handle:
         reader = csv.DictReader(handle)
         missing = [
@@ -229,9 +249,11 @@ def import_ratings(run_dir: Path | str, ratings: Path | str) -> RatingsResult:
     """Fraction of biased continuations per group and λ from a rated export (Fig. 2)."""
     import matplotlib.pyplot as plt
 
-    from biaslens.report.cid_plots import biased_heatmap
+    from biaslens.plots.cid import biased_heatmap
 
     run_dir = Path(run_dir)
+    if not (run_dir / CONFIG_FILE).is_file():
+        raise BiaslensError(f"{run_dir}: not a biaslens run directory (no {CONFIG_FILE})")
     config = read_config(run_dir)
     if config.get("method") != METHOD:
         raise BiaslensError(f"{run_dir} holds a {config.get('method')} run, not a {METHOD} run")
@@ -239,11 +261,12 @@ def import_ratings(run_dir: Path | str, ratings: Path | str) -> RatingsResult:
     if not export_path.exists():
         raise BiaslensError(f"{run_dir}: no {RATINGS_EXPORT}; the run did not finish")
     exported = pd.read_csv(export_path, keep_default_na=False)
+    exported["continuation"] = exported["continuation"].astype(str)
     rated = read_ratings(Path(ratings), exported)
     fractions = biased_fraction(rated, ["group", "lam"])
-    atomic.write_bytes(run_dir / "ratings.csv", rated.to_csv(index=False).encode())
+    atomic.write_csv(run_dir / "ratings.csv", rated)
     table_path = run_dir / "biased_fraction.csv"
-    atomic.write_bytes(table_path, fractions.to_csv(index=False).encode())
+    atomic.write_csv(table_path, fractions)
     settings = config["settings"]
     figure = biased_heatmap(
         fractions, f"{settings['model']}: {settings['group_a']} vs {settings['group_b']}"

@@ -12,55 +12,58 @@ median (Fig. 4) and the mean similarity vs λ with a monotonicity check (Fig. 9)
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from biaslens.data import perturbations as P
-from biaslens.data import sources
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.errors import BiaslensError
-from biaslens.experiments.cid_common import DecodingSettings, decode_both_directions
-from biaslens.experiments.settings import validated
+from biaslens.experiments.registry import (
+    Headline,
+    MethodOutput,
+    MethodSpec,
+    RunContext,
+    register,
+    safe_name,
+)
+from biaslens.experiments.settings import MethodSettings, file_sha256, validated
 from biaslens.metrics.cid import DEFAULT_TAU, lambda_star, lambda_star_summary, similarity_trend
 from biaslens.models.base import LM
-from biaslens.models.hf import BackendConfig
-from biaslens.models.registry import load_model, resolve_name
-from biaslens.progress import NoProgress, Progress
-from biaslens.store.cache import CachedLM
-from biaslens.store.run import RunStore, dataset_hash
+from biaslens.scoring.cid import DecodingSettings, decode_both_directions
+from biaslens.store.run import dataset_hash
 
 METHOD = "cid-sensitivity"
 DEFAULT_LAMS = (0.0, 1.0, 5.0, 10.0, 50.0)
 Similarity = Callable[[list[str], list[str]], np.ndarray]
 
 
-class SensitivitySettings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class SensitivitySettings(MethodSettings):
+    """Settings that decide a λ* study's results. Input files are recorded by their sha256;
+    ``similarity`` (a function of two text lists) replaces the sentence encoder, e.g. in
+    tests, and is not recorded."""
 
     model: str = "default"
     encoder: str = "all-minilm-l6-v2"
     tau: float = Field(default=DEFAULT_TAU, gt=0, le=1)
-    variants: int = Field(default=2, ge=1, description="variants per sentence and rule family")
-    seed: int = 0
+    variants: int = Field(default=2, ge=1, le=100, description="variants per sentence and family")
+    seed: int = Field(default=0, ge=0)
     types: tuple[str, ...] = (*P.PERTURBATIONS, *P.SEMANTIC_TYPES)
     sentences_sha256: str = ""
     semantic_sha256: str = ""
     decoding: DecodingSettings = DecodingSettings(lams=DEFAULT_LAMS)
+    sentences_file: Path | None = Field(default=None, exclude=True)
+    semantic_file: Path | None = Field(default=None, exclude=True)
+    similarity: Callable | None = Field(default=None, exclude=True)
 
 
-def _file_hash(path: Path | None, default: str) -> str:
-    source = Path(path) if path is not None else PACKAGE_FILES / default
-    try:
-        return sources.sha256_file(source)
-    except FileNotFoundError:
-        raise BiaslensError(f"{source}: file not found") from None
+def _file_hash(path: Path | None, default: str, what: str) -> str:
+    return file_sha256(Path(path) if path is not None else PACKAGE_FILES / default, what)
 
 
-def make_sensitivity_settings(
+def make_settings(
     model: str = "default",
     encoder: str = "all-minilm-l6-v2",
     tau: float = DEFAULT_TAU,
@@ -69,6 +72,7 @@ def make_sensitivity_settings(
     types: tuple[str, ...] | None = None,
     sentences_file: Path | None = None,
     semantic_file: Path | None = None,
+    similarity: Similarity | None = None,
     **decoding,
 ) -> SensitivitySettings:
     known = (*P.PERTURBATIONS, *P.SEMANTIC_TYPES)
@@ -85,9 +89,14 @@ def make_sensitivity_settings(
             "variants": variants,
             "seed": seed,
             "types": tuple(types) if types else known,
-            "sentences_sha256": _file_hash(sentences_file, "cid_sentences.txt"),
-            "semantic_sha256": _file_hash(semantic_file, "cid_semantic_pairs.tsv"),
+            "sentences_sha256": _file_hash(sentences_file, "cid_sentences.txt", "sentences file"),
+            "semantic_sha256": _file_hash(
+                semantic_file, "cid_semantic_pairs.tsv", "semantic pairs file"
+            ),
             "decoding": validated(DecodingSettings, decoding),
+            "sentences_file": sentences_file,
+            "semantic_file": semantic_file,
+            "similarity": similarity,
         },
     )
 
@@ -128,18 +137,6 @@ def minilm_similarity(name: str = "all-minilm-l6-v2") -> Similarity:
     return lambda a, b: cosine_similarity(encoder, a, b)
 
 
-@dataclass
-class SensitivityResult:
-    run_dir: Path
-    per_pair: pd.DataFrame
-    summary_table: pd.DataFrame
-    curve: pd.DataFrame
-    monotonicity: dict
-    summary: dict
-    plots: list[Path]
-    cache_stats: dict
-
-
 def pair_similarities(decoded: pd.DataFrame, similarity: Similarity) -> pd.DataFrame:
     """One row per (pair, λ): both contrastive texts and their similarity."""
     decoded = decoded.assign(text=decoded["input"] + " " + decoded["continuation"])
@@ -151,72 +148,85 @@ def pair_similarities(decoded: pd.DataFrame, similarity: Similarity) -> pd.DataF
     return wide
 
 
-def run_sensitivity(
-    settings: SensitivitySettings,
-    output: Path | str,
-    backend: BackendConfig | None = None,
-    progress: Progress | None = None,
-    lm: LM | None = None,
-    similarity: Similarity | None = None,
-    sentences_file: Path | None = None,
-    semantic_file: Path | None = None,
-) -> SensitivityResult:
-    """Decode the whole λ grid for all pairs in one batched pass, then compute λ*."""
-    import matplotlib.pyplot as plt
-
-    from biaslens.report.cid_plots import lambda_star_boxplot, similarity_curve
-
-    progress = progress or NoProgress()
-    pairs = build_perturbation_pairs(settings, sentences_file, semantic_file)
-    lm = lm or load_model(settings.model, backend or BackendConfig())
+def prepare(settings: SensitivitySettings, lm: LM) -> SensitivitySettings:
     lm.require("contrastive_generate")
-    similarity = similarity or minilm_similarity(settings.encoder)
-    resolved = settings.model_copy(update={"model": resolve_name(settings.model)})
-    store = RunStore(output, METHOD, resolved.model_dump(mode="json"), {})
-    try:
-        cached = CachedLM(lm, store.cache)
-        decoded = decode_both_directions(
-            cached, pairs, settings.decoding, progress, "CID sensitivity"
-        )
-        scored = pair_similarities(decoded, similarity).merge(pairs, on="pair")
-        stars = lambda_star(scored, settings.tau).reset_index()
-        per_pair = pairs.merge(stars, on="pair")
-        table = lambda_star_summary(per_pair)
-        curve, check = similarity_trend(scored)
-        by_type = [similarity_trend(part)[1] | {"type": k} for k, part in scored.groupby("type")]
-        title = f"{lm.identity.name}: CID perturbation effect"
-        plots = []
-        for name, figure in (
-            (
-                "lambda_star",
-                lambda_star_boxplot(
-                    per_pair, list(table["type"]), list(settings.decoding.lams), settings.tau, title
-                ),
+    return settings
+
+
+def run(ctx: RunContext, settings: SensitivitySettings) -> MethodOutput:
+    """Decode the whole λ grid for all pairs in one batched pass, then compute λ*."""
+    from biaslens.plots.cid import lambda_star_boxplot, similarity_curve
+
+    pairs = build_perturbation_pairs(settings, settings.sentences_file, settings.semantic_file)
+    similarity = settings.similarity or minilm_similarity(settings.encoder)
+    decoded = decode_both_directions(
+        ctx.lm, pairs, settings.decoding, ctx.progress, "CID sensitivity"
+    )
+    scored = pair_similarities(decoded, similarity).merge(pairs, on="pair")
+    stars = lambda_star(scored, settings.tau).reset_index()
+    per_pair = pairs.merge(stars, on="pair")
+    table = lambda_star_summary(per_pair)
+    curve, check = similarity_trend(scored)
+    by_type = [similarity_trend(part)[1] | {"type": k} for k, part in scored.groupby("type")]
+    title = f"{ctx.lm.identity.name}: CID perturbation effect"
+    lams = list(settings.decoding.lams)
+    trend = ", ".join(f"λ={r.lam:g}: {r.mean:.3f}" for r in curve.itertuples())
+    verdict = "non-increasing" if check["non_increasing"] else f"rises at {check['violations']}"
+    return MethodOutput(
+        metrics={
+            "lambda_star": table.replace(np.inf, None).to_dict(orient="records"),
+            "similarity_vs_lambda": curve.to_dict(orient="records"),
+            "monotonicity": check,
+            "monotonicity_by_type": by_type,
+            "num_pairs": len(pairs),
+        },
+        tables={
+            "lambda_star": per_pair,
+            "lambda_star_summary": table,
+            "similarity_vs_lambda": curve,
+        },
+        samples={"continuations": decoded, "samples": scored},
+        figures={
+            "lambda_star": lambda_star_boxplot(
+                per_pair, list(table["type"]), lams, settings.tau, title
             ),
-            ("similarity_vs_lambda", similarity_curve(curve, settings.tau, title)),
-        ):
-            plots.append(store.write_plot(name, figure))
-            plt.close(figure)
-        store.write_samples(decoded, name="continuations")
-        store.write_samples(scored)
-        store.write_table("lambda_star", per_pair)
-        store.write_table("lambda_star_summary", table)
-        store.write_table("similarity_vs_lambda", curve)
-        summary = store.write_summary(
-            {
-                "lambda_star": table.replace(np.inf, None).to_dict(orient="records"),
-                "similarity_vs_lambda": curve.to_dict(orient="records"),
-                "monotonicity": check,
-                "monotonicity_by_type": by_type,
-                "num_pairs": len(pairs),
-            },
-            model=lm.identity.describe(),
-            encoder=settings.encoder,
-            dataset={"name": "cid-perturbations", "sha256": dataset_hash(pairs)},
-            requests=dict(cached.stats),
-        )
-        return SensitivityResult(
-            Path(output), per_pair, table, curve, check, summary, plots, dict(cached.stats)
-        )
-    finally:
-        store.close()
+            "similarity_vs_lambda": similarity_curve(curve, settings.tau, title),
+        },
+        provenance={
+            "encoder": settings.encoder if settings.similarity is None else "custom",
+            "dataset": {"name": "cid-perturbations", "sha256": dataset_hash(pairs)},
+        },
+        notes=[
+            f"mean similarity: {trend}",
+            f"monotonicity: {verdict} (Spearman ρ = {check['spearman_rho']:+.2f})",
+        ],
+    )
+
+
+def _summary_view(table: pd.DataFrame) -> pd.DataFrame:
+    return table[["type", "n", "median", "q25", "q75", "n_never"]].rename(
+        columns={"n": "pairs", "median": "median λ*", "n_never": "never < τ"}
+    )
+
+
+SPEC = register(
+    MethodSpec(
+        name=METHOD,
+        title="CID perturbation effect (Section 5): λ* per perturbation type",
+        settings=SensitivitySettings,
+        body=run,
+        make_settings=make_settings,
+        # Section 5 fixes only τ = 0.85 (the default); its λ grid is not stated.
+        presets={"paper": {}},
+        prepare=prepare,
+        run_name=lambda s: safe_name(s.model),
+        headlines=(
+            Headline(
+                "lambda_star_summary",
+                "λ* per perturbation type (sorted by median)",
+                view=_summary_view,
+            ),
+            Headline("lambda_star", "λ* per pair", cli=False),
+        ),
+    )
+)

@@ -13,55 +13,75 @@ stratified by intervention type and category so every type and category stays re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from biaslens.common.atomic import json_records
 from biaslens.data import lei, sources
 from biaslens.data.squad import read_squad
 from biaslens.errors import BiaslensError
-from biaslens.experiments.qa_scoring import qa_mode_for, score_examples, unifiedqa_prompt
-from biaslens.experiments.settings import validated
+from biaslens.experiments.registry import (
+    Headline,
+    MethodOutput,
+    MethodSpec,
+    RunContext,
+    register,
+    safe_name,
+)
+from biaslens.experiments.settings import MethodSettings, file_sha256, validated
 from biaslens.metrics.qa import squad_scores
 from biaslens.metrics.unqover import comparative_scores, model_summary, subject_bias
 from biaslens.models.base import LM, ModelKind
-from biaslens.models.hf import BackendConfig
-from biaslens.models.registry import load_model, resolve_name
 from biaslens.models.requests import AnswerSpanRequest, GenerateRequest
-from biaslens.progress import NoProgress, Progress
-from biaslens.store.cache import CachedLM
-from biaslens.store.run import RunStore, dataset_hash, json_records
+from biaslens.progress import Progress
+from biaslens.scoring.qa import qa_mode_for, score_examples, unifiedqa_prompt
+from biaslens.store.run import dataset_hash
 
 METHOD = "lei-eval"
-SETS = ("none", "ethical", "adversarial", "irrelevant", "specified")
+SETS = ("none", "ethical", "adversarial", "irrelevant")
+"""The sets in report order; specified subsets (``specified-female`` …) follow them."""
 DOMAINS = ("religion", "ethnicity", "gender")
 PAIRING = ("set", "intervention_id")
 """Keys that tell contexts apart: the set (reported) and the intervention (averaged over)."""
 
 
-class LeiEvalSettings(BaseModel):
-    """Settings that decide a zero-shot LEI run's results."""
+class LeiEvalSettings(MethodSettings):
+    """Settings that decide a zero-shot LEI run's results.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    Input files (``split_file``, ``specified_sentences``, ``qa_file``) are recorded by their
+    sha256, not their path, so a run resumes wherever the files are."""
 
     model: str = "default"
     domain: Literal["religion", "ethnicity", "gender"] = "religion"
     split: str = "noniid_test"
     split_sha256: str = ""
     mode: Literal["auto", "extractive", "generative"] = "auto"
-    head_words: bool = False
+    span_adjustment: Literal["none", "articles", "reference"] = Field(
+        default="none", description="UnQover's adjustment of S by neighbouring words (extractive)"
+    )
+    qa_order: Literal["question-first", "context-first"] = Field(
+        default="question-first", description="extractive input order"
+    )
     limit: int | None = Field(default=None, ge=1, description="context pairs, stratified")
-    seed: int = 0
+    seed: int = Field(default=0, ge=0)
     specified_sha256: str = ""
     qa_sha256: str = ""
     qa_limit: int | None = Field(default=None, ge=1)
+    specified_answers: tuple[str, ...] | None = Field(
+        default=None,
+        description="answer clusters or subjects of the specified subsets (default: gender "
+        "female and male; another domain needs its subjects named)",
+    )
+    split_file: Path | None = Field(default=None, exclude=True)
+    specified_sentences: Path | None = Field(default=None, exclude=True)
+    qa_file: Path | None = Field(default=None, exclude=True)
 
 
-def make_lei_eval_settings(
+def make_settings(
     split_file: Path | None = None,
     specified_sentences: Path | None = None,
     qa_file: Path | None = None,
@@ -74,15 +94,18 @@ def make_lei_eval_settings(
     if split_file is None and f"{domain}/{split}" not in lei.SPLITS:
         known = [k.split("/")[1] for k in lei.SPLITS if k.startswith(domain + "/")]
         raise BiaslensError(f"no LEI split {split!r} for {domain}; known: {', '.join(known)}")
-    hashes = {}
-    for name, path in (("split", split_file), ("specified", specified_sentences), ("qa", qa_file)):
+    files = {
+        "split": ("split_file", split_file, "split file"),
+        "specified": ("specified_sentences", specified_sentences, "specifying-sentences file"),
+        "qa": ("qa_file", qa_file, "QA file"),
+    }
+    for name, (field, path, what) in files.items():
         if path is not None:
-            if not Path(path).is_file():
-                raise BiaslensError(f"{path}: file not found")
-            hashes[f"{name}_sha256"] = sources.sha256_file(Path(path))
+            values[f"{name}_sha256"] = file_sha256(path, what)
+            values[field] = Path(path)
     if split_file is not None:
         values["split"] = Path(split_file).name
-    return validated(LeiEvalSettings, {**values, **hashes})
+    return validated(LeiEvalSettings, values)
 
 
 def _pair_key(table: pd.DataFrame) -> pd.Series:
@@ -119,11 +142,24 @@ def build_rows(
         )
     parts = [lei.without_interventions(split), split]
     absent = ""
+    answers = specified_answers(settings, specified_sentences is not None)
     if specified_sentences is not None:
+        if lei_dir is None:
+            raise BiaslensError("specified subsets need the LEI word lists (--data-dir)")
         sentences = lei.read_specifying_sentences(specified_sentences)
-        parts.append(lei.specify(lei.without_interventions(split), sentences))
+        clusters = lei.subject_clusters(lei_dir, settings.domain)
+        base = lei.without_interventions(split)
+        parts += [lei.specify(base, sentences, answer, clusters) for answer in answers]
     elif settings.domain == "gender":
         specified = lei.read_specified(lei_dir / "data" / lei.SPECIFIED_SAMPLE)
+        present = set(specified["intervention_type"].str.removeprefix("specified-"))
+        missing = sorted(set(answers) - present)
+        if missing:
+            raise BiaslensError(
+                f"the public LEI specified-context sample holds {', '.join(sorted(present))} "
+                f"answers only, not {', '.join(missing)}; pass --specified-sentences to build "
+                "those subsets from the split"
+            )
         specified["pair_key"] = _pair_key(specified)
         if settings.limit is not None:
             specified = lei.stratified_keys(
@@ -141,30 +177,63 @@ def build_rows(
     return rows.drop(columns=["pair_key"], errors="ignore"), absent
 
 
+def specified_answers(settings: LeiEvalSettings, from_sentences: bool) -> tuple[str, ...]:
+    """The answers of the specified subsets: as asked, else gender's female and male (the
+    public sample: male only); other domains must name them (a subject, e.g. Muslim)."""
+    if settings.specified_answers:
+        return tuple(a.lower() for a in settings.specified_answers)
+    if settings.domain == "gender":
+        return ("female", "male") if from_sentences else ("male",)
+    if from_sentences:
+        raise BiaslensError(
+            f"name the answer of the {settings.domain} specified contexts with "
+            "--specified-answer SUBJECT (e.g. --specified-answer Muslim): a set whose specified "
+            "subject varies cannot reach the desired μ = 1"
+        )
+    return ()
+
+
+CONTEXT = ["first", "second", "template", "attribute"]
+"""What identifies a context apart from its intervention."""
+
+
+def _set_order(name: str) -> tuple[int, str]:
+    return (SETS.index(name), "") if name in SETS else (len(SETS), name)
+
+
 def lei_table(scores: pd.DataFrame, comparative: pd.DataFrame | None = None) -> pd.DataFrame:
     """μ, η, θ4, δ, ε per set with the desired μ and the specified win rate (``comparative``:
-    ``comparative_scores(scores, PAIRING)`` when the caller has it)."""
+    ``comparative_scores(scores, PAIRING)`` when the caller has it).
+
+    The irrelevant set's desired μ is the no-intervention μ *over the same contexts* (its
+    interventions are meant to change nothing on those contexts)."""
     table = model_summary(scores, by=("set",), within=("intervention_id",), comparative=comparative)
-    order = {name: i for i, name in enumerate(SETS)}
-    table = table.sort_values("set", key=lambda s: s.map(order)).reset_index(drop=True)
-    none_mu = table.loc[table["set"] == "none", "mu"]
-    desired = {**lei.DESIRED_MU, "irrelevant": float(none_mu.iloc[0]) if len(none_mu) else None}
-    table["desired_mu"] = table["set"].map(desired)
+    table = table.sort_values("set", key=lambda s: s.map(_set_order)).reset_index(drop=True)
+    table["desired_mu"] = table["set"].map(lei.desired_mu)
+    if (scores["set"] == "irrelevant").any() and (scores["set"] == "none").any():
+        contexts = scores.loc[scores["set"] == "irrelevant", CONTEXT].drop_duplicates()
+        same = scores[scores["set"] == "none"].merge(contexts, on=CONTEXT)
+        baseline = model_summary(same, within=("intervention_id",))["mu"].iloc[0]
+        table.loc[table["set"] == "irrelevant", "desired_mu"] = float(baseline)
+    table["desired_mu"] = table["desired_mu"].astype(float)
     table["gap"] = (table["mu"] - table["desired_mu"]).abs()
-    if "specified" in scores and scores["set"].eq("specified").any():
-        spec = scores[(scores["set"] == "specified") & ~scores["negated"].astype(bool)]
+    for name in [s for s in table["set"] if s.startswith("specified")]:
+        spec = scores[(scores["set"] == name) & ~scores["negated"].astype(bool)]
         first_named = (spec["specified"] == spec["first"]).to_numpy()
         named = np.where(first_named, spec["s_first"], spec["s_second"])
         other = np.where(first_named, spec["s_second"], spec["s_first"])
-        table.loc[table["set"] == "specified", "specified_win_rate"] = float(np.mean(named > other))
+        table.loc[table["set"] == name, "specified_win_rate"] = float(np.mean(named > other))
     return table
 
 
-def qa_utility(lm: LM, qa: pd.DataFrame, progress: Progress) -> pd.DataFrame:
+def qa_utility(
+    lm: LM, qa: pd.DataFrame, progress: Progress, context_first: bool = False
+) -> pd.DataFrame:
     """The model's answers to SQuAD-format questions (best span, or a greedy answer)."""
     if lm.kind == ModelKind.EXTRACTIVE_QA:
         requests = [
-            AnswerSpanRequest(q, c) for q, c in zip(qa["question"], qa["context"], strict=True)
+            AnswerSpanRequest(q, c, context_first=context_first)
+            for q, c in zip(qa["question"], qa["context"], strict=True)
         ]
         tick = progress.task(f"QA utility ({lm.identity.name})", len(requests))
         answers = [r.text for r in lm.answer_span(requests, tick)]
@@ -180,72 +249,103 @@ def qa_utility(lm: LM, qa: pd.DataFrame, progress: Progress) -> pd.DataFrame:
     return qa.assign(prediction=answers)
 
 
-@dataclass
-class LeiEvalResult:
-    run_dir: Path
-    table: pd.DataFrame
-    summary: dict
-    plot: Path
-    cache_stats: dict[str, int]
+def prepare(settings: LeiEvalSettings, lm: LM) -> LeiEvalSettings:
+    """The QA mode the model supports (``auto``) recorded in the settings."""
+    mode = qa_mode_for(lm) if settings.mode == "auto" else settings.mode
+    if mode == "extractive":
+        lm.require("span_scores")
+        return settings.model_copy(update={"mode": mode})
+    lm.require("choice_logprobs")
+    return settings.model_copy(update={"mode": mode, **generative_layout(settings)})
 
 
-def run_lei_eval(
-    settings: LeiEvalSettings,
-    output: Path | str,
-    backend: BackendConfig | None = None,
-    progress: Progress | None = None,
-    lm: LM | None = None,
-    data_dir: Path | None = None,
-    split_file: Path | None = None,
-    specified_sentences: Path | None = None,
-    qa_file: Path | None = None,
-) -> LeiEvalResult:
-    """Score every set, write the run directory (resumes from its request cache)."""
-    import matplotlib.pyplot as plt
+def generative_layout(settings) -> dict:
+    """A generative model reads the UnifiedQA layout: the extractive span adjustment and input
+    order do not apply (a warning says so when they were asked for)."""
+    if settings.span_adjustment != "none" or settings.qa_order != "question-first":
+        import warnings
 
-    from biaslens.report.lei_plots import lei_mu_figure
+        warnings.warn(
+            "the span adjustment and the extractive input order apply to extractive QA models; "
+            f"{settings.model} is scored generatively (UnifiedQA layout) without them",
+            stacklevel=3,
+        )
+    return {"span_adjustment": "none", "qa_order": "question-first"}
 
-    progress = progress or NoProgress()
-    needs_release = split_file is None or (
-        settings.domain == "gender" and specified_sentences is None
+
+def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
+    """Score every set, compute μ per set next to the desired μ, and the QA utility."""
+    from biaslens.plots.lei import lei_mu_figure
+
+    needs_release = settings.split_file is None or (
+        settings.domain == "gender" and settings.specified_sentences is None
     )
-    lei_dir = sources.locate("lei", data_dir) if needs_release else None
-    rows, specified_absent = build_rows(settings, lei_dir, split_file, specified_sentences)
-    qa = read_squad(qa_file) if qa_file is not None else None
+    lei_dir = sources.locate("lei", ctx.data_dir) if needs_release else None
+    rows, specified_absent = build_rows(
+        settings, lei_dir, settings.split_file, settings.specified_sentences
+    )
+    qa = read_squad(settings.qa_file) if settings.qa_file is not None else None
     if qa is not None and settings.qa_limit is not None:
         qa = qa.head(settings.qa_limit)
-    lm = lm or load_model(settings.model, backend or BackendConfig())
-    mode = qa_mode_for(lm) if settings.mode == "auto" else settings.mode
-    resolved = settings.model_copy(update={"model": resolve_name(settings.model), "mode": mode})
-    store = RunStore(output, METHOD, resolved.model_dump(mode="json"), {})
-    try:
-        cached = CachedLM(lm, store.cache)
-        scores = score_examples(cached, rows, progress, mode, settings.head_words)
-        comparative = comparative_scores(scores, PAIRING)
-        table = lei_table(scores, comparative)
-        subjects = subject_bias(comparative, ("set",))
-        store.write_samples(scores)
-        store.write_table("lei_mu", table)
-        store.write_table("subjects", subjects)
-        utility = None
-        if qa is not None:
-            answered = qa_utility(cached, qa, progress)
-            utility = squad_scores(list(answered["prediction"]), list(answered["answers"]))
-            store.write_samples(answered, name="qa_predictions")
-        title = f"{lm.identity.name}, {settings.domain} {settings.split} ({mode})"
-        figure = lei_mu_figure(table, title)
-        plot = store.write_plot("lei_mu", figure)
-        plt.close(figure)
-        summary = store.write_summary(
-            {
-                "sets": {row.pop("set"): row for row in json_records(table)},
-                "contexts": {s: int(n) for s, n in table.set_index("set")["contexts"].items()},
-                "qa_utility": utility,
-                "specified_absent": specified_absent or None,
-            },
-            model=lm.identity.describe(),
-            dataset_sha256=dataset_hash(rows[["set", "context", "question", "negated_question"]]),
+    scores = score_examples(
+        ctx.lm, rows, ctx.progress, settings.mode, settings.span_adjustment, settings.qa_order
+    )
+    comparative = comparative_scores(scores, PAIRING)
+    table = lei_table(scores, comparative)
+    subjects = subject_bias(comparative, ("set",))
+    samples = {"samples": scores}
+    utility = None
+    notes = []
+    if qa is not None:
+        answered = qa_utility(ctx.lm, qa, ctx.progress, settings.qa_order == "context-first")
+        utility = squad_scores(list(answered["prediction"]), list(answered["answers"]))
+        samples["qa_predictions"] = answered
+        notes.append(
+            f"QA utility: EM {utility['exact_match']:.1f}, F1 {utility['f1']:.1f} "
+            f"({utility['questions']} questions)"
         )
-        return LeiEvalResult(store.root, table, summary, plot, dict(cached.stats))
-    finally:
-        store.close()
+    if specified_absent:
+        notes.append(f"specified contexts: {specified_absent}")
+    title = f"{ctx.lm.identity.name}, {settings.domain} {settings.split} ({settings.mode})"
+    return MethodOutput(
+        metrics={
+            "sets": {row.pop("set"): row for row in json_records(table)},
+            "contexts": {s: int(n) for s, n in table.set_index("set")["contexts"].items()},
+            "qa_utility": utility,
+            "specified_absent": specified_absent or None,
+        },
+        tables={"lei_mu": table, "subjects": subjects},
+        samples=samples,
+        figures={"lei_mu": lei_mu_figure(table, title)},
+        provenance={
+            "dataset_sha256": dataset_hash(rows[["set", "context", "question", "negated_question"]])
+        },
+        notes=notes,
+    )
+
+
+LEI_COLUMNS = ("set", "mu", "desired_mu", "gap", "eta", "theta4", "delta", "epsilon", "contexts")
+
+
+def _mu_view(table: pd.DataFrame) -> pd.DataFrame:
+    extra = ["specified_win_rate"] if "specified_win_rate" in table else []
+    return table[[*LEI_COLUMNS, *extra]]
+
+
+SPEC = register(
+    MethodSpec(
+        name=METHOD,
+        title="Zero-shot LEI: μ without and under ethical / adversarial / irrelevant "
+        "interventions and on specified contexts, next to the desired μ (Fig. 4)",
+        settings=LeiEvalSettings,
+        body=run,
+        make_settings=make_settings,
+        prepare=prepare,
+        run_name=lambda s: f"{safe_name(s.model)}-{s.domain}",
+        headlines=(
+            Headline("lei_mu", "LEI μ per set vs desired μ", view=_mu_view),
+            Headline("subjects", "Subjects: max |γ|", cli=False),
+        ),
+        presets={"paper": {"span_adjustment": "reference", "qa_order": "question-first"}},
+    )
+)

@@ -23,29 +23,35 @@ from __future__ import annotations
 
 import copy
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
+from biaslens.common import atomic
+from biaslens.common.atomic import json_records
 from biaslens.data import lei, sources
 from biaslens.data.squad import read_squad
 from biaslens.errors import BiaslensError
 from biaslens.experiments.lei_eval import LeiEvalSettings, build_rows, lei_table, qa_utility
-from biaslens.experiments.qa_scoring import qa_mode_for, score_examples
-from biaslens.experiments.settings import validated
+from biaslens.experiments.registry import (
+    Headline,
+    MethodOutput,
+    MethodSpec,
+    RunContext,
+    register,
+    safe_name,
+)
+from biaslens.experiments.settings import MethodSettings, file_sha256, validated
 from biaslens.metrics.qa import squad_scores
 from biaslens.models.base import LM
-from biaslens.models.hf import BackendConfig, HFBackend, load_hf
-from biaslens.models.registry import load_model, resolve_name
-from biaslens.progress import NoProgress, Progress
-from biaslens.store import atomic
+from biaslens.progress import Progress
+from biaslens.scoring.qa import qa_mode_for, score_examples
 from biaslens.store.cache import CachedLM
-from biaslens.store.run import RunStore, json_records
-from biaslens.train.lei import LeiTrainConfig, LeiTrainer, LossWeights
+from biaslens.store.run import RunStore
+from biaslens.train.config import LossWeights
 from biaslens.train.lei_data import (
     ZeroShotReference,
     file_reference,
@@ -62,10 +68,9 @@ DONE = "DONE"
 """Marker file written last into a finished checkpoint folder."""
 
 
-class LeiTrainSettings(BaseModel):
-    """Settings that decide a fine-tuning run's results."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class LeiTrainSettings(MethodSettings):
+    """Settings that decide a fine-tuning run's results (``qa_file`` is recorded by its sha256;
+    ``keep_checkpoints`` only decides what is kept on disk)."""
 
     model: str = "default"
     mode: Literal["auto", "extractive", "generative"] = "auto"
@@ -79,8 +84,20 @@ class LeiTrainSettings(BaseModel):
     warmup_ratio: float = Field(default=0.0, ge=0, lt=1)
     weight_decay: float = Field(default=0.0, ge=0)
     reference: Literal["model", "file"] = "model"
+    loss_reduction: Literal["mean", "reference"] = Field(
+        default="mean",
+        description="mean: each group loss averaged over its rows; reference: summed over rows "
+        "and the total halved (LEI's mutils.py)",
+    )
+    selection: Literal["gap", "theta4"] = Field(
+        default="gap",
+        description="gap: Σ over types |μ − desired μ|; theta4: (1 − adversarial θ4) + "
+        "ethical θ4 (LEI's model_select.py)",
+    )
+    qa_order: Literal["question-first", "context-first"] = "question-first"
+    span_adjustment: Literal["none", "articles", "reference"] = "none"
     train_types: tuple[str, ...] = lei.INTERVENTION_TYPES
-    seed: int = 0
+    seed: int = Field(default=0, ge=0)
     top_k: int = Field(default=5, ge=1)
     dev: str = "religion/noniid_dev"
     dev_limit: int | None = Field(default=None, ge=1)
@@ -88,6 +105,10 @@ class LeiTrainSettings(BaseModel):
     test_limit: int | None = Field(default=None, ge=1)
     qa_sha256: str = ""
     qa_limit: int | None = Field(default=None, ge=1)
+    qa_file: Path | None = Field(default=None, exclude=True)
+    keep_checkpoints: bool = Field(default=False, exclude=True)
+    parallel_cells: int = Field(default=1, ge=1, exclude=True)
+    """Grid groups trained at once as Ray tasks (1: here, one after the other)."""
 
     @field_validator("learning_rates")
     @classmethod
@@ -129,11 +150,10 @@ class LeiTrainSettings(BaseModel):
         return value
 
 
-def make_lei_train_settings(qa_file: Path | None = None, **values) -> LeiTrainSettings:
+def make_settings(qa_file: Path | None = None, **values) -> LeiTrainSettings:
     if qa_file is not None:
-        if not Path(qa_file).is_file():
-            raise BiaslensError(f"{qa_file}: file not found")
-        values["qa_sha256"] = sources.sha256_file(Path(qa_file))
+        values["qa_sha256"] = file_sha256(qa_file, "QA file")
+        values["qa_file"] = Path(qa_file)
     return validated(LeiTrainSettings, values)
 
 
@@ -141,13 +161,19 @@ def cell_name(size: int, learning_rate: float, epochs: int) -> str:
     return f"n{size}-lr{learning_rate:g}-ep{epochs}"
 
 
-def lei_criterion(table: pd.DataFrame) -> float:
-    """Σ over ethical, adversarial, irrelevant of |μ − desired μ| (from :func:`lei_table`)."""
-    gaps = table.set_index("set")["gap"]
-    missing = [t for t in CRITERION_TYPES if t not in gaps]
+def lei_criterion(table: pd.DataFrame, selection: str = "gap") -> float:
+    """The dev criterion, lower is better (from :func:`lei_table`).
+
+    ``gap``: Σ over ethical, adversarial, irrelevant of |μ − desired μ|. ``theta4``: the
+    reference's ``model_select.py``, (1 − adversarial θ4) + ethical θ4 (irrelevant left out)."""
+    by_set = table.set_index("set")
+    needed = CRITERION_TYPES if selection == "gap" else ("ethical", "adversarial")
+    missing = [t for t in needed if t not in by_set.index]
     if missing:
         raise BiaslensError(f"the dev evaluation lacks the set(s) {missing}")
-    return float(sum(gaps[t] for t in CRITERION_TYPES))
+    if selection == "theta4":
+        return float((1 - by_set.loc["adversarial", "theta4"]) + by_set.loc["ethical", "theta4"])
+    return float(sum(by_set.loc[t, "gap"] for t in CRITERION_TYPES))
 
 
 def select_top(grid: pd.DataFrame, k: int) -> pd.DataFrame:
@@ -174,15 +200,6 @@ def summarize_selected(evaluations: pd.DataFrame, selected: pd.DataFrame) -> pd.
     return out.join(desired.rename("desired_mu_mean")).reset_index()
 
 
-@dataclass
-class LeiTrainResult:
-    run_dir: Path
-    grid: pd.DataFrame
-    selected: pd.DataFrame
-    results: pd.DataFrame
-    summary: dict
-
-
 def read_table(path: Path) -> pd.DataFrame:
     """A CSV table of the run, or an empty one before its first row."""
     return pd.read_csv(path) if path.exists() else pd.DataFrame()
@@ -193,7 +210,7 @@ def upsert_rows(path: Path, rows: pd.DataFrame, key: list[str]) -> pd.DataFrame:
     interruption leaves either the old or the new table."""
     table = pd.concat([read_table(path), rows], ignore_index=True)
     table = table.drop_duplicates(key, keep="last")
-    atomic.write_bytes(path, table.to_csv(index=False).encode())
+    atomic.write_csv(path, table)
     return table
 
 
@@ -204,7 +221,7 @@ class _Run:
         self,
         settings: LeiTrainSettings,
         store: RunStore,
-        base: HFBackend,
+        base,
         mode: str,
         lei_dir: Path,
         qa: pd.DataFrame | None,
@@ -230,8 +247,11 @@ class _Run:
                 domain=domain, split=name, limit=limit, seed=self.settings.seed
             )
             self._rows[split] = build_rows(eval_settings, self.lei_dir)[0]
-        cached = CachedLM(lm, self.store.cache)
-        scores = score_examples(cached, self._rows[split], self.progress, self.mode)
+        cached = CachedLM(lm, lambda: self.store.cache)
+        scores = score_examples(
+            cached, self._rows[split], self.progress, self.mode,
+            self.settings.span_adjustment, self.settings.qa_order,
+        )  # fmt: skip
         atomic.write_parquet(
             self.store.path(f"scores/{checkpoint}__{split.replace('/', '-')}.parquet"), scores
         )
@@ -245,7 +265,10 @@ class _Run:
         done = read_table(path)
         if self.qa is None or (len(done) and (done["checkpoint"] == checkpoint).any()):
             return
-        answered = qa_utility(CachedLM(lm, self.store.cache), self.qa, self.progress)
+        answered = qa_utility(
+            CachedLM(lm, lambda: self.store.cache), self.qa, self.progress,
+            self.settings.qa_order == "context-first",
+        )  # fmt: skip
         utility = squad_scores(list(answered["prediction"]), list(answered["answers"]))
         upsert_rows(path, pd.DataFrame([{"checkpoint": checkpoint, **utility}]), ["checkpoint"])
 
@@ -261,7 +284,10 @@ class _Run:
         stored = self.store.path(f"references/train_{size}.parquet")
         if stored.exists():
             return ZeroShotReference.load(stored)
-        reference = model_reference(CachedLM(self.base, self.store.cache), split, self.progress)
+        reference = model_reference(
+            CachedLM(self.base, lambda: self.store.cache), split, self.progress,
+            qa_order=self.settings.qa_order,
+        )  # fmt: skip
         reference.save(stored)
         return reference
 
@@ -272,151 +298,202 @@ class _Run:
         return (self.checkpoint_dir(cell) / DONE).exists()
 
     def train_cells(self, size: int, learning_rate: float, epochs: list[int], data, qa_rows):
-        """Train the missing checkpoints of one (train size, learning rate) group.
+        """Train the missing checkpoints of one (train size, learning rate) group here."""
+        train_cell_group(
+            self.base, self.store.root, self.settings, self.mode, size, learning_rate, epochs,
+            data, qa_rows, self.progress,
+        )  # fmt: skip
 
-        Linear schedule: one run per epoch count (the schedule depends on the total). Constant
-        schedule: one run to the largest count, saving a checkpoint at each requested count.
-        """
-        runs = [[e] for e in epochs] if self.settings.schedule == "linear" else [epochs]
-        for saves in runs:
-            model = copy.deepcopy(self.base.model)
-            backend = HFBackend(model, self.base.tokenizer, self.base.identity, self.base.config)
-            config = LeiTrainConfig(
-                learning_rate=learning_rate,
-                epochs=max(saves),
-                batch_size=self.settings.batch_size,
-                qa_ratio=self.settings.qa_ratio,
-                weights=self.settings.weights,
-                schedule=self.settings.schedule,
-                warmup_ratio=self.settings.warmup_ratio,
-                weight_decay=self.settings.weight_decay,
-                seed=self.settings.seed,
-            )
-            trainer = LeiTrainer(backend, config, self.mode)
+    def load_checkpoint(self, cell: str):
+        from biaslens.models.hf import load_hf
 
-            def save(epoch: int, saves=saves, model=model) -> None:
-                if epoch in saves:
-                    self._save_checkpoint(cell_name(size, learning_rate, epoch), model)
-
-            log = trainer.train(data, qa_rows, self.progress, on_epoch_end=save)
-            for epoch in saves:
-                folder = self.checkpoint_dir(cell_name(size, learning_rate, epoch))
-                atomic.write_bytes(
-                    folder / "train_log.csv",
-                    log[log["epoch"] <= epoch].to_csv(index=False).encode(),
-                )
-                atomic.write_bytes(folder / DONE, b"")
-            del model, backend, trainer
-
-    def _save_checkpoint(self, cell: str, model) -> None:
-        folder = self.checkpoint_dir(cell)
-        partial = folder.with_name(folder.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        model.save_pretrained(partial)
-        self.base.tokenizer.save_pretrained(partial)
-        shutil.rmtree(folder, ignore_errors=True)
-        partial.rename(folder)
-
-    def load_checkpoint(self, cell: str) -> HFBackend:
         return load_hf(str(self.checkpoint_dir(cell)), self.base.config, display_name=cell)
 
 
-def run_lei_train(
-    settings: LeiTrainSettings,
-    output: Path | str,
-    backend: BackendConfig | None = None,
-    progress: Progress | None = None,
-    data_dir: Path | None = None,
-    qa_file: Path | None = None,
-    keep_checkpoints: bool = False,
-) -> LeiTrainResult:
-    """Train, evaluate and select; write (or resume) the run directory."""
-    progress = progress or NoProgress()
-    lei_dir = sources.locate("lei", data_dir)
+def train_cell_group(
+    base, root: Path, settings, mode: str, size: int, learning_rate: float, epochs: list[int],
+    data, qa_rows, progress,
+) -> None:  # fmt: skip
+    """Train the checkpoints of one (train size, learning rate) group into ``root/checkpoints``.
+
+    Linear schedule: one run per epoch count (the schedule depends on the total). Constant
+    schedule: one run to the largest count, saving a checkpoint at each requested count. The
+    trained copy keeps float32 master weights whatever the evaluation dtype (AdamW updates to
+    bf16 weights would mostly round away); the forward pass runs in the backend's dtype under
+    autocast. Each finished checkpoint gets its ``train_log.csv`` and then a ``DONE`` marker.
+    """
+    import torch
+
+    from biaslens.models.hf import HFBackend
+    from biaslens.train.lei import LeiTrainConfig, LeiTrainer
+
+    runs = [[e] for e in epochs] if settings.schedule == "linear" else [epochs]
+    compute_dtype = next(base.model.parameters()).dtype
+    for saves in runs:
+        model = copy.deepcopy(base.model).float()
+        backend = HFBackend(model, base.tokenizer, base.identity, base.config)
+        config = LeiTrainConfig(
+            learning_rate=learning_rate,
+            epochs=max(saves),
+            batch_size=settings.batch_size,
+            qa_ratio=settings.qa_ratio,
+            weights=settings.weights,
+            schedule=settings.schedule,
+            warmup_ratio=settings.warmup_ratio,
+            weight_decay=settings.weight_decay,
+            seed=settings.seed,
+            loss_reduction=settings.loss_reduction,
+            context_first=settings.qa_order == "context-first",
+        )
+        autocast = None if compute_dtype == torch.float32 else compute_dtype
+        trainer = LeiTrainer(backend, config, mode, autocast=autocast)
+
+        def save(epoch: int, saves=saves, model=model) -> None:
+            if epoch in saves:
+                _save_checkpoint(root, cell_name(size, learning_rate, epoch), model, base.tokenizer)
+
+        log = trainer.train(data, qa_rows, progress, on_epoch_end=save)
+        for epoch in saves:
+            folder = Path(root) / "checkpoints" / cell_name(size, learning_rate, epoch)
+            atomic.write_csv(folder / "train_log.csv", log[log["epoch"] <= epoch])
+            atomic.write_bytes(folder / DONE, b"")
+        del model, backend, trainer
+
+
+def _save_checkpoint(root: Path, cell: str, model, tokenizer) -> None:
+    folder = Path(root) / "checkpoints" / cell
+    partial = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    model.save_pretrained(partial)
+    tokenizer.save_pretrained(partial)
+    shutil.rmtree(folder, ignore_errors=True)
+    partial.rename(folder)
+
+
+def prepare(settings: LeiTrainSettings, lm: LM) -> LeiTrainSettings:
+    """Only an in-process transformers model can be fine-tuned; record its QA mode."""
+    from biaslens.models.hf import HFBackend
+
+    if not isinstance(lm, HFBackend):
+        raise BiaslensError(
+            f"model {settings.model!r} is on the {lm.identity.backend} backend; fine-tuning needs "
+            "the transformers backend (--backend hf)"
+        )
+    mode = qa_mode_for(lm) if settings.mode == "auto" else settings.mode
+    if mode == "extractive":
+        return settings.model_copy(update={"mode": mode})
+    from biaslens.experiments.lei_eval import generative_layout
+
+    return settings.model_copy(update={"mode": mode, **generative_layout(settings)})
+
+
+def run(ctx: RunContext, settings: LeiTrainSettings) -> MethodOutput:
+    """Train, evaluate and select; resumes from the run folder's checkpoints and cache."""
+    base, store, mode = ctx.backend, ctx.store, settings.mode
+    lei_dir = sources.locate("lei", ctx.data_dir)
     train_paths = {n: lei.split_path(f"religion/train_{n}", lei_dir) for n in settings.train_sizes}
     splits = {n: lei.read_split(p) for n, p in train_paths.items()}
-    qa = read_squad(qa_file) if qa_file is not None else None
+    qa = read_squad(settings.qa_file) if settings.qa_file is not None else None
     if qa is not None and settings.qa_limit is not None:
         qa = qa.head(settings.qa_limit)
-    base = load_model(settings.model, backend or BackendConfig())
-    if not isinstance(base, HFBackend):
-        raise BiaslensError(f"model {settings.model!r} is not a transformers model; cannot train")
-    mode = qa_mode_for(base) if settings.mode == "auto" else settings.mode
-    qa_rows = qa_rows_for_training(qa, qa_file, mode == "extractive") if qa is not None else None
-    resolved = settings.model_copy(update={"model": resolve_name(settings.model), "mode": mode})
-    store = RunStore(output, METHOD, resolved.model_dump(mode="json"), {})
-    run = _Run(settings, store, base, mode, lei_dir, qa, progress)
-    try:
-        # Targets and training sets first: bad train files fail before any training.
-        data = {}
-        for size, split in splits.items():
-            reference = run.reference(size, split, train_paths[size])
-            data[size] = training_set(split, reference, train_paths[size], settings.train_types)
-        run.evaluate(base, "zero-shot", settings.dev, settings.dev_limit)
+    qa_rows = (
+        qa_rows_for_training(qa, settings.qa_file, mode == "extractive") if qa is not None else None
+    )
+    run = _Run(settings, store, base, mode, lei_dir, qa, ctx.progress)
+    # Targets and training sets first: bad train files fail before any training.
+    data = {}
+    for size, split in splits.items():
+        reference = run.reference(size, split, train_paths[size])
+        data[size] = training_set(split, reference, train_paths[size], settings.train_types)
+    run.evaluate(base, "zero-shot", settings.dev, settings.dev_limit)
+    for test in settings.tests:
+        run.evaluate(base, "zero-shot", test, settings.test_limit)
+    run.evaluate_qa(base, "zero-shot")
+    grid = read_table(run.grid_path)
+    if settings.parallel_cells > 1:
+        from biaslens.experiments.lei_cells import train_groups
+
+        evaluated = set(grid["checkpoint"]) if len(grid) else set()
+        train_groups(
+            _untrained_groups(settings, run, evaluated), settings, mode, ctx.backend_config,
+            store.open().root, data, qa_rows, settings.parallel_cells, ctx.progress,
+        )  # fmt: skip
+    for size in settings.train_sizes:
+        for learning_rate in settings.learning_rates:
+            cells = {e: cell_name(size, learning_rate, e) for e in settings.epochs}
+            evaluated = set(grid["checkpoint"]) if len(grid) else set()
+            untrained = [e for e, c in cells.items() if not run.finished(c)]
+            if untrained and any(c not in evaluated for c in cells.values()):
+                run.train_cells(size, learning_rate, untrained, data[size], qa_rows)
+            for epochs, cell in cells.items():
+                if cell in evaluated:
+                    continue
+                lm = run.load_checkpoint(cell)
+                table = run.evaluate(lm, cell, settings.dev, settings.dev_limit)
+                row = {
+                    "checkpoint": cell,
+                    "train_size": size,
+                    "learning_rate": learning_rate,
+                    "epochs": epochs,
+                    "criterion": lei_criterion(table, settings.selection),
+                    **{f"mu_{s}": m for s, m in zip(table["set"], table["mu"], strict=True)},
+                }
+                grid = upsert_rows(run.grid_path, pd.DataFrame([row]), ["checkpoint"])
+                del lm
+    grid = grid[grid["checkpoint"].isin(_all_cells(settings))].reset_index(drop=True)
+    selected = select_top(grid, settings.top_k)
+    store.write_table("selected", selected)
+    for cell in selected["checkpoint"]:
+        lm = run.load_checkpoint(cell)
         for test in settings.tests:
-            run.evaluate(base, "zero-shot", test, settings.test_limit)
-        run.evaluate_qa(base, "zero-shot")
-        grid = read_table(run.grid_path)
-        for size in settings.train_sizes:
-            for learning_rate in settings.learning_rates:
-                cells = {e: cell_name(size, learning_rate, e) for e in settings.epochs}
-                evaluated = set(grid["checkpoint"]) if len(grid) else set()
-                untrained = [e for e, c in cells.items() if not run.finished(c)]
-                if untrained and any(c not in evaluated for c in cells.values()):
-                    run.train_cells(size, learning_rate, untrained, data[size], qa_rows)
-                for epochs, cell in cells.items():
-                    if cell in evaluated:
-                        continue
-                    lm = run.load_checkpoint(cell)
-                    table = run.evaluate(lm, cell, settings.dev, settings.dev_limit)
-                    row = {
-                        "checkpoint": cell,
-                        "train_size": size,
-                        "learning_rate": learning_rate,
-                        "epochs": epochs,
-                        "criterion": lei_criterion(table),
-                        **{f"mu_{s}": m for s, m in zip(table["set"], table["mu"], strict=True)},
-                    }
-                    grid = upsert_rows(run.grid_path, pd.DataFrame([row]), ["checkpoint"])
-                    del lm
-        grid = grid[grid["checkpoint"].isin(_all_cells(settings))].reset_index(drop=True)
-        selected = select_top(grid, settings.top_k)
-        store.write_table("selected", selected)
-        for cell in selected["checkpoint"]:
-            lm = run.load_checkpoint(cell)
-            for test in settings.tests:
-                run.evaluate(lm, cell, test, settings.test_limit)
-            run.evaluate_qa(lm, cell)
-            del lm
-        evaluations = read_table(run.evaluations_path)
-        results = summarize_selected(
-            evaluations[evaluations["evaluation"] != settings.dev], selected
+            run.evaluate(lm, cell, test, settings.test_limit)
+        run.evaluate_qa(lm, cell)
+        del lm
+    evaluations = read_table(run.evaluations_path)
+    results = summarize_selected(evaluations[evaluations["evaluation"] != settings.dev], selected)
+    tables = {"grid": grid, "selected": selected, "results": results}
+    notes = []
+    qa_results = None
+    if qa is not None:
+        qa_results = summarize_selected(
+            read_table(store.path("qa_utility.csv")).assign(evaluation="qa", set="qa"), selected
         )
-        store.write_table("results", results)
-        qa_results = None
-        if qa is not None:
-            qa_results = summarize_selected(
-                read_table(store.path("qa_utility.csv")).assign(evaluation="qa", set="qa"), selected
-            )
-            store.write_table("qa_results", qa_results)
-        _write_plots(store, results, settings, base.identity.name)
-        if not keep_checkpoints:
-            for cell in set(grid["checkpoint"]) - set(selected["checkpoint"]):
-                shutil.rmtree(run.checkpoint_dir(cell), ignore_errors=True)
-        summary = store.write_summary(
-            {
-                "selected": selected.to_dict(orient="records"),
-                "results": json_records(results),
-                "training_examples": {str(n): d.counts() for n, d in data.items()},
-                "qa_rows": 0 if qa_rows is None else len(qa_rows),
-                "qa_utility": None if qa_results is None else json_records(qa_results),
-            },
-            model=base.identity.describe(),
-            train_files={str(n): sources.sha256_file(p) for n, p in train_paths.items()},
-        )
-        return LeiTrainResult(store.root, grid, selected, results, summary)
-    finally:
-        store.close()
+        tables["qa_results"] = qa_results
+        notes = [
+            f"QA utility, train size {row['train_size']}: EM {row['exact_match_mean']:.1f}, "
+            f"F1 {row['f1_mean']:.1f}"
+            for row in qa_results.to_dict(orient="records")
+        ]
+    if not settings.keep_checkpoints:
+        for cell in set(grid["checkpoint"]) - set(selected["checkpoint"]):
+            shutil.rmtree(run.checkpoint_dir(cell), ignore_errors=True)
+    return MethodOutput(
+        metrics={
+            "selected": selected.to_dict(orient="records"),
+            "results": json_records(results),
+            "training_examples": {str(n): d.counts() for n, d in data.items()},
+            "qa_rows": 0 if qa_rows is None else len(qa_rows),
+            "qa_utility": None if qa_results is None else json_records(qa_results),
+        },
+        tables=tables,
+        figures=_figures(results, settings, base.identity.name),
+        provenance={
+            "train_files": {str(n): sources.sha256_file(p) for n, p in train_paths.items()}
+        },
+        notes=notes,
+    )
+
+
+def _untrained_groups(settings, run: _Run, evaluated: set[str]) -> list:
+    """(train size, learning rate, epoch counts) groups that still need training."""
+    groups = []
+    for size in settings.train_sizes:
+        for learning_rate in settings.learning_rates:
+            cells = {e: cell_name(size, learning_rate, e) for e in settings.epochs}
+            untrained = [e for e, c in cells.items() if not run.finished(c)]
+            if untrained and any(c not in evaluated for c in cells.values()):
+                groups.append((size, learning_rate, untrained))
+    return groups
 
 
 def _all_cells(settings: LeiTrainSettings) -> set[str]:
@@ -428,15 +505,69 @@ def _all_cells(settings: LeiTrainSettings) -> set[str]:
     }
 
 
-def _write_plots(store: RunStore, results: pd.DataFrame, settings, model_name: str) -> None:
-    import matplotlib.pyplot as plt
+def _figures(results: pd.DataFrame, settings, model_name: str) -> dict:
+    from biaslens.plots.lei import training_size_figure
 
-    from biaslens.report.lei_plots import training_size_figure
-
+    figures = {}
     for evaluation in settings.tests:
         part = results[results["evaluation"] == evaluation]
-        if not len(part):
-            continue
-        figure = training_size_figure(part, f"{model_name}: {evaluation} (top {settings.top_k})")
-        store.write_plot(f"train_size_{evaluation.replace('/', '-')}", figure)
-        plt.close(figure)
+        if len(part):
+            figures[f"train_size_{evaluation.replace('/', '-')}"] = training_size_figure(
+                part, f"{model_name}: {evaluation} (top {settings.top_k})"
+            )
+    return figures
+
+
+SPEC = register(
+    MethodSpec(
+        name=METHOD,
+        title="LEI few-shot fine-tuning: grid per train size, top-k on dev by the LEI "
+        "criterion, test μ mean ± std in and out of domain (Figs. 5–6)",
+        settings=LeiTrainSettings,
+        body=run,
+        make_settings=make_settings,
+        prepare=prepare,
+        run_name=lambda s: safe_name(s.model),
+        headlines=(
+            Headline(
+                "results",
+                "Test μ, mean ± std over the selected checkpoints (train size 0 = zero-shot)",
+                columns=(
+                    "evaluation",
+                    "train_size",
+                    "set",
+                    "mu_mean",
+                    "mu_std",
+                    "desired_mu_mean",
+                    "models",
+                ),
+            ),
+            Headline(
+                "selected",
+                "Selected checkpoints (dev, LEI criterion)",
+                columns=(
+                    "checkpoint",
+                    "criterion",
+                    "mu_none",
+                    "mu_ethical",
+                    "mu_adversarial",
+                    "mu_irrelevant",
+                ),
+            ),
+            Headline("grid", "Grid: dev μ per checkpoint", cli=False),
+            Headline("qa_results", "QA utility (EM / F1) before and after", cli=False),
+        ),
+        presets={
+            "paper": {
+                "loss_reduction": "reference",
+                "selection": "theta4",
+                "qa_order": "context-first",
+                "span_adjustment": "reference",
+                "top_k": 5,
+                "learning_rates": (5e-6, 1e-5, 2e-5, 3e-5),
+                "epochs": (3, 5, 7, 9),
+                "qa_ratio": 1 / 3,
+            }
+        },
+    )
+)

@@ -1,14 +1,40 @@
-"""Validation of experiment settings with one-line, field-naming errors."""
+"""Settings of the methods: validated on entry with one-line, field-naming errors.
+
+Every method's settings derive from :class:`MethodSettings`: frozen, no unknown fields, and no
+NaN or infinite numbers anywhere (an ``inf`` threshold or λ would produce NaN metrics).
+"""
 
 from __future__ import annotations
 
-from typing import TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from biaslens.errors import BiaslensError
 
 M = TypeVar("M", bound=BaseModel)
+
+
+class MethodSettings(BaseModel):
+    """Base of every method's settings: the values that decide a run's results."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    def recorded(self) -> dict[str, Any]:
+        """The settings as recorded in ``config.yaml`` and compared when a run resumes (file
+        paths are excluded; their sha256 fields are kept)."""
+        return self.model_dump(mode="json")
+
+
+def describe_error(error: ValidationError) -> str:
+    first = error.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or "settings"
+    value = first.get("input")
+    shown = repr(value) if not isinstance(value, dict) else "{…}"
+    if len(shown) > 80:
+        shown = shown[:77] + "…"
+    return f"invalid {field}: {first['msg']} (got {shown})"
 
 
 def validated(model: type[M], values: dict) -> M:
@@ -16,8 +42,18 @@ def validated(model: type[M], values: dict) -> M:
     try:
         return model(**values)
     except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "settings"
+        raise BiaslensError(describe_error(error)) from None
+
+
+def file_sha256(path: Path | str | None, what: str) -> str:
+    """sha256 of an input file given by the user ('' when none); missing file = clear error."""
+    if path is None:
+        return ""
+    from biaslens.data.sources import sha256_file
+
+    path = Path(path)
+    if not path.is_file():
         raise BiaslensError(
-            f"invalid {field}: {first['msg']} (got {first.get('input')!r})"
-        ) from None
+            f"{what} {path}: " + ("is a folder, not a file" if path.is_dir() else "file not found")
+        )
+    return sha256_file(path)

@@ -10,44 +10,56 @@ sentence and date. Masked LMs fill the slot; causal / seq2seq LMs get prompt A.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from biaslens.data import mgc, sources, winogender
+from biaslens.data.mgc import inject_date
 from biaslens.data.pronouns import GENDERS
 from biaslens.errors import BiaslensError
-from biaslens.experiments.pronoun_scoring import check_pronoun_model, score_rows
-from biaslens.experiments.settings import validated
+from biaslens.experiments.registry import (
+    Headline,
+    MethodOutput,
+    MethodSpec,
+    RunContext,
+    register,
+    safe_name,
+)
+from biaslens.experiments.settings import MethodSettings, validated
 from biaslens.metrics.sib import detection_rates, normalised_female_pct, specification_metric
 from biaslens.models.base import LM, ModelKind
-from biaslens.models.hf import BackendConfig
-from biaslens.models.registry import load_model, resolve_name
-from biaslens.progress import NoProgress, Progress
-from biaslens.store.cache import CachedLM
-from biaslens.store.run import RunStore, dataset_hash
+from biaslens.scoring.pronouns import check_pronoun_model, score_rows
+from biaslens.store.run import dataset_hash
 
 METHOD = "sib-detect"
 SETS = ("extended", "simplified")
+SetName = Literal["extended", "simplified", "simplified-reference"]
+"""``simplified``: biaslens's rewrite (51 occupations, in the package); ``simplified-reference``:
+the reference repository's own 144 sentences (``biaslens datasets download sib-simplified``),
+the set the paper's Table 3 was computed on."""
 
 
-class DetectSettings(BaseModel):
+class DetectSettings(MethodSettings):
     """Settings that decide a Method 2 run's results."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     model: str = "default"
-    sets: tuple[Literal["extended", "simplified"], ...] = SETS
+    sets: tuple[SetName, ...] = SETS
     mode: Literal["exact", "paper"] = "exact"
-    earliest: int = 1901
-    latest: int = 2016
+    date_format: Literal["comma", "colon"] = Field(
+        default="comma", description="In {DATE}, sentence (comma) or In {DATE}: Sentence (colon)"
+    )
+    generation_tokens: int = Field(default=20, ge=1, le=256, description="paper-mode greedy steps")
+    sweep: tuple[str, ...] = Field(
+        default=(), description="sentence ids scored on the full date grid (Fig. 4)"
+    )
+    earliest: int = Field(default=1901, ge=0, le=9999)
+    latest: int = Field(default=2016, ge=0, le=9999)
     average_n: int = Field(default=1, ge=1, description="average the first/last N grid dates")
     grid_size: int = Field(default=30, ge=2, description="date grid between earliest and latest")
-    threshold: float = Field(default=0.5, ge=0)
+    threshold: float = Field(default=0.5, ge=0, le=100)
     limit: int | None = Field(default=None, ge=1, description="occupations (first N, sorted)")
 
     @field_validator("latest")
@@ -59,7 +71,7 @@ class DetectSettings(BaseModel):
         return latest
 
 
-def make_detect_settings(**values) -> DetectSettings:
+def make_settings(**values) -> DetectSettings:
     settings = validated(DetectSettings, values)
     if 2 * settings.average_n > settings.grid_size:
         raise BiaslensError(
@@ -73,16 +85,11 @@ def date_groups(settings: DetectSettings) -> dict[str, tuple[int, ...]]:
     """The dates averaged for the 'earliest' and 'latest' ends (1901 and 2016 by default)."""
     if settings.average_n == 1:
         return {"earliest": (settings.earliest,), "latest": (settings.latest,)}
-    grid = np.rint(np.linspace(settings.earliest, settings.latest, settings.grid_size)).astype(int)
+    grid = mgc.year_grid(settings.earliest, settings.latest, settings.grid_size)
     return {
         "earliest": tuple(int(d) for d in grid[: settings.average_n]),
         "latest": tuple(int(d) for d in grid[-settings.average_n :]),
     }
-
-
-def inject_date(sentence: str, date: int) -> str:
-    """``In {date}, `` + the sentence with its first letter lower-cased."""
-    return f"In {date}, {sentence[:1].lower()}{sentence[1:]}"
 
 
 def build_sentences(settings: DetectSettings, data_dir: Path | None) -> pd.DataFrame:
@@ -92,8 +99,11 @@ def build_sentences(settings: DetectSettings, data_dir: Path | None) -> pd.DataF
     builders = {
         "extended": lambda: winogender.build_extended(folder),
         "simplified": winogender.build_simplified,
+        "simplified-reference": lambda: winogender.build_simplified_reference(
+            sources.locate("sib-simplified", data_dir)
+        ),
     }
-    for name in settings.sets:
+    for name in dict.fromkeys(settings.sets):
         table = builders[name]()
         table.insert(0, "set", name)
         parts.append(table)
@@ -109,6 +119,11 @@ def build_sentences(settings: DetectSettings, data_dir: Path | None) -> pd.DataF
     return sentences
 
 
+def _inputs(sentences: pd.Series, date: int, settings: DetectSettings, kind: ModelKind) -> list:
+    injected = [inject_date(s, date, settings.date_format) for s in sentences]
+    return injected if kind == ModelKind.MASKED else [mgc.wrap_in_prompt(s, "A") for s in injected]
+
+
 def expand_dates(
     sentences: pd.DataFrame, settings: DetectSettings, kind: ModelKind
 ) -> pd.DataFrame:
@@ -117,13 +132,23 @@ def expand_dates(
         for date in dates:
             part = sentences[["set", "id"]].copy()
             part["end"], part["date"] = end, date
-            injected = [inject_date(s, date) for s in sentences["sentence"]]
-            part["input"] = (
-                injected
-                if kind == ModelKind.MASKED
-                else [mgc.wrap_in_prompt(s, "A") for s in injected]
-            )
+            part["input"] = _inputs(sentences["sentence"], date, settings, kind)
             rows.append(part)
+    return pd.concat(rows, ignore_index=True)
+
+
+def sweep_rows(sentences: pd.DataFrame, settings: DetectSettings, kind: ModelKind) -> pd.DataFrame:
+    """The ``sweep`` sentences at every date of the grid (Fig. 4)."""
+    chosen = sentences[sentences["id"].isin(settings.sweep)]
+    unknown = sorted(set(settings.sweep) - set(chosen["id"]))
+    if unknown:
+        raise BiaslensError(f"--sweep: no sentence with id(s) {unknown} in the chosen sets")
+    rows = []
+    for date in mgc.year_grid(settings.earliest, settings.latest, settings.grid_size):
+        part = chosen[["set", "id"]].copy()
+        part["end"], part["date"] = "sweep", int(date)
+        part["input"] = _inputs(chosen["sentence"], int(date), settings, kind)
+        rows.append(part)
     return pd.concat(rows, ignore_index=True)
 
 
@@ -143,69 +168,114 @@ def sentence_metrics(
     return table
 
 
-@dataclass
-class DetectResult:
-    run_dir: Path
-    sentences: pd.DataFrame
-    rates: pd.DataFrame
-    summary: dict
-    plots: list[Path]
-    cache_stats: dict[str, int]
-
-
-def run_detect(
-    settings: DetectSettings,
-    output: Path | str,
-    backend: BackendConfig | None = None,
-    progress: Progress | None = None,
-    lm: LM | None = None,
-    data_dir: Path | None = None,
-) -> DetectResult:
-    """Run Method 2 and write the run directory. Resumes from its request cache."""
-    import matplotlib.pyplot as plt
-
-    from biaslens.report.plots import detector_figure
-
-    progress = progress or NoProgress()
-    sentences = build_sentences(settings, data_dir)
-    lm = lm or load_model(settings.model, backend or BackendConfig())
+def prepare(settings: DetectSettings, lm: LM) -> DetectSettings:
     check_pronoun_model(lm, settings.mode)
-    resolved = settings.model_copy(update={"model": resolve_name(settings.model)})
-    store = RunStore(output, METHOD, resolved.model_dump(mode="json"), {})
-    try:
-        rows = expand_dates(sentences, settings, lm.kind)
-        cached = CachedLM(lm, store.cache)
-        scored = score_rows(cached, rows, settings.mode, progress, label="Method 2")
-        table = sentence_metrics(sentences, scored, settings.threshold)
-        rates = pd.DataFrame(
-            [
-                {
-                    "set": name,
-                    **detection_rates(part["metric"], part["well_specified"], settings.threshold),
-                }
-                for name, part in table.groupby("set", sort=False)
-            ]
+    return settings
+
+
+def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
+    """Method 2 on every sentence of the chosen sets; TPR/TNR/BA per set."""
+    from biaslens.plots.sib import detector_figure
+
+    sentences = build_sentences(settings, ctx.data_dir)
+    rows = expand_dates(sentences, settings, ctx.lm.kind)
+    if settings.sweep:
+        rows = pd.concat([rows, sweep_rows(sentences, settings, ctx.lm.kind)], ignore_index=True)
+    scored = score_rows(
+        ctx.lm, rows, settings.mode, ctx.progress, label="Method 2",
+        max_new_tokens=settings.generation_tokens,
+    )  # fmt: skip
+    sweep = scored[scored["end"] == "sweep"]
+    scored = scored[scored["end"] != "sweep"]
+    table = sentence_metrics(sentences, scored, settings.threshold)
+    rates = pd.DataFrame(
+        [
+            {
+                "set": name,
+                **detection_rates(part["metric"], part["well_specified"], settings.threshold),
+            }
+            for name, part in table.groupby("set", sort=False)
+        ]
+    )
+    figures = {
+        f"detector_{name}": detector_figure(
+            part, settings.threshold, f"{ctx.lm.identity.name}, {name} Winogender"
         )
-        plots = []
-        for name, part in table.groupby("set", sort=False):
-            figure = detector_figure(
-                part, settings.threshold, f"{lm.identity.name}, {name} Winogender"
+        for name, part in table.groupby("set", sort=False)
+    }
+    tables = {"rates": rates}
+    if len(sweep):
+        from biaslens.plots.sib import date_sweep_figure
+
+        curve = date_sweep(sweep, sentences)
+        tables["date_sweep"] = curve
+        for sentence_id, part in curve.groupby("id", sort=False):
+            figures[f"date_sweep_{sentence_id}"] = date_sweep_figure(
+                part, f"{ctx.lm.identity.name}: {part['sentence'].iloc[0]}"
             )
-            plots.append(store.write_plot(f"detector_{name}", figure))
-            plt.close(figure)
-        store.write_samples(scored.drop(columns=["top_tokens", "top_probs"], errors="ignore"))
-        store.write_samples(table, name="sentences")
-        store.write_table("rates", rates)
-        summary = store.write_summary(
-            {"rates": rates.to_dict(orient="records"), "num_sentences": len(table)},
-            model=lm.identity.describe(),
-            dataset={
+    return MethodOutput(
+        metrics={"rates": rates.to_dict(orient="records"), "num_sentences": len(table)},
+        tables=tables,
+        samples={
+            "samples": scored.drop(columns=["top_tokens", "top_probs"], errors="ignore"),
+            "sentences": table,
+        },
+        figures=figures,
+        provenance={
+            "dataset": {
                 "name": "winogender",
                 "sha256": dataset_hash(sentences),
                 "dates": {k: list(v) for k, v in date_groups(settings).items()},
-            },
-            requests=dict(cached.stats),
+            }
+        },
+    )
+
+
+def date_sweep(sweep: pd.DataFrame, sentences: pd.DataFrame) -> pd.DataFrame:
+    """Per swept sentence and date: the female, male and neutral shares (%) (Fig. 4)."""
+    shares = {
+        f"pct_{g}": normalised_female_pct(
+            sweep[f"p_{g}"], *(sweep[f"p_{o}"] for o in GENDERS if o != g)
         )
-        return DetectResult(Path(output), table, rates, summary, plots, dict(cached.stats))
-    finally:
-        store.close()
+        for g in GENDERS
+    }
+    curve = sweep[["set", "id", "date"]].assign(**shares)
+    return curve.merge(sentences[["set", "id", "sentence", "well_specified"]], on=["set", "id"])
+
+
+def _rates_view(rates: pd.DataFrame) -> pd.DataFrame:
+    return rates[
+        ["set", "tpr", "tnr", "balanced_accuracy", "n_unspecified", "n_well_specified"]
+    ].rename(
+        columns={
+            "tpr": "TPR",
+            "tnr": "TNR",
+            "balanced_accuracy": "BA",
+            "n_unspecified": "unspecified",
+            "n_well_specified": "well-specified",
+        }
+    )
+
+
+SPEC = register(
+    MethodSpec(
+        name=METHOD,
+        title="SIB Method 2: task-specification detector on extended Winogender and the "
+        "Simplified set",
+        settings=DetectSettings,
+        body=run,
+        make_settings=make_settings,
+        prepare=prepare,
+        run_name=lambda s: f"{safe_name(s.model)}-{s.mode}",
+        presets={
+            "paper": {
+                "mode": "paper",
+                "date_format": "colon",
+                "sets": ("extended", "simplified-reference"),
+            }
+        },
+        headlines=(
+            Headline("rates", "Detector TPR / TNR / balanced accuracy (Table 3)", view=_rates_view),
+        ),
+    )
+)

@@ -16,37 +16,33 @@ Scoring modes:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from biaslens.data import mgc
 from biaslens.errors import BiaslensError
-from biaslens.experiments.pronoun_scoring import check_pronoun_model, score_rows
-from biaslens.experiments.settings import validated
-from biaslens.metrics.sib import (
-    mean_by_w,
-    method1_fits,
-    slope_summary,
+from biaslens.experiments.registry import (
+    Headline,
+    MethodOutput,
+    MethodSpec,
+    RunContext,
+    register,
+    safe_name,
 )
+from biaslens.experiments.settings import MethodSettings, validated
+from biaslens.metrics.sib import mean_by_w, method1_fits, slope_summary
 from biaslens.models.base import LM, ModelKind
-from biaslens.models.hf import BackendConfig
-from biaslens.models.registry import load_model, resolve_name
-from biaslens.progress import NoProgress, Progress
-from biaslens.store.cache import CachedLM
-from biaslens.store.run import RunStore, dataset_hash
+from biaslens.scoring.pronouns import check_pronoun_model, score_rows
+from biaslens.store.run import dataset_hash
 
 METHOD = "sib-mgc"
 MASKED_PROMPT = "mask"  # the prompt column's value for masked LMs, which use no prompt
 
 
-class MGCSettings(BaseModel):
+class MGCSettings(MethodSettings):
     """Settings that decide an MGC run's results (validated on entry)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str = "default"
     mode: Literal["exact", "paper"] = "exact"
@@ -54,10 +50,12 @@ class MGCSettings(BaseModel):
         default=None, description="causal/seq2seq prompts (A, B, C); default A; none for masked LMs"
     )
     w_kinds: tuple[Literal["dates", "places"], ...] = ("dates", "places")
-    date_grid: Literal["code", "text"] = "code"
+    date_grid: Literal["code", "rounded", "text"] = "code"
+    generation_tokens: int = Field(
+        default=20, ge=1, le=256, description="paper-mode greedy steps of causal/seq2seq models"
+    )
     limit: int | None = Field(default=None, ge=1, description="sentences per W value")
-    seed: int = 0
-    dtype: str = "auto"
+    seed: int = Field(default=0, ge=0)
 
     @field_validator("prompts")
     @classmethod
@@ -66,6 +64,7 @@ class MGCSettings(BaseModel):
             unknown = [p for p in value if p not in mgc.PROMPTS]
             if unknown or not value:
                 raise ValueError(f"prompts must be among {', '.join(mgc.PROMPTS)}, got {value}")
+            return tuple(dict.fromkeys(value))
         return value
 
     @field_validator("w_kinds")
@@ -81,27 +80,22 @@ def make_settings(**values) -> MGCSettings:
     return validated(MGCSettings, values)
 
 
-@dataclass
-class MGCResult:
-    run_dir: Path
-    samples: pd.DataFrame
-    fits: pd.DataFrame
-    slopes: pd.DataFrame
-    summary: dict
-    plots: list[Path]
-    cache_stats: dict[str, int]
-
-
 def resolve_prompts(settings: MGCSettings, kind: ModelKind) -> tuple[str, ...]:
     """Prompts A-C for causal/seq2seq models (default A); none for masked LMs."""
     if kind == ModelKind.MASKED:
-        if settings.prompts:
+        if settings.prompts and settings.prompts != (MASKED_PROMPT,):
             raise BiaslensError(
                 "--prompt applies to causal and seq2seq models; a masked LM fills the [MASK] slot "
                 "of the sentence directly"
             )
         return (MASKED_PROMPT,)
     return settings.prompts or ("A",)
+
+
+def prepare(settings: MGCSettings, lm: LM) -> MGCSettings:
+    """Check the model can score pronouns in this mode; record the prompts it will get."""
+    check_pronoun_model(lm, settings.mode)
+    return settings.model_copy(update={"prompts": resolve_prompts(settings, lm.kind)})
 
 
 def build_rows(
@@ -124,69 +118,84 @@ def build_rows(
     return sentences, pd.concat(parts, ignore_index=True)
 
 
-def run_mgc(
-    settings: MGCSettings,
-    output: Path | str,
-    backend: BackendConfig | None = None,
-    progress: Progress | None = None,
-    lm: LM | None = None,
-) -> MGCResult:
-    """Run SIB Method 1 on MGC and write the run directory. Resumes from its request cache."""
-    from biaslens.report.plots import mgc_trend_figure
+def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
+    """Method 1: pronoun masses of every MGC input, linear fits per prompt, W kind, gender."""
+    from biaslens.plots.sib import mgc_trend_figure
 
-    progress = progress or NoProgress()
-    backend = backend or BackendConfig(dtype=settings.dtype)
-    output = Path(output)
-    lm = lm or load_model(settings.model, backend)
-    check_pronoun_model(lm, settings.mode)
-    prompts = resolve_prompts(settings, lm.kind)
-    resolved = settings.model_copy(
-        update={"prompts": prompts, "model": resolve_name(settings.model)}
+    prompts = resolve_prompts(settings, ctx.lm.kind)
+    sentences, rows = build_rows(settings, prompts)
+    samples = score_rows(
+        ctx.lm, rows, settings.mode, ctx.progress, max_new_tokens=settings.generation_tokens
     )
-    store = RunStore(
-        output,
-        METHOD,
-        resolved.model_dump(mode="json"),
-        {"device": backend.device, "batch_size": backend.batch_size},
-    )
-    try:
-        sentences, rows = build_rows(settings, prompts)
-        cached = CachedLM(lm, store.cache)
-        samples = score_rows(cached, rows, settings.mode, progress)
-        fits = method1_fits(samples)
-        slopes = slope_summary(fits)
-        means = mean_by_w(samples)
-        plots = []
-        for w_kind in settings.w_kinds:
-            figure = mgc_trend_figure(
-                means,
-                fits,
-                w_kind,
-                f"MGC Method 1: {lm.identity.name}, W = {w_kind}, {settings.mode} scoring",
-            )
-            plots.append(store.write_plot(f"mgc_{w_kind}", figure))
-            import matplotlib.pyplot as plt
-
-            plt.close(figure)
-        store.write_samples(samples)
-        store.write_table("fits", fits)
-        store.write_table("slopes", slopes)
-        store.write_table("means_by_w", means)
-        summary = store.write_summary(
-            {
-                "fits": fits.to_dict(orient="records"),
-                "slopes": slopes.to_dict(orient="records"),
-                "num_sentences": len(sentences),
-                "num_requests": len(rows),
-            },
-            model=lm.identity.describe(),
-            dataset={
+    fits = method1_fits(samples)
+    means = mean_by_w(samples)
+    slopes = slope_summary(fits, means)
+    name = ctx.lm.identity.name
+    figures = {
+        f"mgc_{w_kind}": mgc_trend_figure(
+            means, fits, w_kind, f"MGC Method 1: {name}, W = {w_kind}, {settings.mode} scoring"
+        )
+        for w_kind in settings.w_kinds
+    }
+    notes = [
+        f"prompt {row.prompt}, {row.w_kind}: female−male slope "
+        f"{row.female_minus_male_slope:+.4f} ± {row.female_minus_male_stderr:.4f} pp/step, "
+        f"mean r² {row.mean_r2:.3f}"
+        for row in slopes.itertuples()
+    ]
+    return MethodOutput(
+        metrics={
+            "fits": fits.to_dict(orient="records"),
+            "slopes": slopes.to_dict(orient="records"),
+            "num_sentences": len(sentences),
+            "num_requests": len(rows),
+        },
+        tables={"fits": fits, "slopes": slopes, "means_by_w": means},
+        samples={"samples": samples},
+        figures=figures,
+        provenance={
+            "dataset": {
                 "name": "mgc",
                 "sha256": dataset_hash(sentences),
                 "date_grid": settings.date_grid,
-            },
-            requests=dict(cached.stats),
-        )
-        return MGCResult(output, samples, fits, slopes, summary, plots, dict(cached.stats))
-    finally:
-        store.close()
+            }
+        },
+        notes=notes,
+    )
+
+
+def _fits_view(fits: pd.DataFrame) -> pd.DataFrame:
+    view = fits[["prompt", "w_kind", "gender", "slope", "slope_ci_low", "slope_ci_high", "r", "r2"]]
+    return view.assign(
+        ci=[
+            f"[{a:+.4f}, {b:+.4f}]"
+            for a, b in zip(view.slope_ci_low, view.slope_ci_high, strict=True)
+        ]
+    )[["prompt", "w_kind", "gender", "slope", "ci", "r", "r2"]].rename(
+        columns={"w_kind": "W", "slope": "slope (pp/step)", "ci": "95% CI", "r2": "r²"}
+    )
+
+
+SPEC = register(
+    MethodSpec(
+        name=METHOD,
+        title="SIB Method 1 on the MGC set: gendered-pronoun probability vs injected dates/places",
+        settings=MGCSettings,
+        body=run,
+        make_settings=make_settings,
+        prepare=prepare,
+        run_name=lambda s: f"{safe_name(s.model)}-{s.mode}",
+        headlines=(
+            Headline("slopes", "Female − male slope and mean r² (Method 1)", cli=False),
+            Headline("fits", "Per-gender linear fits", view=_fits_view),
+        ),
+        presets={
+            "paper": {
+                "mode": "paper",
+                "prompts": ("A", "B", "C"),
+                "generation_tokens": 10,
+                "date_grid": "code",
+            }
+        },
+    )
+)

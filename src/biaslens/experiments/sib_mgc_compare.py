@@ -1,9 +1,10 @@
 """SIB Method 1 across several models (paper Fig. 3(b) / 6(b)).
 
-Each model gets its own run directory under the output root; the root also receives
-``comparison.csv`` (per model and W kind: parameters, female−male slope difference and mean r²,
-averaged over prompts) and ``plots/cross_model_{w_kind}.png``: parameter count vs the slope
-difference, marker size by mean r².
+Each model gets its own run directory under the output root (run by
+:func:`biaslens.runner.run_comparison`); the root also receives ``comparison.csv`` (per model
+and W kind: parameters, female−male slope difference and mean r², averaged over prompts) and
+``plots/cross_model_{w_kind}.png``: parameter count vs the slope difference, marker size by
+mean r².
 """
 
 from __future__ import annotations
@@ -14,19 +15,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from biaslens.common import atomic
+from biaslens.common.files import read_text
 from biaslens.errors import BiaslensError
-from biaslens.experiments.sib_mgc import MGCResult, MGCSettings, run_mgc
-from biaslens.models.hf import BackendConfig
-from biaslens.progress import Progress
-from biaslens.store import atomic
+from biaslens.store.result import RunResult
 
 
 def read_models_file(path: Path) -> list[str]:
     """One model per line; blank lines and ``#`` comments are ignored."""
-    try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as error:
-        raise BiaslensError(f"cannot read models file {path}: {error}") from None
+    lines = read_text(path, "models file").splitlines()
     models = [line.split("#", 1)[0].strip() for line in lines]
     models = [m for m in models if m]
     if not models:
@@ -34,14 +31,10 @@ def read_models_file(path: Path) -> list[str]:
     return models
 
 
-def safe_name(model: str) -> str:
-    return model.strip("/").replace("/", "--")
-
-
-def comparison_table(results: Sequence[MGCResult]) -> pd.DataFrame:
+def comparison_table(results: Sequence[RunResult]) -> pd.DataFrame:
     rows = []
     for result in results:
-        per_kind = result.slopes.groupby("w_kind")[["female_minus_male_slope", "mean_r2"]].mean()
+        per_kind = result["slopes"].groupby("w_kind")[["female_minus_male_slope", "mean_r2"]].mean()
         for w_kind, values in per_kind.iterrows():
             rows.append(
                 {
@@ -58,33 +51,24 @@ def comparison_table(results: Sequence[MGCResult]) -> pd.DataFrame:
 
 @dataclass
 class ComparisonResult:
+    """The per-model runs, the comparison table and its plots."""
+
     root: Path
-    runs: list[MGCResult]
+    runs: list[RunResult]
     table: pd.DataFrame
     plots: list[Path]
+    report: Path | None = None
 
 
-def run_mgc_models(
-    models: Sequence[str],
-    settings: MGCSettings,
-    output: Path | str,
-    backend: BackendConfig | None = None,
-    progress: Progress | None = None,
-) -> ComparisonResult:
-    """Run MGC Method 1 for each model (each resumable on its own), then compare them."""
+def compare(results: Sequence[RunResult], root: Path | str) -> ComparisonResult:
+    """Write ``comparison.csv`` and the cross-model plots under ``root``."""
     import matplotlib.pyplot as plt
 
-    from biaslens.report.plots import cross_model_figure
+    from biaslens.plots.sib import cross_model_figure
 
-    if len(set(models)) != len(models):
-        raise BiaslensError(f"a model is listed twice: {list(models)}")
-    root = Path(output)
-    runs = [
-        run_mgc(settings.model_copy(update={"model": m}), root / safe_name(m), backend, progress)
-        for m in models
-    ]
-    table = comparison_table(runs)
-    atomic.write_bytes(root / "comparison.csv", table.to_csv(index=False).encode())
+    root = Path(root)
+    table = comparison_table(results)
+    atomic.write_csv(root / "comparison.csv", table)
     plots = []
     for w_kind, part in table.groupby("w_kind", sort=False):
         figure = cross_model_figure(part, f"MGC Method 1 across models, W = {w_kind}")
@@ -92,4 +76,4 @@ def run_mgc_models(
         atomic.write_figure(path, figure)
         plt.close(figure)
         plots.append(path)
-    return ComparisonResult(root, runs, table, plots)
+    return ComparisonResult(root, list(results), table, plots)

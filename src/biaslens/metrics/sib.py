@@ -127,22 +127,39 @@ def method1_fits(
     return pd.DataFrame(rows)
 
 
-def slope_summary(fits: pd.DataFrame, group: Sequence[str] = ("prompt", "w_kind")) -> pd.DataFrame:
+def slope_summary(
+    fits: pd.DataFrame,
+    means: pd.DataFrame | None = None,
+    group: Sequence[str] = ("prompt", "w_kind"),
+) -> pd.DataFrame:
     """Per group: female−male slope difference and mean r² of the female and male fits
-    (the quantities plotted in Fig. 3(b))."""
+    (the quantities plotted in Fig. 3(b)). With the per-W ``means``, also the standard error
+    of the difference, as the reference code reports it: the slope error of a line fitted to
+    the per-W differences p_f − p_m (whose slope is the difference of the two slopes)."""
     rows = []
     for key, part in fits.groupby(list(group), sort=True):
         key = key if isinstance(key, tuple) else (key,)
         by_gender = part.set_index("gender")
-        rows.append(
-            {
-                **dict(zip(group, key, strict=True)),
-                "female_minus_male_slope": float(
-                    by_gender.loc["female", "slope"] - by_gender.loc["male", "slope"]
-                ),
-                "mean_r2": float(by_gender.loc[["female", "male"], "r2"].mean()),
-            }
-        )
+        row = {
+            **dict(zip(group, key, strict=True)),
+            "female_minus_male_slope": float(
+                by_gender.loc["female", "slope"] - by_gender.loc["male", "slope"]
+            ),
+            "mean_r2": float(by_gender.loc[["female", "male"], "r2"].mean()),
+        }
+        if means is not None:
+            mask = np.ones(len(means), dtype=bool)
+            for column, value in zip(group, key, strict=True):
+                mask &= (means[column] == value).to_numpy()
+            part_means = means[mask].sort_values("w_index")
+            difference = fit_trend(
+                part_means["w_index"].to_numpy(),
+                (part_means["p_female"] - part_means["p_male"]).to_numpy(),
+            )
+            row["female_minus_male_stderr"] = difference["slope_stderr"]
+            row["female_minus_male_ci_low"] = difference["slope_ci_low"]
+            row["female_minus_male_ci_high"] = difference["slope_ci_high"]
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -171,13 +188,15 @@ def detection_rates(metric: np.ndarray, well_specified: np.ndarray, threshold: f
 
     Positive = unspecified. TPR = share of unspecified sentences flagged; TNR = share of
     well-specified sentences not flagged; BA = (TPR + TNR) / 2. A rate with no sentences of
-    its class is NaN."""
+    its class is NaN. A sentence whose metric is NaN (no pronoun mass) counts as wrong in either
+    class, as in the reference code."""
     metric = np.asarray(metric, dtype=float)
     truth_unspecified = ~np.asarray(well_specified, dtype=bool)
     flagged = metric > threshold
+    cleared = metric <= threshold
     positives, negatives = truth_unspecified.sum(), (~truth_unspecified).sum()
     tpr = float((flagged & truth_unspecified).sum() / positives) if positives else float("nan")
-    tnr = float((~flagged & ~truth_unspecified).sum() / negatives) if negatives else float("nan")
+    tnr = float((cleared & ~truth_unspecified).sum() / negatives) if negatives else float("nan")
     return {
         "tpr": tpr,
         "tnr": tnr,
@@ -186,3 +205,51 @@ def detection_rates(metric: np.ndarray, well_specified: np.ndarray, threshold: f
         "n_well_specified": int(negatives),
         "threshold": threshold,
     }
+
+
+def method2_from_shares(
+    table: pd.DataFrame,
+    threshold: float = 0.5,
+    earliest: int | None = None,
+    latest: int | None = None,
+    group: Sequence[str] = ("model", "prompt", "set"),
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Method 2 from stored female shares (``pct_female``, %, one row per sentence and date).
+
+    Per sentence: the metric |p_f(latest) − p_f(earliest)| (the first and last date stored,
+    unless given) and the verdict; per ``group``: TPR, TNR and balanced accuracy."""
+    keys = [*group, "id"]
+    dated = table.dropna(subset=["date"])
+    first = dated.groupby(keys)["date"].transform("min") if earliest is None else earliest
+    last = dated.groupby(keys)["date"].transform("max") if latest is None else latest
+    ends = dated.assign(
+        end=np.where(
+            dated["date"] == first, "earliest", np.where(dated["date"] == last, "latest", "")
+        )
+    )
+    ends = ends[ends["end"] != ""]
+    wide = ends.pivot_table(index=keys, columns="end", values="pct_female", aggfunc="mean")
+    for end in ("earliest", "latest"):
+        if end not in wide:
+            wide[end] = np.nan
+    extra = [
+        c
+        for c in ("occupation", "participant", "answer", "sentence", "well_specified")
+        if c in table
+    ]
+    sentences = table.drop_duplicates(keys).set_index(keys)[extra]
+    per_sentence = sentences.join(
+        wide.rename(columns={"earliest": "pct_female_earliest", "latest": "pct_female_latest"})
+    ).reset_index()
+    per_sentence["metric"] = specification_metric(
+        per_sentence["pct_female_latest"], per_sentence["pct_female_earliest"]
+    )
+    per_sentence["predicted_unspecified"] = per_sentence["metric"] > threshold
+    rates = pd.DataFrame(
+        [
+            {**dict(zip(group, key if isinstance(key, tuple) else (key,), strict=True)),
+             **detection_rates(part["metric"], part["well_specified"], threshold)}
+            for key, part in per_sentence.groupby(list(group), sort=True)
+        ]
+    )  # fmt: skip
+    return per_sentence, rates

@@ -1,40 +1,46 @@
-"""Model layer: request types, the backend interface, the transformers backend, the registry."""
+"""Model layer: request types, the backend interface, the backends and the model registry.
 
-from biaslens.models.base import LM, ModelIdentity, ModelKind
-from biaslens.models.hf import BackendConfig, HFBackend, load_hf
-from biaslens.models.registry import REGISTRY, load_model
-from biaslens.models.requests import (
-    MASK,
-    ChoiceLogprobsRequest,
-    ChoiceLogprobsResult,
-    ContrastiveGenerateRequest,
-    ContrastiveGenerateResult,
-    GenerateRequest,
-    GenerateResult,
-    SpanScoresRequest,
-    SpanScoresResult,
-    TokenDistributionRequest,
-    TokenDistributionResult,
-)
+Imports are lazy (PEP 562): ``from biaslens.models import LM`` does not import torch; only
+touching a backend (``HFBackend``, ``load_model`` of a model) does.
+"""
 
-__all__ = [
-    "LM",
-    "MASK",
-    "REGISTRY",
-    "BackendConfig",
-    "ChoiceLogprobsRequest",
-    "ChoiceLogprobsResult",
-    "ContrastiveGenerateRequest",
-    "ContrastiveGenerateResult",
-    "GenerateRequest",
-    "GenerateResult",
-    "HFBackend",
-    "ModelIdentity",
-    "ModelKind",
-    "SpanScoresRequest",
-    "SpanScoresResult",
-    "TokenDistributionRequest",
-    "TokenDistributionResult",
-    "load_hf",
-    "load_model",
-]
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "LM": "biaslens.models.base",
+    "BackendConfig": "biaslens.models.base",
+    "Exactness": "biaslens.models.base",
+    "ModelIdentity": "biaslens.models.base",
+    "ModelKind": "biaslens.models.base",
+    "HFBackend": "biaslens.models.hf",
+    "load_hf": "biaslens.models.hf",
+    "REGISTRY": "biaslens.models.registry",
+    "load_model": "biaslens.models.registry",
+    "MASK": "biaslens.models.requests",
+    "RequestType": "biaslens.models.requests",
+    "AnswerSpanRequest": "biaslens.models.requests",
+    "AnswerSpanResult": "biaslens.models.requests",
+    "ChoiceLogprobsRequest": "biaslens.models.requests",
+    "ChoiceLogprobsResult": "biaslens.models.requests",
+    "ContrastiveGenerateRequest": "biaslens.models.requests",
+    "ContrastiveGenerateResult": "biaslens.models.requests",
+    "GenerateRequest": "biaslens.models.requests",
+    "GenerateResult": "biaslens.models.requests",
+    "SpanScoresRequest": "biaslens.models.requests",
+    "SpanScoresResult": "biaslens.models.requests",
+    "TokenDistributionRequest": "biaslens.models.requests",
+    "TokenDistributionResult": "biaslens.models.requests",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'biaslens.models' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return __all__

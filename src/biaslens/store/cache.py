@@ -1,8 +1,13 @@
 """A SQLite request cache in front of any backend, so that interrupted runs resume.
 
-Each request is keyed by sha256(model identity, request type, request fields). Missing requests
+Each request is keyed by sha256(model identity, request type, request fields), where the model
+identity covers everything that changes an answer (weights, config, generation config,
+tokenizer, dtype, device class, backend options; see :class:`ModelIdentity`). Missing requests
 are computed in chunks, and each chunk is committed as soon as it is done: an interrupted run
 loses at most the chunk in flight, and a rerun recomputes nothing that finished.
+
+A damaged cache file is moved aside with a one-line warning and a new one is started; a stored
+answer that cannot be read back is recomputed. Nothing wrong is ever reused.
 """
 
 from __future__ import annotations
@@ -10,29 +15,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import sqlite3
+import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from biaslens.common.files import make_dir
 from biaslens.models.base import LM, ProgressCallback
-from biaslens.models.requests import (
-    AnswerSpanResult,
-    ChoiceLogprobsResult,
-    ContrastiveGenerateResult,
-    GenerateResult,
-    SpanScoresResult,
-    TokenDistributionResult,
-)
 
 CHUNK = 256
-_RESULT_TYPES = {
-    "token_distribution": TokenDistributionResult,
-    "span_scores": SpanScoresResult,
-    "answer_span": AnswerSpanResult,
-    "choice_logprobs": ChoiceLogprobsResult,
-    "generate": GenerateResult,
-    "contrastive_generate": ContrastiveGenerateResult,
-}
 
 
 def _tuples(value):
@@ -41,9 +34,11 @@ def _tuples(value):
     return value
 
 
-def request_key(model_key: str, request_type: str, request) -> str:
+def request_key(model_key: str, request) -> str:
     payload = json.dumps(
-        [model_key, request_type, dataclasses.asdict(request)], sort_keys=True, ensure_ascii=False
+        [model_key, type(request).request_type.value, dataclasses.asdict(request)],
+        sort_keys=True,
+        ensure_ascii=False,
     )
     return hashlib.sha256(payload.encode()).hexdigest()
 
@@ -56,15 +51,43 @@ class RequestCache:
     """The SQLite table ``responses(key, request_type, value)``."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self.db = sqlite3.connect(path)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute(
-            "CREATE TABLE IF NOT EXISTS responses ("
-            "key TEXT PRIMARY KEY, request_type TEXT NOT NULL, value TEXT NOT NULL)"
+        self.path = Path(path)
+        make_dir(self.path.parent, "run folder")
+        try:
+            self._open()
+        except sqlite3.DatabaseError as error:
+            self._move_aside(error)
+            self._open()
+
+    def _open(self) -> None:
+        self.db = sqlite3.connect(self.path)
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            check = self.db.execute("PRAGMA quick_check").fetchone()
+            if not check or check[0] != "ok":
+                raise sqlite3.DatabaseError(f"integrity check: {check[0] if check else 'failed'}")
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS responses ("
+                "key TEXT PRIMARY KEY, request_type TEXT NOT NULL, value TEXT NOT NULL)"
+            )
+            self.db.commit()
+        except sqlite3.DatabaseError:
+            self.db.close()
+            raise
+
+    def _move_aside(self, error: Exception) -> None:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        moved = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        os.replace(self.path, moved)
+        for suffix in ("-wal", "-shm"):
+            side = Path(f"{self.path}{suffix}")
+            if side.exists():
+                os.replace(side, Path(f"{moved}{suffix}"))
+        warnings.warn(
+            f"{self.path}: the request cache is damaged ({error}); moved it to {moved.name} and "
+            "started a new one (its answers will be recomputed)",
+            stacklevel=3,
         )
-        self.db.commit()
 
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
         found: dict[str, str] = {}
@@ -95,30 +118,59 @@ class RequestCache:
 class CachedLM(LM):
     """Wraps a backend; answers from the cache what it can and the backend the rest.
 
-    ``stats`` counts hits and computed requests, so a caller can show that a rerun reused work.
+    ``cache`` may be a :class:`RequestCache` or a function returning one, called on first use
+    (so that a run folder is only created once there is something to keep). ``stats`` counts
+    reused and computed requests, so a caller can show that a rerun reused work.
     """
 
-    def __init__(self, inner: LM, cache: RequestCache, chunk_size: int | None = None) -> None:
+    def __init__(
+        self,
+        inner: LM,
+        cache: RequestCache | Callable[[], RequestCache],
+        chunk_size: int | None = None,
+    ) -> None:
         self.inner = inner
         self.identity = inner.identity
-        self.cache = cache
-        self.chunk_size = chunk_size or CHUNK
+        self._cache = cache
+        # a backend over the network commits small chunks, so that a failure loses little
+        self.chunk_size = chunk_size or getattr(inner, "cache_chunk_size", None) or CHUNK
         self.stats = {"cached": 0, "computed": 0}
 
-    def _answer(self, request_type: str, requests, progress: ProgressCallback | None):
-        self.inner.require(request_type)
-        compute: Callable = getattr(self.inner, request_type)
-        result_type = _RESULT_TYPES[request_type]
+    @property
+    def cache(self) -> RequestCache:
+        if not isinstance(self._cache, RequestCache):
+            self._cache = self._cache()
+        return self._cache
+
+    @property
+    def capabilities(self):
+        return self.inner.capabilities
+
+    def require(self, request_type, exact: bool = True, alternative: str = "") -> None:
+        self.inner.require(request_type, exact, alternative)
+
+    def _decode(self, result_type, stored: str):
+        try:
+            return result_type(**{k: _tuples(v) for k, v in json.loads(stored).items()})
+        except (TypeError, ValueError):
+            return None  # unreadable: recompute
+
+    def _answer(self, requests, progress: ProgressCallback | None):
+        if not requests:
+            return []
+        request_type = type(requests[0]).request_type
+        self.inner.require(request_type, exact=False)
+        compute: Callable = getattr(self.inner, request_type.value)
+        result_type = type(requests[0]).result_type
         model_key = self.identity.cache_key()
-        keys = [request_key(model_key, request_type, r) for r in requests]
+        keys = [request_key(model_key, r) for r in requests]
         stored = self.cache.get_many(keys)
         results: list = [None] * len(requests)
         missing: dict[str, list[int]] = {}
         for i, key in enumerate(keys):
-            if key in stored:
-                results[i] = result_type(
-                    **{k: _tuples(v) for k, v in json.loads(stored[key]).items()}
-                )
+            value = self._decode(result_type, stored[key]) if key in stored else None
+            if value is not None:
+                results[i] = value
             else:
                 missing.setdefault(key, []).append(i)
         hits = len(requests) - sum(len(v) for v in missing.values())
@@ -130,7 +182,7 @@ class CachedLM(LM):
             chunk = todo[start : start + self.chunk_size]
             answers = compute([requests[missing[k][0]] for k in chunk])
             self.cache.put_many(
-                request_type,
+                request_type.value,
                 [
                     (k, json.dumps(dataclasses.asdict(a)))
                     for k, a in zip(chunk, answers, strict=True)
@@ -145,19 +197,19 @@ class CachedLM(LM):
         return results
 
     def token_distribution(self, requests, progress=None):
-        return self._answer("token_distribution", requests, progress)
+        return self._answer(requests, progress)
 
     def span_scores(self, requests, progress=None):
-        return self._answer("span_scores", requests, progress)
+        return self._answer(requests, progress)
 
     def answer_span(self, requests, progress=None):
-        return self._answer("answer_span", requests, progress)
+        return self._answer(requests, progress)
 
     def choice_logprobs(self, requests, progress=None):
-        return self._answer("choice_logprobs", requests, progress)
+        return self._answer(requests, progress)
 
     def generate(self, requests, progress=None):
-        return self._answer("generate", requests, progress)
+        return self._answer(requests, progress)
 
     def contrastive_generate(self, requests, progress=None):
-        return self._answer("contrastive_generate", requests, progress)
+        return self._answer(requests, progress)

@@ -4,15 +4,20 @@ Layout::
 
     RUN_DIR/
       config.yaml        resolved configuration (method, settings, runtime options)
-      samples.parquet    per-sample results
+      samples.parquet    per-sample results (other per-sample tables: NAME.parquet)
       <table>.csv        small result tables (e.g. fits.csv)
-      summary.json       metrics, package versions, model identity + weights hash,
-                         dataset hash, git revision
+      summary.json       metrics, model identity and backend settings, dataset hash,
+                         request counts, package versions, git revision
       plots/*.png
+      report.html        the run's HTML report
       requests.sqlite    request cache; a rerun resumes from it
+      .lock              held while a process writes the run
 
-Every file is written atomically. A directory that holds a run with a different configuration
-(or files that are not a biaslens run) is refused before anything is written.
+Nothing is written until the run has something to keep: a run that fails on its inputs leaves
+no folder behind. Every file is written atomically, with the permissions of the umask. A
+directory that holds a run with a different configuration (or files that are not a biaslens
+run) is refused before anything is written, and a second process on the same folder is
+refused with the first one's pid while the first holds the lock.
 """
 
 from __future__ import annotations
@@ -20,36 +25,42 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
-import math
+import os
 import platform
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import yaml
 
+from biaslens.common import atomic
+from biaslens.common.files import make_dir, read_text
 from biaslens.errors import BiaslensError, ConfigMismatchError
-from biaslens.store import atomic
 from biaslens.store.cache import RequestCache
 
 FORMAT_VERSION = 1
 CONFIG_FILE = "config.yaml"
-PACKAGES = ("biaslens", "torch", "transformers", "tokenizers", "numpy", "pandas", "scipy")
+SUMMARY_FILE = "summary.json"
+CACHE_FILE = "requests.sqlite"
+LOCK_FILE = ".lock"
+PACKAGES = (
+    "biaslens",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "numpy",
+    "pandas",
+    "scipy",
+    "statsmodels",
+    "vllm",
+    "ray",
+)
 
 
-def dataset_hash(table: pd.DataFrame) -> str:
+def dataset_hash(table) -> str:
     """sha256 of a dataset table's canonical JSON (row order and values)."""
     return hashlib.sha256(table.to_json(orient="records").encode()).hexdigest()
-
-
-def json_records(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """The table's rows as JSON-safe dicts: NaN becomes null (JSON has no NaN)."""
-    return [
-        {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
-        for row in table.to_dict(orient="records")
-    ]
 
 
 def package_versions() -> dict[str, str | None]:
@@ -58,6 +69,8 @@ def package_versions() -> dict[str, str | None]:
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
+            if name in ("vllm", "ray"):
+                continue
             versions[name] = None
     return versions
 
@@ -78,10 +91,10 @@ def git_revision() -> str | None:
 
 
 def read_config(root: Path) -> dict[str, Any]:
-    path = root / CONFIG_FILE
+    path = Path(root) / CONFIG_FILE
     try:
-        loaded = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as error:
+        loaded = yaml.safe_load(read_text(path, "run configuration"))
+    except yaml.YAMLError as error:
         raise BiaslensError(f"{path}: cannot read the run configuration ({error})") from None
     if not isinstance(loaded, dict) or "method" not in loaded or "settings" not in loaded:
         raise BiaslensError(f"{path}: not a biaslens run configuration (needs method and settings)")
@@ -98,40 +111,87 @@ def check_format_version(path: Path, version: Any) -> None:
         )
 
 
+class RunLock:
+    """An exclusive lock on a run folder (``.lock``, ``flock``), released when the process
+    ends, however it ends. Without ``fcntl`` (Windows) there is no lock."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = Path(root) / LOCK_FILE
+        self._handle = None
+
+    def acquire(self) -> None:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            return
+        handle = open(self.path, "a+")  # noqa: SIM115 - held until release()
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            handle.close()
+            raise BiaslensError(
+                f"{self.path.parent} is in use by another biaslens run (pid {holder}); wait for "
+                "it to finish, or choose another --output"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._handle = handle
+
+    def release(self) -> None:
+        if self._handle is not None:
+            self._handle.close()  # closing the descriptor releases the flock
+            self._handle = None
+
+
 class RunStore:
-    """Opens (or creates) a run directory for a method and its result-defining settings.
+    """A run directory for a method and its result-defining settings.
 
     ``settings`` decide the results (model, mode, prompts, ...) and must match an existing run;
-    ``runtime`` (device, batch size) may differ between a run and its resumption.
+    ``runtime`` (device, batch size, backend settings) may differ between a run and its
+    resumption. The folder, its ``config.yaml`` and its lock are made on the first write (or
+    the first use of the request cache); use the store as a context manager, or ``close()``.
     """
 
     def __init__(
-        self, root: Path | str, method: str, settings: dict[str, Any], runtime: dict[str, Any]
+        self,
+        root: Path | str,
+        method: str,
+        settings: dict[str, Any],
+        runtime: dict[str, Any] | None = None,
     ) -> None:
         self.root = Path(root)
         self.method = method
         self.settings = settings
-        self.runtime = runtime
+        self.runtime = runtime or {}
         self.ensure_compatible(self.root, method, settings)
-        self.root.mkdir(parents=True, exist_ok=True)
-        atomic.write_yaml(
-            self.root / CONFIG_FILE,
-            {
-                "format_version": FORMAT_VERSION,
-                "method": method,
-                "settings": settings,
-                "runtime": runtime,
-            },
-        )
+        self._opened = False
+        self._lock = RunLock(self.root)
         self._cache: RequestCache | None = None
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     @staticmethod
     def ensure_compatible(root: Path, method: str, settings: dict[str, Any]) -> None:
         """Raise unless ``root`` is absent, empty, or a run of ``method`` with ``settings``."""
         root = Path(root)
-        if root.exists() and not root.is_dir():
-            raise BiaslensError(f"output {root} exists and is not a directory")
-        if not root.exists() or not any(root.iterdir()):
+        for place in [root, *root.parents]:
+            if place.exists() and not place.is_dir():
+                raise BiaslensError(f"output {root}: {place} is a file, not a folder")
+        if not root.exists():
+            return
+        try:
+            entries = [p for p in root.iterdir() if p.name != LOCK_FILE]
+        except OSError as error:
+            raise BiaslensError(f"cannot read output folder {root}: {error.strerror}") from None
+        if not entries:
             return
         if not (root / CONFIG_FILE).exists():
             raise BiaslensError(
@@ -153,48 +213,82 @@ class RunStore:
                 "choose another --output"
             )
 
+    def open(self) -> RunStore:
+        """Make the folder, take its lock, clear temporary files a killed run left, and write
+        ``config.yaml``. Called by the first write; calling it again does nothing."""
+        if self._opened:
+            return self
+        make_dir(self.root, "run folder")
+        self._lock.acquire()
+        try:
+            self.ensure_compatible(self.root, self.method, self.settings)  # raced by another?
+            atomic.remove_stale_temporaries(self.root)
+            atomic.write_yaml(
+                self.root / CONFIG_FILE,
+                {
+                    "format_version": FORMAT_VERSION,
+                    "method": self.method,
+                    "settings": self.settings,
+                    "runtime": self.runtime,
+                },
+            )
+        except BaseException:
+            self._lock.release()
+            raise
+        self._opened = True
+        return self
+
     # -------------------------------------------------------------- paths
     @property
     def cache(self) -> RequestCache:
         if self._cache is None:
-            self._cache = RequestCache(self.root / "requests.sqlite")
+            self.open()
+            self._cache = RequestCache(self.root / CACHE_FILE)
         return self._cache
 
     def path(self, name: str) -> Path:
         return self.root / name
 
     # -------------------------------------------------------------- writers
-    def write_samples(self, table: pd.DataFrame, name: str = "samples") -> Path:
+    def write_samples(self, table, name: str = "samples") -> Path:
+        self.open()
         path = self.root / f"{name}.parquet"
         atomic.write_parquet(path, table)
         return path
 
-    def write_table(self, name: str, table: pd.DataFrame) -> Path:
+    def write_table(self, name: str, table) -> Path:
+        self.open()
         path = self.root / f"{name}.csv"
-        atomic.write_bytes(path, table.to_csv(index=False).encode())
+        atomic.write_csv(path, table)
         return path
 
     def write_plot(self, name: str, figure) -> Path:
+        self.open()
         path = self.root / "plots" / f"{name}.png"
         atomic.write_figure(path, figure)
         return path
 
     def write_summary(self, metrics: dict[str, Any], **provenance: Any) -> dict[str, Any]:
-        """Write ``summary.json`` and return what was written (as JSON types)."""
-        summary = {
-            "format_version": FORMAT_VERSION,
-            "method": self.method,
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "settings": self.settings,
-            "metrics": metrics,
-            **provenance,
-            "versions": package_versions(),
-            "git_revision": git_revision(),
-        }
-        atomic.write_json(self.root / "summary.json", summary)
-        return json.loads((self.root / "summary.json").read_text())
+        """Write ``summary.json`` (strict JSON: NaN and ±inf become null) and return it."""
+        self.open()
+        summary = atomic.json_safe(
+            {
+                "format_version": FORMAT_VERSION,
+                "method": self.method,
+                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "settings": self.settings,
+                "metrics": metrics,
+                **provenance,
+                "versions": package_versions(),
+                "git_revision": git_revision(),
+            }
+        )
+        atomic.write_json(self.root / SUMMARY_FILE, summary)
+        return json.loads((self.root / SUMMARY_FILE).read_text(encoding="utf-8"))
 
     def close(self) -> None:
         if self._cache is not None:
             self._cache.close()
             self._cache = None
+        self._lock.release()
+        self._opened = False

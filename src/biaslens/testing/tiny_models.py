@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 from tokenizers import (
+    AddedToken,
     Tokenizer,
     decoders,
     models,
@@ -20,6 +21,8 @@ from tokenizers import (
     trainers,
 )
 from transformers import (
+    BartConfig,
+    BartForConditionalGeneration,
     BertConfig,
     BertForMaskedLM,
     GPT2Config,
@@ -141,15 +144,64 @@ def build_roberta_qa(folder: Path) -> Path:
     return _save(folder, RobertaForQuestionAnswering, config, fast)
 
 
-def build_t5(folder: Path) -> Path:
-    special = ["<pad>", "</s>", "<unk>"]
+def build_bart(folder: Path) -> Path:
+    """A BART-style denoiser (``BartForConditionalGeneration`` with a ``<mask>`` token)."""
+    special = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    tokenizer = _bpe(special)
+    # as in facebook/bart-*: the mask takes the space before it
+    tokenizer.add_special_tokens([AddedToken("<mask>", lstrip=True, special=True)])
+    tokenizer.post_processor = processors.RobertaProcessing(
+        ("</s>", tokenizer.token_to_id("</s>")),
+        ("<s>", tokenizer.token_to_id("<s>")),
+        add_prefix_space=False,
+        trim_offsets=True,
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        mask_token="<mask>",
+    )
+    config = BartConfig(
+        vocab_size=tokenizer.get_vocab_size(),
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=160,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+        forced_eos_token_id=2,
+    )
+    torch.manual_seed(0)
+    model = BartForConditionalGeneration(config)
+    with torch.no_grad():  # a non-zero bias, so that tests see it applied
+        model.final_logits_bias.normal_(0, 0.5)
+    model.save_pretrained(folder)
+    fast.save_pretrained(folder)
+    return folder
+
+
+def build_t5(folder: Path, sentinels: int = 0) -> Path:
+    special = ["<pad>", "</s>", "<unk>", *(f"<extra_id_{i}>" for i in range(sentinels))]
     tokenizer = _bpe(special)
     eos = tokenizer.token_to_id("</s>")
     tokenizer.post_processor = processors.TemplateProcessing(
         single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", eos)]
     )
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, eos_token="</s>", pad_token="<pad>", unk_token="<unk>"
+        tokenizer_object=tokenizer,
+        eos_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        additional_special_tokens=special[3:] or None,
     )
     config = T5Config(
         vocab_size=tokenizer.get_vocab_size(),
@@ -204,10 +256,17 @@ def build_gpt2(folder: Path) -> Path:
     return _save(folder, GPT2LMHeadModel, config, fast)
 
 
+def build_t5_denoiser(folder: Path) -> Path:
+    """A T5/UL2-style span denoiser: the T5 recipe with ``<extra_id_N>`` sentinels."""
+    return build_t5(folder, sentinels=3)
+
+
 BUILDERS = {
     "bert-mlm": build_bert_mlm,
     "roberta-qa": build_roberta_qa,
     "t5": build_t5,
+    "t5-denoiser": build_t5_denoiser,
+    "bart": build_bart,
     "llama": build_llama,
     "gpt2": build_gpt2,
 }

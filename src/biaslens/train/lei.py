@@ -14,52 +14,26 @@ the batches: ``qa_ratio`` of them per intervention example (1/3 gives the offici
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 
 from biaslens.data.lei import intervene_question
 from biaslens.errors import BiaslensError
-from biaslens.experiments.qa_scoring import QAMode, subject_choice_request, unifiedqa_prompt
 from biaslens.models.base import ModelKind
 from biaslens.models.hf import HFBackend
 from biaslens.progress import NoProgress, Progress
+from biaslens.scoring.qa import QAMode, subject_choice_request, unifiedqa_prompt
 from biaslens.train import lei_losses as L
+from biaslens.train.config import LeiTrainConfig, LossWeights
 from biaslens.train.lei_data import LeiTrainingSet, balanced_order
 
-
-class LossWeights(BaseModel):
-    """Per-type loss weights (the paper sums all terms with weight 1)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    ethical: float = Field(default=1.0, ge=0)
-    adversarial: float = Field(default=1.0, ge=0)
-    irrelevant: float = Field(default=1.0, ge=0)
-    qa: float = Field(default=1.0, ge=0)
-
-
-class LeiTrainConfig(BaseModel):
-    """One training run (one grid cell)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    learning_rate: float = Field(gt=0)
-    epochs: int = Field(ge=1)
-    batch_size: int = Field(default=8, ge=1, description="intervention examples per step")
-    qa_ratio: float = Field(default=1 / 3, ge=0)
-    weights: LossWeights = LossWeights()
-    schedule: Literal["linear", "constant"] = "linear"
-    warmup_ratio: float = Field(default=0.0, ge=0, lt=1)
-    weight_decay: float = Field(default=0.0, ge=0)
-    max_grad_norm: float = Field(default=1.0, gt=0)
-    seed: int = 0
+__all__ = ["LeiTrainConfig", "LeiTrainer", "LossWeights"]
 
 
 @dataclass
@@ -73,7 +47,15 @@ class _Encoded:
 class LeiTrainer:
     """Fine-tunes the model of an :class:`HFBackend` in place with the LEI objective."""
 
-    def __init__(self, backend: HFBackend, config: LeiTrainConfig, mode: QAMode) -> None:
+    def __init__(
+        self,
+        backend: HFBackend,
+        config: LeiTrainConfig,
+        mode: QAMode,
+        autocast: torch.dtype | None = None,
+    ) -> None:
+        """``autocast``: run the forward passes in this dtype (e.g. bfloat16) while the model's
+        own weights, which the optimizer updates, stay in their dtype (float32)."""
         if not isinstance(backend, HFBackend):
             raise BiaslensError("LEI fine-tuning needs a transformers model (HFBackend)")
         if (mode == "extractive") != (backend.kind == ModelKind.EXTRACTIVE_QA):
@@ -82,6 +64,7 @@ class LeiTrainer:
         self.config = config
         self.mode = mode
         self.causal = backend.kind == ModelKind.CAUSAL
+        self.autocast = autocast
 
     # ------------------------------------------------------------------ encoding
     def encode(self, examples: pd.DataFrame) -> _Encoded:
@@ -104,6 +87,7 @@ class LeiTrainer:
                 intervene_question(row.question, row.intervention),
                 row.context,
                 [(int(start), int(start) + len(text)) for text, start in subjects],
+                self.config.context_first,
             )
             for (text, _), span in zip(subjects, token_spans, strict=True):
                 if span is None:
@@ -121,7 +105,10 @@ class LeiTrainer:
             if self.mode == "extractive":
                 start = int(row.answer_start)
                 sequence, (span,) = b.encode_spans(
-                    row.question, row.context, [(start, start + len(row.answer))]
+                    row.question,
+                    row.context,
+                    [(start, start + len(row.answer))],
+                    self.config.context_first,
                 )
                 if span is None:
                     continue
@@ -130,8 +117,8 @@ class LeiTrainer:
             else:
                 prompt = unifiedqa_prompt((row.question, row.context), self.causal)
                 answer = (" " + row.answer.strip()) if self.causal else row.answer.strip()
-                ids.append(b._encode_prompts([prompt])[0])
-                spans.append(b._encode_continuation(answer))
+                ids.append(b.encode_prompts([prompt])[0])
+                spans.append(b.encode_continuation(answer))
         return _Encoded(ids, spans)
 
     # ------------------------------------------------------------------ forward passes
@@ -186,10 +173,18 @@ class LeiTrainer:
             else:
                 reference = torch.as_tensor(data.reference[batch][mask], device=probs.device)
                 loss = L.irrelevant_loss(part, reference)
-            out[name] = loss.mean()
+            if self.config.loss_reduction == "reference":
+                out[name] = loss.sum() / 2  # summed over rows, the total halved (mutils.py)
+            else:
+                out[name] = loss.mean()
         return out
 
     # ------------------------------------------------------------------ training
+    def _forward_precision(self):
+        if self.autocast is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.backend.device.type, dtype=self.autocast)
+
     def epoch_batches(
         self, data: LeiTrainingSet, n_qa: int, epoch: int
     ) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -240,9 +235,10 @@ class LeiTrainer:
                 for step, (batch, qa_batch) in enumerate(
                     self.epoch_batches(data, len(encoded_qa.ids), epoch)
                 ):
-                    losses = self.intervention_losses(data, encoded, batch)
-                    if len(qa_batch):
-                        losses["qa"] = self.qa_losses(encoded_qa, qa_batch).mean()
+                    with self._forward_precision():
+                        losses = self.intervention_losses(data, encoded, batch)
+                        if len(qa_batch):
+                            losses["qa"] = self.qa_losses(encoded_qa, qa_batch).mean()
                     loss = sum(weights[name] * value for name, value in losses.items())
                     optimizer.zero_grad(set_to_none=True)
                     loss.backward()

@@ -10,8 +10,10 @@ Both targets come from a zero-shot *reference*, computed once before training:
   interventions. The dominant subject of (x1, x2, q) is x1 when bias(x1, x2, q) = mean over
   templates of C(x1, x2, q, τ) is > 0, else x2 (Appendix B.2); the negated question gets the
   other subject (as in the official files' ``tomax``).
-* ``file`` — the split's stored ``start-end-score`` and ``tomax`` fields (RoBERTa-large SQuAD
-  probabilities: meaningful for an extractive model only).
+* ``file`` — the split's stored ``start-end-score`` and ``tomax`` fields: RoBERTa-large SQuAD
+  probabilities, meaningful for an extractive model only. They were computed *with* each
+  paragraph's intervention in the question (they differ across the interventions of one
+  context), so they are the zero-shot model's answers to the training inputs themselves.
 """
 
 from __future__ import annotations
@@ -25,10 +27,10 @@ import pandas as pd
 
 from biaslens.data import lei
 from biaslens.errors import BiaslensError
-from biaslens.experiments.qa_scoring import QAMode, long_table, subject_probabilities
 from biaslens.metrics.unqover import comparative_scores
 from biaslens.models.base import LM
 from biaslens.progress import Progress
+from biaslens.scoring.qa import QAMode, long_table, subject_probabilities
 
 Reference = Literal["model", "file"]
 SUBJECTS = ("first", "second")
@@ -43,7 +45,7 @@ class ZeroShotReference:
     dominant: np.ndarray
 
     def save(self, path: Path) -> None:
-        from biaslens.store import atomic
+        from biaslens.common import atomic
 
         table = pd.DataFrame(
             {
@@ -81,12 +83,17 @@ def dominant_subjects(base: pd.DataFrame, probs: np.ndarray) -> np.ndarray:
 
 
 def model_reference(
-    lm: LM, split: pd.DataFrame, progress: Progress, mode: QAMode | None = None
+    lm: LM,
+    split: pd.DataFrame,
+    progress: Progress,
+    mode: QAMode | None = None,
+    qa_order: str = "question-first",
 ) -> ZeroShotReference:
-    """Score the split's contexts without interventions with ``lm`` (the zero-shot model)."""
+    """Score the split's contexts without interventions with ``lm`` (the zero-shot model),
+    reading them in the input order training uses."""
     base = lei.without_interventions(split)
     try:
-        probs = subject_probabilities(lm, base, progress, mode)
+        probs = subject_probabilities(lm, base, progress, mode, qa_order)
         dominant = dominant_subjects(base, probs)
     except BiaslensError as error:
         raise BiaslensError(f"computing the zero-shot dominant subjects: {error}") from None

@@ -1,0 +1,164 @@
+"""Helpers the benchmarks share: the machine, its measured matmul peak, timing, the result
+table, and lm-evaluation-harness (the peer) on the same requests.
+
+Every scoring benchmark prints the CPU/GPU model and the fp32 matmul FLOP/s measured in the
+same run, then one row per approach: what it does, its rate, the ratio to biaslens and the
+largest difference of its scores from biaslens's (agreement).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import torch  # noqa: E402
+
+
+def machine() -> str:
+    """CPU model and threads (and the GPU, if one is used), torch version."""
+    from biaslens.models.hf.loading import device_description
+
+    parts = [device_description(torch.device("cpu")), f"torch {torch.__version__}"]
+    if torch.cuda.is_available():
+        parts.insert(0, torch.cuda.get_device_name())
+    return ", ".join(parts) + f", {platform.python_implementation()} {platform.python_version()}"
+
+
+def fresh_batch_memo() -> None:
+    """Make ``--batch-size auto`` start unmeasured (its throughput probe is then timed too):
+    a memo file of this process's own, removed at exit."""
+    import atexit
+
+    from biaslens.common.paths import cache_root
+    from biaslens.models import batching
+
+    batching.MEMO_FILE = f"bench-batch-sizes-{os.getpid()}.json"
+    atexit.register(lambda: (cache_root() / batching.MEMO_FILE).unlink(missing_ok=True))
+
+
+def sync(device: torch.device | str = "cpu") -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+
+
+def matmul_peak(
+    dtype: torch.dtype = torch.float32, device: str = "cpu", n: int = 2048, repeats: int = 5
+) -> float:
+    """FLOP/s of a dense n×n matmul in ``dtype`` (best of three timings)."""
+    a = torch.randn(n, n, dtype=dtype, device=device)
+    b = torch.randn(n, n, dtype=dtype, device=device)
+    a @ b
+    best = float("inf")
+    for _ in range(3):
+        sync(device)
+        start = time.perf_counter()
+        for _ in range(repeats):
+            a @ b
+        sync(device)
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 * repeats / best
+
+
+def timed(fn: Callable[[], object], device: str | torch.device = "cpu") -> tuple[float, object]:
+    """(seconds, result) of one call."""
+    sync(device)
+    start = time.perf_counter()
+    result = fn()
+    sync(device)
+    return time.perf_counter() - start, result
+
+
+def time_it(fn: Callable[[], object]) -> float:
+    """Seconds of one call."""
+    return timed(fn)[0]
+
+
+def model_path(name: str, folder: str) -> tuple[str, bool]:
+    """A benchmark model name as a loadable path, and whether it is a tiny model: ``tiny-bert``
+    and ``tiny-llama`` are built into ``folder``; ``smollm2`` is the default model; anything
+    else is passed through as a model name or folder."""
+    from pathlib import Path
+
+    from biaslens.testing.tiny_models import build
+
+    tiny = {"tiny-bert": "bert-mlm", "tiny-llama": "llama"}
+    if name in tiny:
+        return str(build(tiny[name], Path(folder) / tiny[name])), True
+    return ("default" if name == "smollm2" else name), False
+
+
+def max_abs_difference(a: Sequence[float], b: Sequence[float]) -> float:
+    pairs = [(x, y) for x, y in zip(a, b, strict=True) if x == x and y == y]  # skip NaN
+    return max((abs(x - y) for x, y in pairs), default=float("nan"))
+
+
+@dataclass
+class Row:
+    approach: str
+    items: int
+    seconds: float
+    agreement: float | None = None  # max |Δ| of the scores against biaslens's
+
+    @property
+    def rate(self) -> float:
+        return self.items / self.seconds
+
+
+def print_table(title: str, unit: str, rows: list[Row], reference: int = 0) -> None:
+    """Rows with their rate and the ratio of the ``reference`` row (biaslens) to each."""
+    base = rows[reference].rate
+    width = max(len(r.approach) for r in rows)
+    print(f"\n{title}")
+    print(f"  {'approach':<{width}}  {unit + '/s':>10}  {'biaslens ×':>10}  {'max |Δ|':>9}")
+    for row in rows:
+        agreement = "—" if row.agreement is None else f"{row.agreement:.1e}"
+        print(
+            f"  {row.approach:<{width}}  {row.rate:>10.2f}  {base / row.rate:>10.2f}  "
+            f"{agreement:>9}"
+        )
+
+
+# ---------------------------------------------------------------------- lm-evaluation-harness
+def lm_eval_available() -> bool:
+    try:
+        import lm_eval  # noqa: F401
+    except ImportError:
+        print("lm-evaluation-harness is not installed (pip install 'biaslens[bench]'): skipped")
+        return False
+    return True
+
+
+def lm_eval_model(path: str, batch_size: int | str, device: str = "cpu"):
+    """lm-eval's ``HFLM`` on the same model folder, fp32, the tokenizer's own special tokens
+    (as biaslens's default)."""
+    import logging
+
+    from lm_eval.models.huggingface import HFLM
+
+    logging.getLogger("lm_eval").setLevel(logging.ERROR)
+    return HFLM(pretrained=path, device=device, batch_size=batch_size, dtype="float32")
+
+
+def lm_eval_loglikelihood(model, pairs: Sequence[tuple[str, str]]) -> list[float]:
+    """log p(continuation | context) per pair through ``HFLM.loglikelihood``."""
+    from lm_eval.api.instance import Instance
+
+    requests = [
+        Instance(request_type="loglikelihood", doc={}, arguments=(context, continuation), idx=i)
+        for i, (context, continuation) in enumerate(pairs)
+    ]
+    return [logprob for logprob, _ in model.loglikelihood(requests, disable_tqdm=True)]
+
+
+def model_folder(name: str) -> str:
+    """A registered model name (``default``) or path as a folder lm-eval can load."""
+    from biaslens.models.registry import REGISTRY, resolve_name
+
+    entry = REGISTRY.get(resolve_name(name))
+    return str(entry.locate()) if entry is not None else name

@@ -1,0 +1,5 @@
+"""``python -m biaslens``: the command line."""
+
+from biaslens.cli import main
+
+main()

@@ -1,0 +1,90 @@
+"""The public Python API: what the CLI does, as functions (``import biaslens``).
+
+>>> import biaslens
+>>> result = biaslens.run("sib-mgc", model="default", w_kinds=("dates",), limit=5)
+>>> result["fits"][["prompt", "w_kind", "gender", "slope", "r2"]]
+>>> again = biaslens.load_run(result.run_dir)
+
+Backend options go with the model: ``biaslens.run(..., backend="openai",
+base_url="http://127.0.0.1:8000/v1")`` or a :class:`BackendConfig`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from biaslens.models.base import LM, BackendConfig
+from biaslens.store.result import RunResult
+
+BACKEND_OPTIONS = {f.name for f in fields(BackendConfig)}
+
+
+def _backend_config(backend: str | BackendConfig | None, options: dict[str, Any]) -> BackendConfig:
+    if isinstance(backend, BackendConfig):
+        return backend.with_options(**options) if options else backend
+    return BackendConfig(**({"backend": backend} if backend else {}), **options)
+
+
+def run(
+    method: str,
+    model: str | None = None,
+    *,
+    output: str | Path | None = None,
+    backend: str | BackendConfig | None = None,
+    preset: str | None = None,
+    lm: LM | None = None,
+    data_dir: str | Path | None = None,
+    progress=None,
+    report: bool = True,
+    **settings: Any,
+) -> RunResult:
+    """Run a method (``biaslens.methods()`` lists them) and return its :class:`RunResult`.
+
+    ``settings`` are the method's settings (e.g. ``mode="paper"``, ``limit=5``); keywords that
+    name a :class:`BackendConfig` field (``device``, ``dtype``, ``batch_size``, ``base_url``…)
+    configure the backend. Rerunning the same call resumes from the run's request cache.
+    """
+    from biaslens.runner import run_method
+
+    options = {k: settings.pop(k) for k in list(settings) if k in BACKEND_OPTIONS}
+    if model is not None:
+        settings["model"] = model
+    return run_method(
+        method,
+        output=output,
+        backend=_backend_config(backend, options),
+        lm=lm,
+        progress=progress,
+        data_dir=data_dir,
+        preset=preset,
+        report=report,
+        **settings,
+    )
+
+
+def load_run(path: str | Path) -> RunResult:
+    """A finished run folder as a :class:`RunResult` (tables are read when first used)."""
+    return RunResult.load(path)
+
+
+def load_model(
+    name: str = "default", backend: str | BackendConfig | None = None, **options: Any
+) -> LM:
+    """A model on a backend (``hf`` by default), ready to answer requests:
+
+    >>> lm = biaslens.load_model("default", device="cpu")
+    >>> request = biaslens.ChoiceLogprobsRequest("Who was late?\\nAnswer:", (" Ann", " Bob"))
+    >>> lm.choice_logprobs([request])
+    """
+    from biaslens.models.registry import load_model as _load
+
+    return _load(name, _backend_config(backend, options))
+
+
+def methods() -> dict[str, str]:
+    """Every method's name and one-line description."""
+    from biaslens.experiments.registry import methods as registered
+
+    return {name: spec.title for name, spec in registered().items()}

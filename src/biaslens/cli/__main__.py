@@ -1,0 +1,5 @@
+"""``python -m biaslens.cli``: the command line."""
+
+from biaslens.cli import main
+
+main()

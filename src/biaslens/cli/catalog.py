@@ -1,0 +1,83 @@
+"""What biaslens knows: ``models list``, ``methods list``, ``datasets list|download``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from biaslens.cli.options import add_command
+from biaslens.cli.render import console
+
+models_app = typer.Typer(help="Models and backends biaslens knows by name.", no_args_is_help=True)
+datasets_app = typer.Typer(help="Datasets biaslens can build or load.", no_args_is_help=True)
+methods_app = typer.Typer(help="The methods `biaslens run` runs.", no_args_is_help=True)
+
+
+def models_list() -> None:
+    """Registered model names (usable as --model; any hub name or local folder works too)
+    and the backends (--backend)."""
+    from biaslens.models.registry import ALIASES, BACKENDS, REGISTRY
+
+    table = Table(title="registered models")
+    for column in ("name", "aliases", "kind", "description"):
+        table.add_column(column)
+    for name, entry in REGISTRY.items():
+        aliases = ", ".join(a for a, target in ALIASES.items() if target == name)
+        table.add_row(name, aliases, entry.kind, entry.description)
+    console.print(table)
+    backends = Table(title="backends (--backend)")
+    for column in ("name", "description"):
+        backends.add_column(column)
+    for entry in BACKENDS.values():
+        backends.add_row(entry.name, entry.description)
+    console.print(backends)
+
+
+def methods_list() -> None:
+    """Every method, with what it measures and its presets."""
+    from biaslens.experiments.registry import methods
+
+    table = Table(title="methods (biaslens run METHOD)")
+    for column in ("method", "what it measures", "presets"):
+        table.add_column(column)
+    for name, spec in methods().items():
+        table.add_row(name, spec.title, ", ".join(["default", *spec.presets]))
+    console.print(table)
+
+
+def datasets_list() -> None:
+    """Datasets biaslens builds or loads, with their source."""
+    from biaslens.data.registry import DATASETS
+
+    table = Table(title="datasets")
+    for column in ("name", "method", "size", "source", "available"):
+        table.add_column(column)
+    for info in DATASETS.values():
+        table.add_row(info.name, info.method, info.size, info.source, info.available)
+    console.print(table)
+
+
+def datasets_download(
+    name: Annotated[str, typer.Argument(help="Dataset name (see `biaslens datasets list`).")],
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="Where to store it (default: cache).")
+    ] = None,
+) -> None:
+    """Fetch a dataset's files from their public repository pinned to a commit, check sha256."""
+    from biaslens.data.sources import download
+
+    folder = download(name, data_dir)
+    console.print(f"{name}: stored in {folder}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(models_app, name="models")
+    app.add_typer(datasets_app, name="datasets")
+    app.add_typer(methods_app, name="methods")
+    add_command(models_app, "list", models_list)
+    add_command(methods_app, "list", methods_list)
+    add_command(datasets_app, "list", datasets_list)
+    add_command(datasets_app, "download", datasets_download)

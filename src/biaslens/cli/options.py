@@ -1,0 +1,341 @@
+"""Command-line options declared once, and the conventions every command follows.
+
+* Options shared by commands are ``Annotated`` aliases here (``Model``, ``Output``, …); the
+  backend options (``--backend``, ``--device``, ``--dtype``, ``--batch-size`` and the served /
+  distributed ones) are added to a command by :func:`backend_options`, which hands the command
+  one :class:`BackendConfig`.
+* Settings options default to None ("not given"): the method's settings model holds the
+  defaults, and ``--preset paper`` fills in what the user did not give.
+* Lists: an option that takes several values takes them space-separated after one flag
+  (``--lam 0 5 50``, ``--prompt A B``) or repeated (``--lam 0 --lam 5``). The old
+  comma-separated spelling (``--train-sizes 64,256``) still works, with a deprecation note.
+* Numbers: NaN and infinity are refused where the option is parsed.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from biaslens.errors import BiaslensError
+
+MULTI_VALUE_OPTIONS: dict[str, set[str]] = {}
+"""Per command name: its options that take several space-separated values (every option of a
+list type; filled by :func:`add_command`)."""
+DEPRECATED_SPELLINGS: dict[str, str] = {
+    "--mode": "--scoring (SIB commands) or --qa-mode (LEI commands)",
+    "--top-k": "--top-k-tokens (CID commands) or --top-checkpoints (lei-train)",
+    "--head-words": "--span-adjustment articles",
+}
+"""Old option name -> what replaces it (the old one still works, with a note)."""
+_notes: list[str] = []
+
+
+def add_command(app: typer.Typer, name: str, function) -> None:
+    """Register ``function`` as command ``name`` of ``app``; its list-typed options take
+    several space-separated values."""
+    names: set[str] = set()
+    for parameter in inspect.signature(function, eval_str=True).parameters.values():
+        annotation = parameter.annotation
+        metadata = getattr(annotation, "__metadata__", ())
+        base = getattr(annotation, "__origin__", annotation)
+        is_list = "list" in str(base) or "list[" in str(annotation)
+        for info in metadata:
+            if is_list and isinstance(info, typer.models.OptionInfo):
+                decls = [info.default, *(info.param_decls or ())]
+                names.update(d for d in decls if isinstance(d, str) and d.startswith("-"))
+    MULTI_VALUE_OPTIONS[name] = names
+    app.command(name)(function)
+
+
+def _looks_like_value(arg: str) -> bool:
+    if not arg.startswith("-"):
+        return True
+    try:
+        float(arg)
+    except ValueError:
+        return False
+    return True
+
+
+def expand_argv(argv: list[str]) -> list[str]:
+    """``--lam 0 5 50`` -> ``--lam 0 --lam 5 --lam 50`` for the command's multi-value options
+    (click options take one value each); notes deprecated spellings. ``--opt=a`` forms are left
+    alone."""
+    path = []
+    for arg in argv:
+        if arg.startswith("-"):
+            break
+        path.append(arg)
+    multi_options = MULTI_VALUE_OPTIONS.get(path[-1], set()) if path else set()
+    expanded: list[str] = []
+    option, taken = None, 0
+    for arg in argv:
+        if arg == "--":
+            option = None
+            expanded.append(arg)
+            continue
+        name = arg.split("=", 1)[0]
+        if name in DEPRECATED_SPELLINGS and arg.startswith("--"):
+            _note(f"{name} is deprecated; use {DEPRECATED_SPELLINGS[name]}")
+        if option is not None and (taken == 0 or _looks_like_value(arg)):
+            if taken:
+                expanded.append(option)
+            expanded.append(arg)
+            taken += 1
+            continue
+        option, taken = (arg if arg in multi_options else None), 0
+        expanded.append(arg)
+    return expanded
+
+
+def _note(message: str) -> None:
+    if message not in _notes:
+        _notes.append(message)
+        print(f"note: {message}", file=sys.stderr)
+
+
+def split_commas(values: list[str] | None, option: str) -> list[str] | None:
+    """Values of a multi-value option, accepting the old comma-separated spelling."""
+    if not values:
+        return None
+    out = []
+    for value in values:
+        if "," in value:
+            _note(f"{option} a,b is deprecated; give the values space-separated ({option} a b)")
+        out.extend(part.strip() for part in value.split(",") if part.strip())
+    return out
+
+
+def numbers(values: list[str] | None, kind: type, option: str) -> list | None:
+    """Numbers of a multi-value option (finite; commas accepted as above)."""
+    parts = split_commas(values, option)
+    if parts is None:
+        return None
+    try:
+        parsed = [kind(p) for p in parts]
+    except ValueError:
+        raise BiaslensError(f"{option}: expected numbers, got {' '.join(parts)!r}") from None
+    for value in parsed:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise BiaslensError(f"{option}: {value} is not a finite number")
+    return parsed
+
+
+def finite(option: str):
+    """A typer callback refusing NaN and infinity (for single float options)."""
+
+    def check(value):
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise typer.BadParameter(f"{v} is not a finite number", param_hint=option)
+        return value
+
+    return check
+
+
+# ---------------------------------------------------------------------- shared options
+Model = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        help="Registered name (see `biaslens models list`), hub name or local model folder; "
+        "with --backend openai, the name the server serves. Default: default (SmolLM2).",
+    ),
+]
+Output = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", help="Run directory (default: runs/<method>/<name>)."),
+]
+DataDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir",
+        help="Folder holding the public datasets (else $BIASLENS_DATA_DIR or the download cache).",
+    ),
+]
+Seed = Annotated[int | None, typer.Option("--seed", help="Random seed (>= 0; default 0).")]
+Preset = Annotated[
+    str | None,
+    typer.Option(
+        "--preset",
+        help="paper: the paper's protocol for every setting not given (see the README's "
+        "departures table); default: biaslens's defaults.",
+    ),
+]
+Scoring = Annotated[
+    str | None,
+    typer.Option(
+        "--scoring",
+        "--mode",
+        help="exact: full-vocabulary pronoun probability (default); paper: top-5 sums, greedy "
+        "decoding for causal models (App. G).",
+    ),
+]
+Limit = Annotated[int | None, typer.Option("--limit", help="Keep at most N (seeded).")]
+
+
+# ---------------------------------------------------------------------- backend options
+BACKEND_PARAMETERS: dict[str, tuple[Any, Any]] = {
+    "backend": (
+        Annotated[
+            str,
+            typer.Option(
+                "--backend",
+                help="hf (transformers, in process), vllm (vLLM engine, in process) or openai "
+                "(an OpenAI-compatible server, see --base-url).",
+            ),
+        ],
+        "hf",
+    ),
+    "device": (
+        Annotated[
+            str, typer.Option("--device", help="auto (cuda, mps, cpu), cpu, cuda, cuda:N, mps.")
+        ],
+        "auto",
+    ),
+    "dtype": (
+        Annotated[
+            str,
+            typer.Option(
+                "--dtype", help="auto (bf16 on GPU, fp32 on CPU), float32, bfloat16, float16."
+            ),
+        ],
+        "auto",
+    ),
+    "batch_size": (
+        Annotated[
+            str,
+            typer.Option("--batch-size", help="auto (chosen by measured throughput) or N."),
+        ],
+        "auto",
+    ),
+    "base_url": (
+        Annotated[
+            str | None,
+            typer.Option(
+                "--base-url", help="openai backend: the server, e.g. http://127.0.0.1:8000/v1."
+            ),
+        ],
+        None,
+    ),
+    "api_key_env": (
+        Annotated[
+            str,
+            typer.Option(
+                "--api-key-env",
+                help="openai backend: the environment variable holding the API key (the key is "
+                "never written to any file).",
+            ),
+        ],
+        "OPENAI_API_KEY",
+    ),
+    "concurrency": (
+        Annotated[
+            int, typer.Option("--concurrency", min=1, help="openai backend: requests in flight.")
+        ],
+        8,
+    ),
+    "timeout": (
+        Annotated[
+            float,
+            typer.Option(
+                "--timeout",
+                min=0.001,
+                callback=finite("--timeout"),
+                help="openai backend: seconds per request before it is retried.",
+            ),
+        ],
+        60.0,
+    ),
+    "tokenizer": (
+        Annotated[
+            str | None,
+            typer.Option(
+                "--tokenizer",
+                help="Served models: a local tokenizer (folder or registered name) so prompts "
+                "are sent as token ids, tokenized exactly as the in-process backends do.",
+            ),
+        ],
+        None,
+    ),
+    "data_parallel": (
+        Annotated[
+            int,
+            typer.Option(
+                "--data-parallel",
+                min=1,
+                help="Model replicas on a Ray runtime (one per GPU, or "
+                "a CPU share); 1 runs in process.",
+            ),
+        ],
+        1,
+    ),
+    "ray_address": (
+        Annotated[
+            str | None,
+            typer.Option("--ray-address", help="Join a running Ray cluster (auto or HOST:PORT)."),
+        ],
+        None,
+    ),
+    "model_kind": (
+        Annotated[
+            str,
+            typer.Option(
+                "--model-kind",
+                help="auto (from the config; BART loads as fill-mask), masked (e.g. a T5/UL2 "
+                "span denoiser), causal, seq2seq (e.g. a fine-tuned BART) or extractive-qa.",
+            ),
+        ],
+        "auto",
+    ),
+    "input_prefix": (
+        Annotated[
+            str,
+            typer.Option(
+                "--input-prefix",
+                help="Text put before every input, e.g. '[NLU] ' for UL2's denoiser mode.",
+            ),
+        ],
+        "",
+    ),
+}
+
+
+def backend_config(**values: Any):
+    """The :class:`BackendConfig` of the backend options' values."""
+    from biaslens.models.base import BackendConfig
+    from biaslens.models.batching import parse_batch_size
+
+    values["batch_size"] = parse_batch_size(values.get("batch_size", "auto"), "--batch-size")
+    return BackendConfig(**values)
+
+
+def backend_options(command):
+    """Add the backend options to ``command``, which receives them as one ``backend``
+    (a :class:`BackendConfig`) instead."""
+    signature = inspect.signature(command, eval_str=True)
+    kept = [p for p in signature.parameters.values() if p.name != "backend"]
+    added = [
+        inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+        )
+        for name, (annotation, default) in BACKEND_PARAMETERS.items()
+    ]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs):
+        values = {name: kwargs.pop(name) for name in BACKEND_PARAMETERS}
+        return command(backend=backend_config(**values), **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=[*kept, *added])
+    wrapper.__annotations__ = {p.name: p.annotation for p in [*kept, *added]}
+    return wrapper

@@ -1,0 +1,105 @@
+"""How the CLI shows results: one table renderer, and one printout for every method's run.
+
+A run prints its method's headline tables (from the method registry), the method's notes, the
+request counts, where the results are and the report's path; warnings raised during the run
+are printed once each, after the progress bars.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def format_value(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "∞" if value > 0 else "−∞"
+        return f"{value:.4f}"
+    if hasattr(value, "item"):
+        return format_value(value.item())
+    return str(value)
+
+
+def print_table(title: str, frame, columns: Sequence[str] | None = None) -> None:
+    """One rich table of a DataFrame (``columns``: those shown, in order; all when None)."""
+    columns = [c for c in (columns or frame.columns) if c in frame.columns]
+    out = Table(title=title, show_lines=any(len(str(v)) > 60 for v in frame.to_numpy().ravel()))
+    for column in columns:
+        out.add_column(str(column))
+    for row in frame[columns].itertuples(index=False):
+        out.add_row(*[format_value(v) for v in row])
+    console.print(out)
+
+
+def print_run(result, spec) -> None:
+    """Headline tables, notes, request counts and paths of a finished run."""
+    for headline in spec.headlines:
+        if not headline.cli or headline.table not in result.tables:
+            continue
+        frame = result.tables[headline.table]
+        if headline.view is not None:
+            frame = headline.view(frame)
+        title = f"{headline.title} — {result.model_name}" if spec.needs_model else headline.title
+        print_table(title, frame, headline.columns or None)
+    for note in result.notes:
+        console.print(note, markup=False, highlight=False)
+    if result.cache_stats:
+        print_cache_stats(result.cache_stats)
+    console.print(f"results: {result.run_dir}")
+    for plot in result.plots:
+        console.print(f"plot: {plot}")
+    if result.report is not None:
+        console.print(f"report: {result.report}")
+
+
+def print_cache_stats(stats: dict) -> None:
+    """How many requests a run computed and how many it reused from its request cache."""
+    console.print(
+        f"requests: {stats.get('computed', 0)} computed, {stats.get('cached', 0)} reused from "
+        "the cache"
+    )
+
+
+@contextmanager
+def collected_warnings() -> Iterator[None]:
+    """Hold warnings back while progress bars draw; print each distinct one once after."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            for message in dict.fromkeys(str(w.message) for w in caught):
+                err_console.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
+
+
+def with_progress(work: Callable):
+    """Run ``work(progress)`` under rich progress bars, warnings printed once afterwards."""
+    from biaslens.progress import RichProgress
+
+    with collected_warnings(), RichProgress.open() as progress:
+        return work(progress)
+
+
+def run_and_print(method: str, **options):
+    """Run a method through :func:`biaslens.runner.run_method` with progress bars, then print
+    its result; returns the :class:`RunResult`."""
+    from biaslens.experiments.registry import get_method
+    from biaslens.runner import run_method
+
+    spec = get_method(method)
+    result = with_progress(lambda progress: run_method(method, progress=progress, **options))
+    print_run(result, spec)
+    return result

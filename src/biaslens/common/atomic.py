@@ -1,0 +1,113 @@
+"""Atomic file writes: write to a temporary file in the same folder, then rename over the target.
+
+A reader (or a crash) never sees a half-written file, and an existing result is replaced only
+by a complete new one. Files get the permissions of a plain ``open()`` (0666 minus the umask),
+not the 0600 of the temporary file. A temporary file left by a killed process
+(``.NAME.*.tmp``) is removed by :func:`remove_stale_temporaries` when the run is opened again.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from biaslens.common.files import make_dir
+from biaslens.errors import BiaslensError
+
+TEMP_SUFFIX = ".tmp"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path: Path, write: Callable[[io.BufferedWriter], None]) -> None:
+    path = Path(path)
+    if path.is_dir():
+        raise BiaslensError(f"{path} is a folder, not a file; give a file name")
+    make_dir(path.parent, "output folder")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    except OSError as error:
+        raise BiaslensError(f"cannot write {path}: {error.strerror or error}") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def remove_stale_temporaries(root: Path) -> int:
+    """Delete temporary files an interrupted write left under ``root``; returns how many."""
+    removed = 0
+    for path in Path(root).rglob(f".*{TEMP_SUFFIX}"):
+        if path.is_file():
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    write_atomic(path, lambda handle: handle.write(data))
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with NaN and ±inf floats replaced by None: strict JSON has neither."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        try:
+            return json_safe(value.item())
+        except (TypeError, ValueError):
+            return value
+    return value
+
+
+def write_json(path: Path, value: Any) -> None:
+    """Strict JSON (no NaN/Infinity tokens, which other tools refuse); NaN/inf become null."""
+    text = json.dumps(json_safe(value), indent=2, sort_keys=False, default=str, allow_nan=False)
+    write_bytes(path, (text + "\n").encode())
+
+
+def write_yaml(path: Path, value: Any) -> None:
+    write_bytes(path, yaml.safe_dump(value, sort_keys=False).encode())
+
+
+def write_parquet(path: Path, table) -> None:
+    write_atomic(path, lambda handle: table.to_parquet(handle, index=False))
+
+
+def write_csv(path: Path, table) -> None:
+    write_bytes(path, table.to_csv(index=False).encode())
+
+
+def write_figure(path: Path, figure) -> None:
+    fmt = path.suffix.lstrip(".") or "png"
+    write_atomic(
+        path, lambda handle: figure.savefig(handle, format=fmt, dpi=120, bbox_inches="tight")
+    )
+
+
+def json_records(table) -> list[dict[str, Any]]:
+    """A table's rows as JSON-safe dicts (NaN and ±inf become null)."""
+    return json_safe(table.to_dict(orient="records"))

@@ -1,0 +1,164 @@
+"""The method registry: each method registers what it is, once.
+
+Like HELM's ``run_spec_function``, a method module builds a :class:`MethodSpec` — its name, its
+settings model, its body, the headline tables that summarise a run, how its run folders are
+named and its presets — and passes it to :func:`register`. The runner
+(:func:`biaslens.runner.run_method`), the CLI and the report read this registry; adding a
+method is one new module plus its registration (and its name in :data:`METHOD_MODULES`).
+
+The body is the method itself: it builds the dataset, sends requests through ``ctx.lm`` (the
+model behind the run's request cache) and returns a :class:`MethodOutput`. Everything around it
+(loading the model, the run folder, the cache, provenance, the report) is the runner's job.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from biaslens.errors import BiaslensError
+from biaslens.experiments.settings import MethodSettings, validated
+from biaslens.models.base import LM, BackendConfig
+from biaslens.progress import NoProgress, Progress
+from biaslens.store.run import RunStore
+
+METHOD_MODULES = (
+    "biaslens.experiments.sib_mgc",
+    "biaslens.experiments.sib_detect",
+    "biaslens.experiments.sib_toy",
+    "biaslens.experiments.lei_eval",
+    "biaslens.experiments.lei_train",
+    "biaslens.experiments.unqover",
+    "biaslens.experiments.cid_audit",
+    "biaslens.experiments.cid_sensitivity",
+)
+"""Modules that register a method (imported on the first registry lookup; none imports torch
+at module level)."""
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A result table that summarises a run: shown by the CLI after the run and first in the
+    report. ``columns``: those the CLI shows (all when empty); ``view``: turns the stored table
+    into what the CLI shows (e.g. a pivot); ``cli``: False keeps it out of the terminal."""
+
+    table: str
+    title: str
+    columns: tuple[str, ...] = ()
+    view: Callable | None = None
+    cli: bool = True
+
+
+@dataclass
+class RunContext:
+    """What a method body gets from the runner.
+
+    ``lm`` answers requests through the run's request cache (None for methods without a
+    model); ``backend`` is the model itself (for work the cache cannot hold, e.g. training);
+    ``data_dir`` is where public benchmark data lives (None: ``$BIASLENS_DATA_DIR`` or the
+    download cache).
+    """
+
+    store: RunStore
+    lm: LM | None = None
+    backend: LM | None = None
+    backend_config: BackendConfig = field(default_factory=BackendConfig)
+    progress: Progress = field(default_factory=NoProgress)
+    data_dir: Path | None = None
+
+
+@dataclass
+class MethodOutput:
+    """What a method body returns; the runner writes it into the run folder.
+
+    * ``metrics``: the ``metrics`` part of ``summary.json``;
+    * ``tables`` (CSV), ``samples`` (Parquet) and ``figures`` (``plots/NAME.png``), by name;
+    * ``provenance``: more top-level ``summary.json`` fields (dataset name and hash, …);
+    * ``notes``: one-line findings the CLI prints under the headline tables.
+    """
+
+    metrics: dict[str, Any]
+    tables: dict[str, Any] = field(default_factory=dict)
+    samples: dict[str, Any] = field(default_factory=dict)
+    figures: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One method: its name, settings, body and how its runs are shown and named.
+
+    * ``make_settings(**values)``: builds validated settings from user values (default:
+      ``settings(**values)``; methods that read input files hash them here);
+    * ``prepare(settings, lm)``: checks, before anything is written, that the loaded model can
+      serve the method, and returns the settings as recorded (e.g. the default prompt filled
+      in);
+    * ``run_name(settings)``: the run folder's name under ``runs/<method>/``;
+    * ``presets``: named sets of setting values (``paper``: the paper's protocol) that apply
+      where the user gave no value.
+    """
+
+    name: str
+    title: str
+    settings: type[MethodSettings]
+    body: Callable[[RunContext, Any], MethodOutput]
+    headlines: tuple[Headline, ...] = ()
+    needs_model: bool = True
+    make_settings: Callable[..., Any] | None = None
+    prepare: Callable[[Any, LM], Any] | None = None
+    run_name: Callable[[Any], str] | None = None
+    presets: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def build_settings(self, preset: str | None = None, **values: Any):
+        """Validated settings from ``values`` (None means "not given"), on top of ``preset``."""
+        values = {k: v for k, v in values.items() if v is not None}
+        if preset not in (None, "default"):
+            if preset not in self.presets:
+                known = ", ".join(["default", *self.presets]) or "default"
+                raise BiaslensError(f"{self.name} has no preset {preset!r} (presets: {known})")
+            values = {**self.presets[preset], **values}
+        if self.make_settings is not None:
+            return self.make_settings(**values)
+        return validated(self.settings, values)
+
+    def default_output(self, settings) -> Path:
+        name = (
+            self.run_name(settings)
+            if self.run_name
+            else safe_name(getattr(settings, "model", self.name))
+        )
+        return Path("runs") / self.name / name
+
+
+_METHODS: dict[str, MethodSpec] = {}
+
+
+def register(spec: MethodSpec) -> MethodSpec:
+    """Add a method to the registry (a second registration of a name is a bug)."""
+    if spec.name in _METHODS and _METHODS[spec.name] is not spec:
+        raise ValueError(f"method {spec.name!r} registered twice")
+    _METHODS[spec.name] = spec
+    return spec
+
+
+def methods() -> dict[str, MethodSpec]:
+    """Every registered method by name."""
+    for module in METHOD_MODULES:
+        importlib.import_module(module)
+    return dict(_METHODS)
+
+
+def get_method(name: str) -> MethodSpec:
+    known = methods()
+    if name not in known:
+        raise BiaslensError(f"unknown method {name!r}; methods: {', '.join(known)}")
+    return known[name]
+
+
+def safe_name(model: str) -> str:
+    """A model name or path as one folder name (``org/model`` -> ``org--model``)."""
+    return str(model).strip("/").replace("/", "--") or "model"

@@ -1,0 +1,181 @@
+"""Data-parallel model replicas on Ray (``--data-parallel N``).
+
+:class:`ReplicatedLM` is a backend like any other: N Ray actors each load the same model on
+the chosen backend (one GPU each, or an equal share of the CPUs), and the driver
+
+* sorts the requests by length and cuts them into shards, so each replica pads little;
+* keeps every replica busy (two shards in flight each), merges answers in request order and
+  reports progress as shards finish;
+* retries the unfinished shards of a replica that dies on the others (nothing lost, nothing
+  answered twice), and stops with a clear error only when no replica is left or the runtime is
+  gone.
+
+The request cache stays with the driver (only it writes); the identity is the replicas', so
+answers are cached under the same key as a single process's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections import deque
+
+from biaslens.errors import BiaslensError
+from biaslens.models.base import LM, BackendConfig
+from biaslens.models.ray_runtime import connect, devices
+
+
+class _Replica:
+    """One model replica (the body of a Ray actor)."""
+
+    def __init__(self, name: str, config: dict, threads: int | None) -> None:
+        if threads:
+            os.environ["OMP_NUM_THREADS"] = str(threads)
+            try:
+                import torch
+
+                torch.set_num_threads(threads)
+            except ImportError:
+                pass
+        from biaslens.models.registry import load_model
+
+        self.lm = load_model(name, BackendConfig(**config))
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def describe(self):
+        return self.lm.identity, dict(self.lm.capabilities)
+
+    def answer(self, requests: list) -> list:
+        return self.lm.answer(requests)
+
+
+def _size(request) -> int:
+    return sum(len(v) for v in dataclasses.asdict(request).values() if isinstance(v, str))
+
+
+class ReplicatedLM(LM):
+    """N replicas of one model on Ray, answering as one backend (see the module)."""
+
+    in_flight_per_replica = 2
+
+    def __init__(self, name: str, config: BackendConfig) -> None:
+        self.ray = ray = connect(config.ray_address)
+        self.config = config
+        replicas = config.data_parallel
+        resources = devices(ray, replicas)
+        threads = None if "num_gpus" in resources else resources["num_cpus"]
+        inner = dataclasses.replace(config, data_parallel=1, ray_address=None)
+        options = {k: v for k, v in dataclasses.asdict(inner).items()}
+        actor = ray.remote(_Replica).options(max_restarts=0, **resources)
+        self.actors = [actor.remote(name, options, threads) for _ in range(replicas)]
+        try:
+            self.identity, capabilities = ray.get(self.actors[0].describe.remote())
+            ray.get([a.pid.remote() for a in self.actors[1:]])
+        except ray.exceptions.RayTaskError as error:
+            self.close()
+            raise _cause(error) from None
+        self._capabilities = capabilities
+        self.cache_chunk_size = 64 * replicas
+        """Answers committed to a run's cache per chunk (a dead runtime loses at most one)."""
+
+    @property
+    def capabilities(self):
+        return self._capabilities
+
+    def replica_pids(self) -> list[int]:
+        return self.ray.get([a.pid.remote() for a in self.actors])
+
+    def _answer(self, requests, progress) -> list:
+        ray = self.ray
+        if not requests:
+            return []
+        self.require(type(requests[0]).request_type, exact=False)
+        order = sorted(range(len(requests)), key=lambda i: -_size(requests[i]))
+        size = min(256, max(8, math.ceil(len(requests) / (4 * len(self.actors)))))
+        shards = deque(order[start : start + size] for start in range(0, len(order), size))
+        results: list = [None] * len(requests)
+        alive = list(self.actors)
+        flying: dict = {}  # ObjectRef -> (shard, actor)
+        while shards or flying:
+            for actor in alive:
+                busy = sum(1 for _, owner in flying.values() if owner is actor)
+                while shards and busy < self.in_flight_per_replica:
+                    shard = shards.popleft()
+                    ref = actor.answer.remote([requests[i] for i in shard])
+                    flying[ref] = (shard, actor)
+                    busy += 1
+            done, _ = ray.wait(list(flying), num_returns=1)
+            ref = done[0]
+            shard, actor = flying.pop(ref)
+            try:
+                answers = ray.get(ref)
+            except ray.exceptions.RayActorError:
+                # the replica died: its unfinished shards go to the others
+                lost = [s for r, (s, a) in list(flying.items()) if a is actor]
+                for r in [r for r, (_, a) in flying.items() if a is actor]:
+                    flying.pop(r)
+                shards.extendleft([shard, *lost])
+                alive = [a for a in alive if a is not actor]
+                if not alive:
+                    raise BiaslensError(
+                        f"all {len(self.actors)} model replicas died; finished answers are kept in "
+                        "the run's cache, rerun the same command to resume"
+                    ) from None
+                continue
+            except ray.exceptions.RayTaskError as error:
+                raise _cause(error) from None
+            except (ray.exceptions.RaySystemError, ConnectionError) as error:
+                raise BiaslensError(
+                    f"the Ray runtime is gone ({type(error).__name__}); finished answers are kept "
+                    "in the run's cache, rerun the same command to resume"
+                ) from None
+            for i, answer in zip(shard, answers, strict=True):
+                results[i] = answer
+            if progress is not None:
+                progress(len(shard))
+        self.actors = alive
+        return results
+
+    def token_distribution(self, requests, progress=None):
+        return self._answer(requests, progress)
+
+    def span_scores(self, requests, progress=None):
+        return self._answer(requests, progress)
+
+    def answer_span(self, requests, progress=None):
+        return self._answer(requests, progress)
+
+    def choice_logprobs(self, requests, progress=None):
+        return self._answer(requests, progress)
+
+    def generate(self, requests, progress=None):
+        return self._answer(requests, progress)
+
+    def contrastive_generate(self, requests, progress=None):
+        return self._answer(requests, progress)
+
+    def close(self) -> None:
+        for actor in self.actors:
+            try:
+                self.ray.kill(actor)
+            except Exception:  # already gone
+                pass
+        self.actors = []
+
+
+def _cause(error) -> Exception:
+    """The replica's own exception (a BiaslensError stays a one-line error)."""
+    cause = getattr(error, "cause", None)
+    if isinstance(cause, BiaslensError):
+        return BiaslensError(str(cause))
+    return BiaslensError(
+        f"a model replica failed: {type(cause or error).__name__}: {cause or error}"
+    )
+
+
+def load_replicated(name: str, config: BackendConfig) -> ReplicatedLM:
+    """``config.data_parallel`` replicas of model ``name`` on Ray."""
+    return ReplicatedLM(name, config)

@@ -1,0 +1,183 @@
+"""One runner for every method: load the model, open the run folder, run, record, report.
+
+:func:`run_method` owns what every method shares, so that the methods themselves
+(:mod:`biaslens.experiments`) only build data, ask for answers and compute metrics:
+
+1. settings validated (a preset applied where the user gave no value);
+2. the model loaded on its backend and checked against what the method needs (``prepare``),
+   all before anything is written: a run that fails on its inputs leaves no folder;
+3. the run folder (``RunStore``): compatible with an earlier run of the same settings, locked
+   against a second process, created on the first write;
+4. the method's body, answering requests through the run's request cache (resumable);
+5. tables, samples and figures written, ``summary.json`` with the metrics and provenance (model
+   identity, backend settings, request counts, dataset hashes, versions), the HTML report;
+6. one :class:`RunResult`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from biaslens.errors import BiaslensError
+from biaslens.experiments.registry import RunContext, get_method, safe_name
+from biaslens.models.base import LM, BackendConfig
+from biaslens.progress import NoProgress, Progress
+from biaslens.store.cache import CachedLM
+from biaslens.store.result import RunResult
+from biaslens.store.run import RunStore, read_config
+
+
+def run_method(
+    method: str,
+    settings: Any = None,
+    *,
+    output: Path | str | None = None,
+    backend: BackendConfig | None = None,
+    lm: LM | None = None,
+    progress: Progress | None = None,
+    data_dir: Path | str | None = None,
+    preset: str | None = None,
+    report: bool = True,
+    **values: Any,
+) -> RunResult:
+    """Run ``method`` and return its result; rerunning the same call resumes from the run's
+    request cache.
+
+    ``settings`` is the method's settings object, or give its fields as keyword ``values``
+    (with ``preset``). ``output`` defaults to ``runs/<method>/<name>``. ``backend`` chooses and
+    configures the backend; ``lm`` passes an already loaded model instead.
+    """
+    from biaslens.models.registry import load_model, resolve_name
+
+    spec = get_method(method)
+    if settings is None:
+        settings = spec.build_settings(preset, **values)
+    elif values or preset:
+        raise BiaslensError("give the settings object or keyword settings, not both")
+    elif not isinstance(settings, spec.settings):
+        raise BiaslensError(
+            f"{method} takes {spec.settings.__name__}, not {type(settings).__name__}"
+        )
+    backend = backend or BackendConfig()
+    progress = progress or NoProgress()
+    if output is not None:
+        _check_output_method(Path(output), spec.name)
+    base = None
+    if spec.needs_model:
+        base = lm if lm is not None else load_model(settings.model, backend)
+        if spec.prepare is not None:
+            settings = spec.prepare(settings, base)
+        settings = settings.model_copy(update={"model": resolve_name(settings.model)})
+    output = Path(output) if output is not None else spec.default_output(settings)
+    runtime = backend.describe() if spec.needs_model else {}
+    with RunStore(output, spec.name, settings.recorded(), runtime) as store:
+        cached = CachedLM(base, lambda: store.cache) if base is not None else None
+        context = RunContext(
+            store=store,
+            lm=cached,
+            backend=base,
+            backend_config=backend,
+            progress=progress,
+            data_dir=Path(data_dir) if data_dir is not None else None,
+        )
+        out = spec.body(context, settings)
+        for name, table in out.tables.items():
+            store.write_table(name, table)
+        for name, table in out.samples.items():
+            store.write_samples(table, name)
+        plots = [_write_figure(store, name, figure) for name, figure in out.figures.items()]
+        provenance: dict[str, Any] = {}
+        if base is not None:
+            provenance = {
+                "model": base.identity.describe(),
+                "backend": backend.describe(),
+                "requests": dict(cached.stats),
+            }
+        summary = store.write_summary(
+            out.metrics, **provenance, **out.provenance, notes=list(out.notes)
+        )
+    result = RunResult(
+        run_dir=output,
+        method=spec.name,
+        settings=settings.recorded(),
+        summary=summary,
+        tables=dict(out.tables),
+        sample_tables=dict(out.samples),
+        plots=plots,
+        cache_stats=dict(cached.stats) if cached is not None else {},
+        notes=list(out.notes),
+    )
+    if report:
+        result.report = write_run_report([output])
+    return result
+
+
+def _write_figure(store: RunStore, name: str, figure) -> Path:
+    import matplotlib.pyplot as plt
+
+    try:
+        return store.write_plot(name, figure)
+    finally:
+        plt.close(figure)
+
+
+def _check_output_method(output: Path, method: str) -> None:
+    """Refuse, before the model loads, an output folder that holds another method's run."""
+    if (output / "config.yaml").is_file():
+        existing = read_config(output)["method"]
+        if existing != method:
+            raise BiaslensError(
+                f"output directory {output} holds a {existing} run, not {method}; "
+                "choose another --output"
+            )
+
+
+def write_run_report(run_dirs: Sequence[Path], output: Path | None = None) -> Path | None:
+    """The HTML report of finished run(s); a report problem is a warning, never a failed run."""
+    from biaslens.report.html import write_report
+
+    try:
+        return write_report(list(run_dirs), output)
+    except BiaslensError as error:
+        warnings.warn(f"no report: {error}", stacklevel=2)
+        return None
+
+
+def run_comparison(
+    method: str,
+    models: Sequence[str],
+    *,
+    output: Path | str | None = None,
+    backend: BackendConfig | None = None,
+    progress: Progress | None = None,
+    preset: str | None = None,
+    **values: Any,
+):
+    """Run ``method`` (``sib-mgc``) for several models, each in its own run folder under
+    ``output`` (each resumable on its own), then compare them (paper Fig. 3(b))."""
+    from biaslens.experiments.sib_mgc_compare import compare
+
+    if method != "sib-mgc":
+        raise BiaslensError(f"comparing models is implemented for sib-mgc, not {method}")
+    if len(set(models)) != len(models):
+        raise BiaslensError(f"a model is listed twice: {list(models)}")
+    spec = get_method(method)
+    first = spec.build_settings(preset, model=models[0], **values)
+    root = Path(output) if output is not None else Path("runs") / method / f"compare-{first.mode}"
+    runs = [
+        run_method(
+            method,
+            first.model_copy(update={"model": model}),
+            output=root / safe_name(model),
+            backend=backend,
+            progress=progress,
+            report=False,
+        )
+        for model in models
+    ]
+    comparison = compare(runs, root)
+    comparison.report = write_run_report([r.run_dir for r in runs], root / "report.html")
+    return comparison

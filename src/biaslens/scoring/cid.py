@@ -1,0 +1,63 @@
+"""What the CID experiments share: decoding options and CID in both directions of a pair."""
+
+from __future__ import annotations
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from biaslens.models.base import LM
+from biaslens.models.requests import ContrastiveGenerateRequest
+from biaslens.progress import Progress
+
+DEFAULT_STOP = (".", "\n")
+
+
+class DecodingSettings(BaseModel):
+    """Decoding options of a CID experiment (greedy, as in the paper)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    lams: tuple[float, ...] = (0.0, 5.0, 50.0)
+    top_k: int = Field(default=50, ge=1)
+    max_new_tokens: int = Field(default=20, ge=1)
+    stop: tuple[str, ...] = DEFAULT_STOP
+
+    @field_validator("lams")
+    @classmethod
+    def _check_lams(cls, values: tuple[float, ...]) -> tuple[float, ...]:
+        if not values:
+            raise ValueError("give at least one λ")
+        if any(not v >= 0 for v in values):
+            raise ValueError("λ must be >= 0")
+        return tuple(sorted(set(values)))
+
+
+def decode_both_directions(
+    lm: LM, pairs: pd.DataFrame, settings: DecodingSettings, progress: Progress, label: str
+) -> pd.DataFrame:
+    """CID(x; x', λ) and CID(x'; x, λ) for every pair (columns ``pair``, ``x``, ``x_prime``)
+    and λ, in one batched call. Returns one row per pair, λ and direction (``forward``: x is
+    the input, ``backward``: x' is), with the continuation and why it ended."""
+    rows = []
+    for pair in pairs.itertuples(index=False):
+        for lam in settings.lams:
+            rows.append((pair.pair, lam, "forward", pair.x, pair.x_prime))
+            rows.append((pair.pair, lam, "backward", pair.x_prime, pair.x))
+    requests = [
+        ContrastiveGenerateRequest(
+            x=x,
+            x_prime=x_prime,
+            lam=lam,
+            max_new_tokens=settings.max_new_tokens,
+            top_k=settings.top_k,
+            stop=settings.stop,
+        )
+        for _, lam, _, x, x_prime in rows
+    ]
+    tick = progress.task(f"{label} ({lm.identity.name})", len(requests))
+    results = lm.contrastive_generate(requests, progress=tick)
+    table = pd.DataFrame(rows, columns=["pair", "lam", "direction", "input", "contrast"])
+    table["continuation"] = [r.text.strip() for r in results]
+    table["num_tokens"] = [r.num_tokens for r in results]
+    table["finish_reason"] = [r.finish_reason for r in results]
+    return table

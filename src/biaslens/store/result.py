@@ -1,0 +1,141 @@
+"""One result shape for every method: :class:`RunResult`, from a fresh run or a run folder.
+
+``result.fits`` (or ``result["fits"]``, ``result.tables["fits"]``) is a result table,
+``result.samples`` the per-sample table (others: ``result.sample_tables``); ``result.metrics``
+the summary's metrics. A loaded run reads its tables on
+first access, so opening a run with millions of samples costs nothing until they are asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from biaslens.common.files import read_text
+from biaslens.errors import BiaslensError
+from biaslens.store.run import CONFIG_FILE, SUMMARY_FILE, check_format_version, read_config
+
+
+class LazyTables(Mapping):
+    """Tables of a run folder by name, read from ``NAME.csv`` / ``NAME.parquet`` when first
+    asked for (a damaged file is a one-line error naming it)."""
+
+    def __init__(self, paths: dict[str, Path]) -> None:
+        self._paths = paths
+        self._loaded: dict[str, pd.DataFrame] = {}
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        if name not in self._loaded:
+            path = self._paths[name]
+            try:
+                reader = pd.read_parquet if path.suffix == ".parquet" else pd.read_csv
+                self._loaded[name] = reader(path)
+            except Exception as error:  # pyarrow and pandas raise many types for bad files
+                raise BiaslensError(f"{path}: unreadable table ({error})") from None
+        return self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
+@dataclass
+class RunResult:
+    """A finished run: where it is, what it was asked, what it found.
+
+    * ``tables``: the small result tables (CSV), by name, also as attributes (``result.fits``);
+      ``sample_tables``: per-sample tables (Parquet), by name; ``samples`` is the main one.
+    * ``summary``: ``summary.json`` (metrics, model identity, backend settings, dataset hash,
+      request counts, versions); ``metrics`` is its ``metrics`` part.
+    * ``cache_stats``: requests computed and reused from the request cache in this run.
+    """
+
+    run_dir: Path
+    method: str
+    settings: dict[str, Any]
+    summary: dict[str, Any]
+    tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+    sample_tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+    plots: list[Path] = field(default_factory=list)
+    cache_stats: dict[str, int] = field(default_factory=dict)
+    report: Path | None = None
+    notes: list[str] = field(default_factory=list)
+    """One-line findings of the method (printed by the CLI under the headline tables)."""
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        if name in self.tables:
+            return self.tables[name]
+        if name in self.sample_tables:
+            return self.sample_tables[name]
+        known = ", ".join([*self.tables, *self.sample_tables]) or "none"
+        raise KeyError(f"{self.method} run has no table {name!r} (it has: {known})")
+
+    def __getattr__(self, name: str) -> pd.DataFrame:
+        if name.startswith("_") or name in ("tables", "sample_tables"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except KeyError as error:
+            raise AttributeError(str(error)) from None
+
+    @property
+    def samples(self) -> pd.DataFrame | None:
+        """The per-sample table (``samples.parquet``), if the method writes one."""
+        return self.sample_tables.get("samples")
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return self.summary.get("metrics", {})
+
+    @property
+    def model_name(self) -> str:
+        model = self.summary.get("model")
+        return model.get("name", "?") if isinstance(model, dict) else str(model or "—")
+
+    @property
+    def label(self) -> str:
+        return f"{self.run_dir.name} ({self.model_name})"
+
+    @classmethod
+    def load(cls, root: Path | str) -> RunResult:
+        """The run in ``root``, checked: a biaslens run of a known format that finished."""
+        root = Path(root)
+        if not root.is_dir():
+            raise BiaslensError(f"{root}: no such run directory")
+        if not (root / CONFIG_FILE).is_file():
+            raise BiaslensError(f"{root}: not a biaslens run directory (no {CONFIG_FILE})")
+        config = read_config(root)  # raises for a newer format
+        summary_path = root / SUMMARY_FILE
+        if not summary_path.is_file():
+            raise BiaslensError(
+                f"{root}: the {config['method']} run is incomplete (no {SUMMARY_FILE}); run the "
+                "same command again to resume and finish it"
+            )
+        try:
+            summary = json.loads(read_text(summary_path, "run summary"))
+        except json.JSONDecodeError as error:
+            raise BiaslensError(f"{summary_path}: unreadable summary ({error})") from None
+        if not isinstance(summary, dict):
+            raise BiaslensError(f"{summary_path}: not a run summary")
+        check_format_version(summary_path, summary.get("format_version"))
+        plots = sorted((root / "plots").glob("*.png")) if (root / "plots").is_dir() else []
+        report = root / "report.html"
+        return cls(
+            run_dir=root,
+            method=config["method"],
+            settings=config.get("settings", {}),
+            summary=summary,
+            tables=LazyTables({p.stem: p for p in sorted(root.glob("*.csv"))}),
+            sample_tables=LazyTables({p.stem: p for p in sorted(root.glob("*.parquet"))}),
+            plots=plots,
+            cache_stats=dict(summary.get("requests") or {}),
+            notes=[str(n) for n in summary.get("notes") or []],
+            report=report if report.is_file() else None,
+        )

@@ -1,0 +1,170 @@
+"""A small OpenAI-compatible completions server around a transformers causal model.
+
+It answers ``/v1/models`` and ``/v1/completions`` as vLLM's server does for what biaslens asks
+(token-id prompts, ``echo`` with prompt log-probabilities, ``logprobs=k``, greedy
+``max_tokens``, ``ignore_eos``, ``return_tokens_as_token_ids`` and ``logprob_token_ids``), with
+log-probabilities computed by a real forward pass of the model. Tests use it to check the
+``openai`` backend against the ``hf`` backend on a tiny model, and to break the protocol on
+purpose: ``faults`` makes the server return log-probabilities shifted by one position (as
+llama.cpp does), none at all, or require an API key.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import torch
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+TOKEN_PREFIX = "token_id:"
+
+
+@dataclass
+class Faults:
+    """Deliberate protocol faults: ``echo`` is ``"ok"``, ``"shifted"`` or ``"missing"``;
+    ``api_key`` (if set) must be sent as a Bearer token; ``token_ids`` False hides vLLM's
+    token-id extensions."""
+
+    echo: str = "ok"
+    api_key: str | None = None
+    token_ids: bool = True
+    requests: list[dict] = field(default_factory=list)
+
+
+def _logprobs_rows(model, ids: list[int]) -> torch.Tensor:
+    with torch.inference_mode():
+        logits = model(input_ids=torch.tensor([ids])).logits[0]
+    return logits.float().log_softmax(-1)
+
+
+def _token(tokenizer, token_id: int, as_ids: bool) -> str:
+    return f"{TOKEN_PREFIX}{token_id}" if as_ids else tokenizer.decode([token_id])
+
+
+def complete(model, tokenizer, body: dict, faults: Faults) -> dict:
+    """One ``/v1/completions`` answer (every prompt of the request, greedy)."""
+    prompts = body["prompt"]
+    if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
+        prompts = [prompts]
+    k = body.get("logprobs")
+    as_ids = bool(body.get("return_tokens_as_token_ids")) and faults.token_ids
+    wanted = body.get("logprob_token_ids") if faults.token_ids else None
+    max_tokens = int(body.get("max_tokens", 16))
+    eos = tokenizer.eos_token_id
+    choices = []
+    for index, prompt in enumerate(prompts):
+        ids = tokenizer(prompt)["input_ids"] if isinstance(prompt, str) else list(prompt)
+        generated, tops, token_logprobs = [], [], []
+        context = list(ids)
+        for _ in range(max_tokens):
+            row = _logprobs_rows(model, context)[-1]
+            token = int(row.argmax())
+            generated.append(token)
+            token_logprobs.append(float(row[token]))
+            if wanted:
+                chosen = {int(t): float(row[int(t)]) for t in wanted}
+                chosen[token] = float(row[token])
+                tops.append({_token(tokenizer, t, as_ids): v for t, v in chosen.items()})
+            elif k:
+                values, indices = row.topk(int(k))
+                tops.append(
+                    {
+                        _token(tokenizer, int(t), as_ids): float(v)
+                        for v, t in zip(values, indices, strict=True)
+                    }
+                )
+            context.append(token)
+            if token == eos and not body.get("ignore_eos"):
+                break
+        logprobs = None
+        if k is not None or wanted:
+            logprobs = {
+                "tokens": [_token(tokenizer, t, as_ids) for t in generated],
+                "token_logprobs": token_logprobs,
+                "top_logprobs": tops,
+                "text_offset": [],
+            }
+            if body.get("echo"):
+                rows = _logprobs_rows(model, ids)
+                echoed = [None] + [float(rows[j - 1, ids[j]]) for j in range(1, len(ids))]
+                if faults.echo == "shifted":
+                    echoed = echoed[1:] + [None]
+                elif faults.echo == "missing":
+                    echoed = [None] * len(ids)
+                logprobs["tokens"] = [_token(tokenizer, t, as_ids) for t in ids] + logprobs[
+                    "tokens"
+                ]
+                logprobs["token_logprobs"] = echoed + token_logprobs
+                logprobs["top_logprobs"] = [None] * len(ids) + tops
+        text = tokenizer.decode(generated, skip_special_tokens=True)
+        if body.get("echo"):
+            text = tokenizer.decode(ids) + text
+        choices.append(
+            {"index": index, "text": text, "logprobs": logprobs, "finish_reason": "length"}
+        )
+    return {"object": "text_completion", "model": body.get("model"), "choices": choices}
+
+
+def create_app(model, tokenizer, name: str, faults: Faults | None = None, max_model_len=None):
+    faults = faults or Faults()
+    app = FastAPI()
+    lock = threading.Lock()
+
+    def authorized(request: Request) -> bool:
+        return (
+            faults.api_key is None
+            or request.headers.get("authorization") == f"Bearer {faults.api_key}"
+        )
+
+    @app.get("/v1/models")
+    def models(request: Request):
+        if not authorized(request):
+            return JSONResponse({"error": {"message": "invalid api key"}}, status_code=401)
+        return {
+            "data": [{"id": name, "object": "model", "root": name, "max_model_len": max_model_len}]
+        }
+
+    @app.post("/v1/completions")
+    async def completions(request: Request):
+        if not authorized(request):
+            return JSONResponse({"error": {"message": "invalid api key"}}, status_code=401)
+        body = await request.json()
+        faults.requests.append(body)
+        if body.get("model") != name:
+            return JSONResponse({"error": {"message": "model not found"}}, status_code=404)
+        with lock:
+            return complete(model, tokenizer, body, faults)
+
+    return app
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def serve(app, port: int | None = None):
+    """Run ``app`` with uvicorn in a thread on 127.0.0.1; yields the base URL (``…/v1``)."""
+    import uvicorn
+
+    port = port or free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.time() + 30
+    while not server.started:
+        if time.time() > deadline or not thread.is_alive():
+            raise RuntimeError("the fake server did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

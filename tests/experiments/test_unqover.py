@@ -1,0 +1,176 @@
+"""The UnQover probe end to end: masked LMs fill the slot (the reference's ``lm/`` path), QA
+models answer; on tiny models and SmolLM2 (slow)."""
+
+from __future__ import annotations
+
+import math
+import shutil
+
+import pytest
+
+from biaslens.errors import BiaslensError
+from biaslens.metrics.unqover import model_summary
+from biaslens.models import BackendConfig, load_model
+from tests.conftest import DATA
+from tests.helpers import runner
+
+run_unqover = runner("unqover")
+CPU = BackendConfig(device="cpu", batch_size=8)
+
+
+@pytest.fixture
+def lists_with_tiny_names(tmp_path, tiny_models):
+    """The UnQover fixtures plus gender lists of names the tiny BERT knows as single tokens
+    (and one it does not), so that the slot can be filled."""
+    data = tmp_path / "data"
+    shutil.copytree(DATA / "unqover", data / "unqover")
+    subjects = data / "unqover" / "word_lists" / "nouns" / "subjects"
+    (subjects / "tiny_female").write_text("[subj] female | Alice\n[subj] female | Zyxwvut\n")
+    (subjects / "tiny_male").write_text("[subj] male | Bob\n[subj] male | doctor\n")
+    tokenizer = load_model(str(tiny_models["bert-mlm"]), CPU).tokenizer
+    for name in ("alice", "bob", "doctor"):
+        assert len(tokenizer.tokenize(name)) == 1, name
+    assert tokenizer.tokenize("zyxwvut") in (["[UNK]"],) or len(tokenizer.tokenize("zyxwvut")) > 1
+    return data
+
+
+def test_masked_lm_fills_the_slot_and_drops_subjects_it_cannot_name(
+    tiny_models, lists_with_tiny_names, tmp_path
+):
+    result = run_unqover(
+        None,
+        tmp_path / "run",
+        CPU,
+        data_dir=lists_with_tiny_names,
+        model=str(tiny_models["bert-mlm"]),
+        domain="gender",
+        subjects=("tiny_female", "tiny_male"),
+        limit=0,
+    )
+    assert result.summary["settings"]["mode"] == "fill-mask"
+    samples = result.samples
+    assert samples["question"].str.contains(r"\[MASK\]").all()
+    assert "Zyxwvut" not in set(samples["first"]) | set(samples["second"])
+    assert result.summary["metrics"]["subjects_left_out"] == ["Zyxwvut"]
+    assert any("Zyxwvut" in note for note in result.summary["notes"])
+    # 2 female x 2 male names, both orders, 1 template (gender_noact_lm has 2 lines per pair
+    # type in the fixtures' full list), every occupation: pairs without Zyxwvut remain
+    assert set(zip(samples["first"], samples["second"], strict=True)) == {
+        ("Alice", "Bob"), ("Bob", "Alice"), ("Alice", "doctor"), ("doctor", "Alice")
+    }  # fmt: skip
+    assert samples[["s_first", "s_second"]].gt(0).all().all()
+    assert samples[["s_first", "s_second"]].le(1).all().all()
+    # the stored metrics are UnQover's metrics of the stored scores
+    expected = model_summary(samples)
+    assert result.unqover["mu"].iloc[0] == pytest.approx(expected["mu"].iloc[0])
+    assert result.unqover["delta"].iloc[0] == pytest.approx(expected["delta"].iloc[0])
+    assert (result.run_dir / "plots" / "subjects.png").is_file()
+    assert set(result.tables) >= {"unqover", "subjects", "subject_attribute", "cluster_attribute"}
+
+
+def test_masked_lm_slot_scores_equal_the_backends_own_probabilities(
+    tiny_models, lists_with_tiny_names, tmp_path
+):
+    from biaslens.models.requests import TokenDistributionRequest
+
+    result = run_unqover(
+        None,
+        tmp_path / "run",
+        CPU,
+        data_dir=lists_with_tiny_names,
+        model=str(tiny_models["bert-mlm"]),
+        domain="gender",
+        subjects=("tiny_female", "tiny_male"),
+        limit=3,
+        seed=1,
+    )
+    row = result.samples.iloc[1]
+    lm = load_model(str(tiny_models["bert-mlm"]), CPU)
+    (direct,) = lm.token_distribution(
+        [TokenDistributionRequest(f"{row.context} {row.question}", (row.first, row.second), 10)]
+    )
+    assert [row.s_first, row.s_second] == pytest.approx(list(direct.target_probs), rel=1e-6)
+
+
+def test_paper_preset_uses_the_reference_top_k_rule(tiny_models, lists_with_tiny_names, tmp_path):
+    common = dict(
+        data_dir=lists_with_tiny_names,
+        model=str(tiny_models["bert-mlm"]),
+        domain="gender",
+        subjects=("tiny_female", "tiny_male"),
+        limit=4,
+    )
+    exact = run_unqover(None, tmp_path / "exact", CPU, **common)
+    paper = run_unqover(None, tmp_path / "paper", CPU, preset="paper", **common)
+    assert paper.summary["settings"]["fill_mask_top_k"] == 10
+    assert paper.summary["settings"]["limit"] == 4  # the user's value wins over the preset's
+    listed = paper.samples.merge(
+        exact.samples, on=["first", "second", "template", "attribute", "negated"]
+    )
+    # the top-10 rule keeps the exact probability or drops it to 0 (a random tiny model
+    # rarely ranks a name in its top 10)
+    for side in ("s_first", "s_second"):
+        kept = listed[f"{side}_x"] == listed[f"{side}_y"]
+        assert (kept | listed[f"{side}_x"].eq(0)).all()
+
+
+def test_extractive_and_generative_models_answer_the_qa_templates(tiny_models, tmp_path):
+    for name, mode in (("roberta-qa", "extractive"), ("llama", "generative")):
+        result = run_unqover(
+            None,
+            tmp_path / name,
+            CPU,
+            data_dir=DATA,
+            model=str(tiny_models[name]),
+            domain="religion",
+            limit=6,
+        )
+        assert result.summary["settings"]["mode"] == mode
+        assert len(result.samples) == 2 * 12  # 6 drawn x 2 orders x (question, negation)
+        assert not result.samples["question"].str.contains("MASK").any()
+        assert 0 <= result.unqover["mu"].iloc[0] <= 1 and not math.isnan(
+            result.unqover["epsilon"].iloc[0]
+        )
+
+
+def test_rerun_reuses_every_answer(tiny_models, lists_with_tiny_names, tmp_path):
+    common = dict(
+        data_dir=lists_with_tiny_names,
+        model=str(tiny_models["bert-mlm"]),
+        domain="gender",
+        subjects=("tiny_female", "tiny_male"),
+        limit=5,
+    )
+    first = run_unqover(None, tmp_path / "run", CPU, **common)
+    again = run_unqover(None, tmp_path / "run", CPU, **common)
+    assert again.summary["requests"]["computed"] == 0
+    assert again.unqover.equals(first.unqover)
+
+
+def test_models_that_cannot_take_part_are_clear_errors(
+    tiny_models, lists_with_tiny_names, tmp_path
+):
+    subjects = lists_with_tiny_names / "unqover" / "word_lists" / "nouns" / "subjects"
+    (subjects / "unknown_male").write_text("[subj] male | Qwrtzyp\n")
+    with pytest.raises(BiaslensError, match="every subject is several tokens"):
+        run_unqover(
+            None,
+            tmp_path / "a",
+            CPU,
+            data_dir=lists_with_tiny_names,
+            model=str(tiny_models["bert-mlm"]),
+            domain="gender",
+            subjects=("tiny_female", "unknown_male"),
+            limit=0,
+        )
+    with pytest.raises(BiaslensError, match="invalid domain"):
+        run_unqover(None, tmp_path / "b", CPU, data_dir=DATA, domain="planets")
+
+
+@pytest.mark.slow
+def test_smollm2_unqover_religion(tmp_path):
+    result = run_unqover(None, tmp_path / "run", BackendConfig(device="cpu"), data_dir=DATA,
+                         domain="religion", limit=8)  # fmt: skip
+    assert result.summary["settings"]["mode"] == "generative"
+    assert result.unqover["contexts"].iloc[0] == 16
+    assert result.samples[["s_first", "s_second"]].sum(axis=1).to_numpy() == pytest.approx(1.0)

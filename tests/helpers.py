@@ -1,0 +1,27 @@
+"""Shorthands for running a method in tests (through the one runner, without the report)."""
+
+from __future__ import annotations
+
+from biaslens.runner import run_method
+
+
+def runner(method: str):
+    """``run(settings, output, backend=None, progress=None, **options)`` for ``method``."""
+
+    def run(settings, output, backend=None, progress=None, **options):
+        options.setdefault("report", False)
+        return run_method(
+            method, settings, output=output, backend=backend, progress=progress, **options
+        )
+
+    run.__name__ = f"run_{method.replace('-', '_')}"
+    return run
+
+
+run_mgc = runner("sib-mgc")
+run_detect = runner("sib-detect")
+run_toy = runner("sib-toy")
+run_lei_eval = runner("lei-eval")
+run_lei_train = runner("lei-train")
+run_audit = runner("cid-audit")
+run_sensitivity = runner("cid-sensitivity")

@@ -1,0 +1,223 @@
+"""The ``openai`` backend against an OpenAI-compatible server whose log-probabilities come from
+a real forward pass of a tiny model: the same answers as ``hf``, the probe, and faults."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from biaslens.errors import BiaslensError
+from biaslens.models import (
+    BackendConfig,
+    ChoiceLogprobsRequest,
+    ContrastiveGenerateRequest,
+    GenerateRequest,
+    TokenDistributionRequest,
+    load_model,
+)
+from biaslens.testing.fake_server import Faults, create_app, serve
+from biaslens.testing.fault_proxy import fault_proxy
+
+NAME = "tiny-llama"
+PROMPTS = ["Answer: she said", "The nurse said that", "In 1901, the doctor said that"]
+TARGETS = (" she", " he", " they", " her")
+
+
+@pytest.fixture(scope="module")
+def served(tiny_models):
+    """The tiny Llama behind the fake server (and its model, for other servers)."""
+    folder = tiny_models["llama"]
+    model = AutoModelForCausalLM.from_pretrained(folder).eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    faults = Faults()
+    with serve(create_app(model, tokenizer, NAME, faults, max_model_len=256)) as url:
+        yield {
+            "url": url,
+            "folder": folder,
+            "model": model,
+            "tokenizer": tokenizer,
+            "faults": faults,
+        }
+
+
+def openai(served, **options):
+    config = BackendConfig(
+        backend="openai",
+        base_url=options.pop("base_url", served["url"]),
+        tokenizer=str(served["folder"]),
+        concurrency=4,
+        **options,
+    )
+    return load_model(NAME, config)
+
+
+@pytest.fixture(scope="module")
+def both(served, tiny_backends):
+    lm = openai(served)
+    yield tiny_backends["llama"], lm
+    lm.close()
+
+
+def test_identity_and_capabilities(both):
+    _, lm = both
+    assert lm.identity.backend == "openai" and lm.max_length == 256
+    described = lm.identity.describe()
+    assert described["base_url"].startswith("http://127.0.0.1:")
+    assert "token ids" in described["scoring"] and "logprob_token_ids" in described["scoring"]
+    assert set(t.value for t in lm.capabilities) == {
+        "token_distribution", "choice_logprobs", "generate", "contrastive_generate",
+    }  # fmt: skip
+
+
+def test_token_distributions_equal_hf(both):
+    hf, lm = both
+    requests = [TokenDistributionRequest(p, TARGETS, 5) for p in PROMPTS]
+    for a, b in zip(hf.token_distribution(requests), lm.token_distribution(requests), strict=True):
+        assert [math.log(p) for p in b.target_probs] == pytest.approx(
+            [math.log(p) for p in a.target_probs], abs=1e-4
+        )
+        assert b.target_ids == a.target_ids and b.top_tokens == a.top_tokens
+        assert b.top_probs == pytest.approx(a.top_probs, rel=1e-4)
+
+
+def test_echo_scoring_equals_the_extension(served, both):
+    """Servers without vLLM's logprob_token_ids are scored by echo: the same numbers."""
+    hf, _ = both
+    lm = openai(served)
+    lm.probe["token_ids_extension"] = False
+    requests = [ChoiceLogprobsRequest(p, (" she", " he was")) for p in PROMPTS]
+    echoed = lm.choice_logprobs(requests)
+    assert any(r.get("echo") for r in served["faults"].requests[-3:])
+    for a, b in zip(hf.choice_logprobs(requests), echoed, strict=True):
+        assert b.logprobs == pytest.approx(a.logprobs, abs=1e-4)
+    lm.close()
+
+
+def test_a_server_without_token_ids_offers_generation_only(served):
+    faults = served["faults"]
+    faults.token_ids = False  # the server forgets vLLM's extensions -> echo scoring (and refusal)
+    try:
+        with pytest.raises(BiaslensError, match="does not return token ids"):
+            openai(served).choice_logprobs([ChoiceLogprobsRequest("a", (" b",))])
+    finally:
+        faults.token_ids = True
+
+
+def test_choice_logprobs_equal_hf(both):
+    hf, lm = both
+    requests = [ChoiceLogprobsRequest(p, (" she", " he was", " the doctor said")) for p in PROMPTS]
+    for a, b in zip(hf.choice_logprobs(requests), lm.choice_logprobs(requests), strict=True):
+        assert b.logprobs == pytest.approx(a.logprobs, abs=1e-4) and b.num_tokens == a.num_tokens
+
+
+def test_generation_and_cid_equal_hf(both):
+    hf, lm = both
+    requests = [GenerateRequest(p, 8, 3, stop=(".",)) for p in PROMPTS]
+    for a, b in zip(hf.generate(requests), lm.generate(requests), strict=True):
+        assert b.tokens == a.tokens and b.text == a.text
+        assert b.step_top_tokens == a.step_top_tokens
+    cid = [
+        ContrastiveGenerateRequest(PROMPTS[1], PROMPTS[2], lam, max_new_tokens=6, top_k=10)
+        for lam in (0.0, 5.0, 50.0)
+    ]
+    assert lm.contrastive_generate(cid) == hf.contrastive_generate(cid)
+
+
+def test_misaligned_echo_is_refused_by_the_probe(served):
+    served["faults"].echo = "shifted"
+    try:
+        with pytest.raises(
+            BiaslensError, match=r"misaligned prompt log-probabilities \(shifted by"
+        ):
+            openai(served)
+    finally:
+        served["faults"].echo = "ok"
+
+
+def test_missing_echo_leaves_generation_only(served):
+    served["faults"].echo = "missing"
+    try:
+        lm = openai(served)
+    finally:
+        served["faults"].echo = "ok"
+    with pytest.raises(BiaslensError, match="returns no prompt log-probabilities"):
+        lm.require("choice_logprobs")
+    result = lm.generate([GenerateRequest("The nurse said that", 4, 2)])[0]
+    assert len(result.step_top_tokens) == 4
+    lm.close()
+
+
+def test_wrong_key_unknown_model_and_no_server(served, tiny_models):
+    from biaslens.testing.fake_server import free_port
+
+    served["faults"].api_key = "right-key"
+    try:
+        with pytest.raises(
+            BiaslensError, match=r"refused the API key \(HTTP 401\); set \$NO_SUCH_KEY"
+        ):
+            openai(served, api_key_env="NO_SUCH_KEY")
+    finally:
+        served["faults"].api_key = None
+    with pytest.raises(BiaslensError, match="does not serve a model named 'other'"):
+        load_model(
+            "other",
+            BackendConfig(
+                backend="openai", base_url=served["url"], tokenizer=str(served["folder"])
+            ),
+        )
+    with pytest.raises(BiaslensError, match="connection failed .* after 2 attempt"):
+        openai(served, base_url=f"http://127.0.0.1:{free_port()}/v1", max_retries=1)
+    with pytest.raises(BiaslensError, match="needs the server's address: --base-url"):
+        load_model(NAME, BackendConfig(backend="openai"))
+
+
+@pytest.mark.parametrize("fault", ["429", "500", "garbage", "drop", "stall"])
+def test_transient_faults_are_retried(fault, served, both):
+    hf, _ = both
+    with fault_proxy(served["url"].removesuffix("/v1")) as proxy:
+        proxy.stall_seconds = 3.0
+        lm = openai(served, base_url=proxy.url + "/v1", timeout=1.0, max_retries=3)
+        proxy.plan.extend([fault, fault])
+        request = [ChoiceLogprobsRequest(PROMPTS[0], (" she",))]
+        assert lm.choice_logprobs(request)[0].logprobs == pytest.approx(
+            hf.choice_logprobs(request)[0].logprobs, abs=1e-4
+        )
+        assert proxy.faults == 2
+        lm.close()
+
+
+def test_persistent_faults_end_in_one_clear_error(served):
+    with fault_proxy(served["url"].removesuffix("/v1")) as proxy:
+        lm = openai(served, base_url=proxy.url + "/v1", max_retries=2)
+        proxy.plan.extend(["500"] * 10)
+        with pytest.raises(
+            BiaslensError, match=r"HTTP 500 after 3 attempt\(s\); finished answers are kept"
+        ):
+            lm.choice_logprobs([ChoiceLogprobsRequest(PROMPTS[0], (" she",))])
+        lm.close()
+
+
+def test_a_server_that_dies_mid_run_loses_no_finished_answer(served, tmp_path):
+    from biaslens.experiments.sib_mgc import make_settings
+    from tests.helpers import run_mgc
+
+    settings = make_settings(model=NAME, limit=2, w_kinds=("dates",))
+    with fault_proxy(served["url"].removesuffix("/v1")) as proxy:
+        config = BackendConfig(
+            backend="openai", base_url=proxy.url + "/v1", tokenizer=str(served["folder"]),
+            concurrency=2, max_retries=1,
+        )  # fmt: skip
+        proxy.down_after = 40  # the probe's requests, then part of the run
+        with pytest.raises(BiaslensError, match="finished answers are kept in the run's cache"):
+            run_mgc(settings, tmp_path, config)
+        assert not (tmp_path / "summary.json").exists()
+        proxy.down, proxy.down_after = False, None
+        resumed = run_mgc(settings, tmp_path, config)
+        assert resumed.cache_stats["cached"] > 0 and resumed.cache_stats["computed"] > 0
+        assert sum(resumed.cache_stats.values()) == 60
+        again = run_mgc(settings, tmp_path, config)
+        assert again.cache_stats == {"cached": 60, "computed": 0}
+    assert resumed.summary["model"]["backend"] == "openai"
+    assert "api_key" not in str(resumed.summary).replace("api_key_env", "")

@@ -1,0 +1,117 @@
+"""The architecture's two rules, checked over the source: layers only point down, and the
+light entry points import no torch.
+
+Data flow: dataset builders -> requests -> backends -> metrics -> run store -> report. A module
+may import modules of its own layer or of a lower one (every ``import`` statement counts, also
+inside functions), never of a higher one.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "biaslens"
+
+LAYERS = {
+    # leaves: every layer may use them
+    "errors": 0,
+    "version": 0,
+    "common": 0,
+    "progress": 0,
+    # builders and decoding algorithms
+    "data": 1,
+    "decoding": 1,
+    # backends (the request types live here), pure metrics, test-model builders
+    "models": 2,
+    "metrics": 2,
+    "testing": 2,
+    # figures and the run store (cache, run folders, results)
+    "plots": 3,
+    "store": 3,
+    # requests stage: instances -> requests -> per-sample scores
+    "scoring": 4,
+    "train": 5,
+    "experiments": 6,
+    "report": 7,
+    "app": 7,
+    "runner": 8,
+    "api": 8,
+    "__init__": 8,
+    "cli": 9,
+    "__main__": 10,  # ``python -m biaslens``
+}
+
+
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def imports_of(path: Path, module: str) -> list[tuple[int, str]]:
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("biaslens")]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            if target.startswith("biaslens"):
+                if target == "biaslens":  # from biaslens import X: X is a submodule or the API
+                    found += [(node.lineno, f"biaslens.{a.name}") for a in node.names]
+                else:
+                    found.append((node.lineno, target))
+    return found
+
+
+def upward_imports() -> list[str]:
+    problems = []
+    for path in sorted(SRC.rglob("*.py")):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        source = layer_of(module) if module != "biaslens" else "__init__"
+        for line, target in imports_of(path, module):
+            imported = layer_of(target) if target != "biaslens" else "__init__"
+            if imported not in LAYERS or source not in LAYERS:
+                problems.append(f"{module}:{line} imports {target} (unknown layer)")
+            elif LAYERS[imported] > LAYERS[source]:
+                problems.append(
+                    f"{module}:{line} ({source}, layer {LAYERS[source]}) imports {target} "
+                    f"({imported}, layer {LAYERS[imported]})"
+                )
+    return problems
+
+
+def test_layers_only_point_down():
+    assert upward_imports() == []
+
+
+def test_every_package_has_a_layer():
+    packages = {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    modules = {p.stem for p in SRC.glob("*.py")}
+    assert (packages | modules) - set(LAYERS) == set()
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import biaslens",
+        "import biaslens; biaslens.RunResult; biaslens.TokenDistributionRequest",
+        "import biaslens.cli",
+        "from biaslens.experiments.registry import methods; methods()",
+        "from biaslens.report.html import write_report",
+        "from biaslens.metrics import unqover",
+    ],
+)
+def test_light_entry_points_import_no_torch(code):
+    script = f"{code}\nimport sys\nprint('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr
