@@ -36,6 +36,7 @@ the previous implementation.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import warnings
 from pathlib import Path
@@ -179,7 +180,7 @@ def exact_mode(args, lm, texts, counter, peak) -> None:
             "transformers script, batch 64, logits_to_keep=1",
             n,
             seconds,
-            harness.max_abs_difference(sum(script, []), sum(reference, [])),
+            harness.max_abs_difference(harness.flat(script), harness.flat(reference)),
         )
     )
     if not args.no_lm_eval and harness.lm_eval_available():
@@ -193,7 +194,7 @@ def exact_mode(args, lm, texts, counter, peak) -> None:
                 subset,
                 seconds,
                 harness.max_abs_difference(
-                    [float(torch.tensor(x).exp()) for x in logprobs], sum(reference[:subset], [])
+                    [math.exp(x) for x in logprobs], harness.flat(reference[:subset])
                 ),
             )
         )

@@ -19,6 +19,7 @@ Prints inputs/s, biaslens's speed-up over each, and agreement (max |Δ p(pronoun
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
 import warnings
@@ -104,7 +105,7 @@ def bench(name: str, path: str, args) -> None:
             "transformers script, batch 64",
             n,
             seconds,
-            harness.max_abs_difference(sum(script, []), sum(reference, [])),
+            harness.max_abs_difference(harness.flat(script), harness.flat(reference)),
         )
     )
     if not masked and not args.no_lm_eval and harness.lm_eval_available():
@@ -118,7 +119,7 @@ def bench(name: str, path: str, args) -> None:
                 subset,
                 seconds,
                 harness.max_abs_difference(
-                    [float(torch.tensor(x).exp()) for x in logprobs], sum(reference[:subset], [])
+                    [math.exp(x) for x in logprobs], harness.flat(reference[:subset])
                 ),
             )
         )

@@ -93,6 +93,11 @@ def model_path(name: str, folder: str) -> tuple[str, bool]:
     return ("default" if name == "smollm2" else name), False
 
 
+def flat(rows: Sequence[Sequence[float]]) -> list[float]:
+    """Per-request score lists as one list (for :func:`max_abs_difference`)."""
+    return [x for row in rows for x in row]
+
+
 def max_abs_difference(a: Sequence[float], b: Sequence[float]) -> float:
     pairs = [(x, y) for x, y in zip(a, b, strict=True) if x == x and y == y]  # skip NaN
     return max((abs(x - y) for x, y in pairs), default=float("nan"))

@@ -34,19 +34,24 @@ def lists_with_tiny_names(tmp_path, tiny_models):
     return data
 
 
-def test_masked_lm_fills_the_slot_and_drops_subjects_it_cannot_name(
-    tiny_models, lists_with_tiny_names, tmp_path
-):
-    result = run_unqover(
+def run_tiny_gender(folder, tiny_models, data_dir, **settings):
+    """The gender probe of the tiny BERT on the tiny name lists."""
+    return run_unqover(
         None,
-        tmp_path / "run",
+        folder,
         CPU,
-        data_dir=lists_with_tiny_names,
+        data_dir=data_dir,
         model=str(tiny_models["bert-mlm"]),
         domain="gender",
         subjects=("tiny_female", "tiny_male"),
-        limit=0,
+        **settings,
     )
+
+
+def test_masked_lm_fills_the_slot_and_drops_subjects_it_cannot_name(
+    tiny_models, lists_with_tiny_names, tmp_path
+):
+    result = run_tiny_gender(tmp_path / "run", tiny_models, lists_with_tiny_names, limit=0)
     assert result.summary["settings"]["mode"] == "fill-mask"
     samples = result.samples
     assert samples["question"].str.contains(r"\[MASK\]").all()
@@ -73,17 +78,7 @@ def test_masked_lm_slot_scores_equal_the_backends_own_probabilities(
 ):
     from biaslens.models.requests import TokenDistributionRequest
 
-    result = run_unqover(
-        None,
-        tmp_path / "run",
-        CPU,
-        data_dir=lists_with_tiny_names,
-        model=str(tiny_models["bert-mlm"]),
-        domain="gender",
-        subjects=("tiny_female", "tiny_male"),
-        limit=3,
-        seed=1,
-    )
+    result = run_tiny_gender(tmp_path / "run", tiny_models, lists_with_tiny_names, limit=3, seed=1)
     row = result.samples.iloc[1]
     lm = load_model(str(tiny_models["bert-mlm"]), CPU)
     (direct,) = lm.token_distribution(
@@ -93,15 +88,10 @@ def test_masked_lm_slot_scores_equal_the_backends_own_probabilities(
 
 
 def test_paper_preset_uses_the_reference_top_k_rule(tiny_models, lists_with_tiny_names, tmp_path):
-    common = dict(
-        data_dir=lists_with_tiny_names,
-        model=str(tiny_models["bert-mlm"]),
-        domain="gender",
-        subjects=("tiny_female", "tiny_male"),
-        limit=4,
+    exact = run_tiny_gender(tmp_path / "exact", tiny_models, lists_with_tiny_names, limit=4)
+    paper = run_tiny_gender(
+        tmp_path / "paper", tiny_models, lists_with_tiny_names, limit=4, preset="paper"
     )
-    exact = run_unqover(None, tmp_path / "exact", CPU, **common)
-    paper = run_unqover(None, tmp_path / "paper", CPU, preset="paper", **common)
     assert paper.summary["settings"]["fill_mask_top_k"] == 10
     assert paper.summary["settings"]["limit"] == 4  # the user's value wins over the preset's
     listed = paper.samples.merge(

@@ -9,7 +9,6 @@ import stat
 
 import pytest
 
-from biaslens.common import atomic
 from biaslens.errors import BiaslensError
 from biaslens.experiments.sib_mgc import make_settings
 from biaslens.experiments.sib_toy import make_settings as toy_settings
@@ -98,20 +97,6 @@ def test_summary_is_strict_json_without_nan_or_infinity(tmp_path):
     assert "NaN" not in text and "Infinity" not in text
     loaded = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard {c}"))
     assert loaded["metrics"] == {"a": None, "b": [None, 1.0], "c": {"d": None}}
-
-
-def test_a_failed_atomic_write_keeps_the_old_file(tmp_path):
-    target = tmp_path / "summary.json"
-    atomic.write_json(target, {"done": True})
-
-    def failing(handle):
-        handle.write(b"{partial")
-        raise RuntimeError("disk full")
-
-    with pytest.raises(RuntimeError):
-        atomic.write_atomic(target, failing)
-    assert json.loads(target.read_text()) == {"done": True}
-    assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
 
 
 def test_a_folder_that_cannot_be_created_is_a_clear_error():

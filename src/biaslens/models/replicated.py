@@ -22,7 +22,7 @@ import os
 from collections import deque
 
 from biaslens.errors import BiaslensError
-from biaslens.models.base import LM, BackendConfig
+from biaslens.models.base import BackendConfig, ForwardingLM
 from biaslens.models.ray_runtime import connect, devices
 
 
@@ -56,7 +56,7 @@ def _size(request) -> int:
     return sum(len(v) for v in dataclasses.asdict(request).values() if isinstance(v, str))
 
 
-class ReplicatedLM(LM):
+class ReplicatedLM(ForwardingLM):
     """N replicas of one model on Ray, answering as one backend (see the module)."""
 
     in_flight_per_replica = 2
@@ -138,24 +138,6 @@ class ReplicatedLM(LM):
                 progress(len(shard))
         self.actors = alive
         return results
-
-    def token_distribution(self, requests, progress=None):
-        return self._answer(requests, progress)
-
-    def span_scores(self, requests, progress=None):
-        return self._answer(requests, progress)
-
-    def answer_span(self, requests, progress=None):
-        return self._answer(requests, progress)
-
-    def choice_logprobs(self, requests, progress=None):
-        return self._answer(requests, progress)
-
-    def generate(self, requests, progress=None):
-        return self._answer(requests, progress)
-
-    def contrastive_generate(self, requests, progress=None):
-        return self._answer(requests, progress)
 
     def close(self) -> None:
         for actor in self.actors:

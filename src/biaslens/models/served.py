@@ -20,7 +20,6 @@ as token ids, so that every backend sees the same tokens.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -36,6 +35,7 @@ from biaslens.models.requests import (
     RequestType,
     TokenDistributionResult,
 )
+from biaslens.models.tokenization import LocalTokenizer, encode_causal_prompts
 
 TopK = list[tuple[int, float]]
 """(token id, log-probability) pairs, most likely first."""
@@ -60,7 +60,7 @@ def model_eos_ids(folder) -> set[int]:
     return set()
 
 
-class TokenLevelBackend(LM):
+class TokenLevelBackend(LocalTokenizer, LM):
     """Answers requests of a causal model from the three primitives (see the module)."""
 
     identity: ModelIdentity
@@ -99,53 +99,7 @@ class TokenLevelBackend(LM):
 
     # ------------------------------------------------------------------ tokenization (= hf)
     def encode_prompts(self, texts: Sequence[str]) -> list[list[int]]:
-        texts = list(texts)
-        if not texts:
-            return []
-        if self.config.add_bos is None:
-            return self.tokenizer(texts)["input_ids"]
-        encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
-        bos = self.tokenizer.bos_token_id
-        if not self.config.add_bos or bos is None:
-            return encoded
-        return [ids if ids and ids[0] == bos else [bos, *ids] for ids in encoded]
-
-    def encode_continuation(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
-
-    def decode_token(self, token_id: int) -> str:
-        text = self._decoded.get(token_id)
-        if text is None:
-            text = self._decoded[token_id] = self.tokenizer.decode([token_id])
-        return text
-
-    def fit_left(self, sequences: list[list[int]], reserve: int, request_type: RequestType):
-        """As :meth:`HFBackend.fit_left`: cut from the left to leave ``reserve`` positions."""
-        if self.max_length is None:
-            return sequences
-        limit = self.max_length - reserve
-        if limit < 2:
-            raise BiaslensError(
-                f"{request_type.value}: {reserve} tokens of continuation or generation leave no "
-                f"room for the input in the model's context of {self.max_length} tokens"
-            )
-        bos = self.tokenizer.bos_token_id
-        fitted, cut = [], 0
-        for ids in sequences:
-            if len(ids) <= limit:
-                fitted.append(ids)
-                continue
-            cut += 1
-            keep_bos = bos is not None and ids[0] == bos
-            fitted.append([ids[0], *ids[len(ids) - limit + 1 :]] if keep_bos else ids[-limit:])
-        if cut:
-            warnings.warn(
-                f"{cut} of {len(sequences)} {request_type.value} inputs are longer than the "
-                f"{self.identity.name} context of {self.max_length} tokens (minus {reserve} for "
-                "the continuation) and were truncated from the left",
-                stacklevel=3,
-            )
-        return fitted
+        return encode_causal_prompts(self.tokenizer, texts, self.config.add_bos)
 
     def _chunks(self, n: int) -> Iterator[slice]:
         for start in range(0, n, self.chunk_size):

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from biaslens.common.files import make_dir
-from biaslens.models.base import LM, ProgressCallback
+from biaslens.models.base import LM, ForwardingLM, ProgressCallback
 
 CHUNK = 256
 
@@ -115,7 +115,7 @@ class RequestCache:
         self.db.close()
 
 
-class CachedLM(LM):
+class CachedLM(ForwardingLM):
     """Wraps a backend; answers from the cache what it can and the backend the rest.
 
     ``cache`` may be a :class:`RequestCache` or a function returning one, called on first use
@@ -195,21 +195,3 @@ class CachedLM(LM):
                     progress(len(missing[key]))
             self.stats["computed"] += len(chunk)
         return results
-
-    def token_distribution(self, requests, progress=None):
-        return self._answer(requests, progress)
-
-    def span_scores(self, requests, progress=None):
-        return self._answer(requests, progress)
-
-    def answer_span(self, requests, progress=None):
-        return self._answer(requests, progress)
-
-    def choice_logprobs(self, requests, progress=None):
-        return self._answer(requests, progress)
-
-    def generate(self, requests, progress=None):
-        return self._answer(requests, progress)
-
-    def contrastive_generate(self, requests, progress=None):
-        return self._answer(requests, progress)

@@ -111,15 +111,23 @@ def build_bert_mlm(folder: Path) -> Path:
     return _save(folder, BertForMaskedLM, config, fast)
 
 
-def build_roberta_qa(folder: Path) -> Path:
-    special = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-    tokenizer = _bpe(special)
+def _roberta_bpe(mask_takes_space: bool = False):
+    """A BPE tokenizer with RoBERTa's special tokens and ``<s> … </s>`` post-processing;
+    ``mask_takes_space``: ``<mask>`` absorbs the space before it (facebook/bart-*)."""
+    tokenizer = _bpe(["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    if mask_takes_space:
+        tokenizer.add_special_tokens([AddedToken("<mask>", lstrip=True, special=True)])
     tokenizer.post_processor = processors.RobertaProcessing(
         ("</s>", tokenizer.token_to_id("</s>")),
         ("<s>", tokenizer.token_to_id("<s>")),
         add_prefix_space=False,
         trim_offsets=True,
     )
+    return tokenizer
+
+
+def build_roberta_qa(folder: Path) -> Path:
+    tokenizer = _roberta_bpe()
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tokenizer,
         bos_token="<s>",
@@ -146,16 +154,7 @@ def build_roberta_qa(folder: Path) -> Path:
 
 def build_bart(folder: Path) -> Path:
     """A BART-style denoiser (``BartForConditionalGeneration`` with a ``<mask>`` token)."""
-    special = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-    tokenizer = _bpe(special)
-    # as in facebook/bart-*: the mask takes the space before it
-    tokenizer.add_special_tokens([AddedToken("<mask>", lstrip=True, special=True)])
-    tokenizer.post_processor = processors.RobertaProcessing(
-        ("</s>", tokenizer.token_to_id("</s>")),
-        ("<s>", tokenizer.token_to_id("<s>")),
-        add_prefix_space=False,
-        trim_offsets=True,
-    )
+    tokenizer = _roberta_bpe(mask_takes_space=True)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tokenizer,
         bos_token="<s>",

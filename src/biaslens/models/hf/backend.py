@@ -12,7 +12,6 @@ Every request type is answered in length-sorted, dynamically padded batches unde
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -30,6 +29,7 @@ from biaslens.models.batching import (
 from biaslens.models.hf import extractive, generation, scoring, training
 from biaslens.models.hf.loading import context_limit, device_description
 from biaslens.models.requests import RequestType
+from biaslens.models.tokenization import LocalTokenizer, encode_causal_prompts
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -55,7 +55,7 @@ def fill_style(model, tokenizer) -> str:
     return "sentinel"
 
 
-class HFBackend(LM):
+class HFBackend(LocalTokenizer, LM):
     """Answers the request types of its model kind with a transformers model and tokenizer."""
 
     def __init__(self, model, tokenizer, identity: ModelIdentity, config: BackendConfig) -> None:
@@ -135,67 +135,17 @@ class HFBackend(LM):
     def encode_prompts(self, texts: Sequence[str]) -> list[list[int]]:
         """Prompt ids (one batched tokenizer call): the tokenizer's own special tokens, or a
         forced / suppressed BOS for causal prompts (see ``BackendConfig.add_bos``)."""
-        texts = self.with_prefix(texts)
-        if not texts:
-            return []
-        if self.kind == ModelKind.SEQ2SEQ or self.config.add_bos is None:
-            return self.tokenizer(texts)["input_ids"]
-        encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
-        bos = self.tokenizer.bos_token_id
-        if not self.config.add_bos or bos is None:
-            return encoded
-        return [ids if ids and ids[0] == bos else [bos, *ids] for ids in encoded]
-
-    def encode_continuation(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        add_bos = None if self.kind == ModelKind.SEQ2SEQ else self.config.add_bos
+        return encode_causal_prompts(self.tokenizer, self.with_prefix(texts), add_bos)
 
     def pad(self, sequences: list[list[int]], left: bool) -> tuple[torch.Tensor, torch.Tensor]:
         return pad_sequences(sequences, self.pad_id, left, self.device)
-
-    def decode_token(self, token_id: int) -> str:
-        text = self._decoded.get(token_id)
-        if text is None:
-            text = self._decoded[token_id] = self.tokenizer.decode([token_id])
-        return text
 
     def top_k(self, probs: torch.Tensor, k: int) -> tuple[list[list[str]], list[list[float]]]:
         k = min(k, probs.shape[-1])
         values, indices = probs.topk(k, dim=-1)
         tokens = [[self.decode_token(int(i)) for i in row] for row in indices.tolist()]
         return tokens, values.double().tolist()
-
-    def fit_left(
-        self, sequences: list[list[int]], reserve: int, request_type: RequestType
-    ) -> list[list[int]]:
-        """Inputs cut from the left so that each leaves ``reserve`` positions of the model's
-        context for what follows it (continuation tokens, generated tokens); a leading BOS is
-        kept. One warning counts the inputs that were cut."""
-        if self.max_length is None:
-            return sequences
-        limit = self.max_length - reserve
-        if limit < 2:
-            raise BiaslensError(
-                f"{request_type.value}: {reserve} tokens of continuation or generation leave no "
-                f"room for the input in the model's context of {self.max_length} tokens"
-            )
-        bos = self.tokenizer.bos_token_id
-        cut = 0
-        fitted = []
-        for ids in sequences:
-            if len(ids) <= limit:
-                fitted.append(ids)
-                continue
-            cut += 1
-            keep_bos = bos is not None and ids[0] == bos
-            fitted.append([ids[0], *ids[len(ids) - limit + 1 :]] if keep_bos else ids[-limit:])
-        if cut:
-            warnings.warn(
-                f"{cut} of {len(sequences)} {request_type.value} inputs are longer than the "
-                f"{self.identity.name} context of {self.max_length} tokens (minus {reserve} for "
-                "the continuation) and were truncated from the left",
-                stacklevel=3,
-            )
-        return fitted
 
     def check_fits(self, sequences: list[list[int]], texts: Sequence[str], request_type) -> None:
         """Refuse inputs longer than the model's context (where cutting them would change the

@@ -1,0 +1,95 @@
+"""Prompt tokenization shared by every backend that tokenizes locally (``hf``, ``vllm``,
+``openai``), so that all of them send the model the same token ids."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+from biaslens.errors import BiaslensError
+from biaslens.models.requests import RequestType
+
+
+def encode_causal_prompts(tokenizer, texts: Sequence[str], add_bos: bool | None) -> list[list[int]]:
+    """Prompt ids in one batched tokenizer call: the tokenizer's own special tokens
+    (``add_bos=None``), or a forced (``True``) / suppressed (``False``) BOS."""
+    texts = list(texts)
+    if not texts:
+        return []
+    if add_bos is None:
+        return tokenizer(texts)["input_ids"]
+    encoded = tokenizer(texts, add_special_tokens=False)["input_ids"]
+    bos = tokenizer.bos_token_id
+    if not add_bos or bos is None:
+        return encoded
+    return [ids if ids and ids[0] == bos else [bos, *ids] for ids in encoded]
+
+
+def fit_left(
+    sequences: list[list[int]],
+    reserve: int,
+    request_type: RequestType,
+    max_length: int | None,
+    bos: int | None,
+    model_name: str,
+) -> list[list[int]]:
+    """Inputs cut from the left so that each leaves ``reserve`` positions of the model's
+    context (``max_length``; ``None``: unbounded) for what follows it (continuation tokens,
+    generated tokens); a leading ``bos`` is kept. One warning counts the inputs that were cut."""
+    if max_length is None:
+        return sequences
+    limit = max_length - reserve
+    if limit < 2:
+        raise BiaslensError(
+            f"{request_type.value}: {reserve} tokens of continuation or generation leave no "
+            f"room for the input in the model's context of {max_length} tokens"
+        )
+    fitted, cut = [], 0
+    for ids in sequences:
+        if len(ids) <= limit:
+            fitted.append(ids)
+            continue
+        cut += 1
+        keep_bos = bos is not None and ids[0] == bos
+        fitted.append([ids[0], *ids[len(ids) - limit + 1 :]] if keep_bos else ids[-limit:])
+    if cut:
+        warnings.warn(
+            f"{cut} of {len(sequences)} {request_type.value} inputs are longer than the "
+            f"{model_name} context of {max_length} tokens (minus {reserve} for "
+            "the continuation) and were truncated from the left",
+            stacklevel=4,  # the caller of the backend's fit_left
+        )
+    return fitted
+
+
+class LocalTokenizer:
+    """Tokenizer-side methods of a backend that holds the model's tokenizer (``tokenizer``), its
+    context length (``max_length``; ``None``: unbounded) and ``identity``."""
+
+    tokenizer: object
+    max_length: int | None
+    _decoded: dict[int, str]
+
+    def encode_continuation(self, text: str) -> list[int]:
+        """Ids of a continuation, without special tokens."""
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def decode_token(self, token_id: int) -> str:
+        """One token's text (memoized: the same ids recur in every top-k)."""
+        text = self._decoded.get(token_id)
+        if text is None:
+            text = self._decoded[token_id] = self.tokenizer.decode([token_id])
+        return text
+
+    def fit_left(
+        self, sequences: list[list[int]], reserve: int, request_type: RequestType
+    ) -> list[list[int]]:
+        """Inputs cut from the left to leave ``reserve`` positions (:func:`fit_left`)."""
+        return fit_left(
+            sequences,
+            reserve,
+            request_type,
+            self.max_length,
+            self.tokenizer.bos_token_id,
+            self.identity.name,
+        )
