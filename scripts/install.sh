@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install biaslens, its test tools and the offline models into a project virtualenv.
 #
-# * The active virtualenv is used if there is one; otherwise `.venv/` is created (never the
+# * The active virtualenv is used if there is one (and `.venv` links to it, so that
+#   `.venv/bin/biaslens` works either way); otherwise `.venv/` is created (never the
 #   global interpreter, so nothing installed there by hand can stand in for a declared need).
 # * torch is pinned to the CPU build first: a bare `torch` requirement would pull a multi-GB
 #   CUDA build; with 2.13.0 installed, the package's own `torch>=2.4` range installs nothing more.
@@ -25,6 +26,8 @@ if [ "${1:-}" = "--vllm" ]; then
 fi
 if [ -n "${VIRTUAL_ENV:-}" ]; then
     PY="$VIRTUAL_ENV/bin/python"
+    # `.venv/bin/biaslens` (the README's command) then names the active virtualenv's
+    [ -e .venv ] || ln -s "$VIRTUAL_ENV" .venv
 else
     [ -x .venv/bin/python ] || "${PYTHON:-python3}" -m venv .venv
     PY=.venv/bin/python
