@@ -113,3 +113,28 @@ def screenshot(page, name: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+SERVED_NAME = "tiny-llama"
+"""The model name the fake OpenAI-compatible server answers to."""
+
+
+@pytest.fixture(scope="module")
+def served(tiny_models):
+    """The tiny Llama behind the fake server (and its model, for other servers)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from biaslens.testing.fake_server import Faults, create_app, serve
+
+    folder = tiny_models["llama"]
+    model = AutoModelForCausalLM.from_pretrained(folder).eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    faults = Faults()
+    with serve(create_app(model, tokenizer, SERVED_NAME, faults, max_model_len=256)) as url:
+        yield {
+            "url": url,
+            "folder": folder,
+            "model": model,
+            "tokenizer": tokenizer,
+            "faults": faults,
+        }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 import typer
 
 from biaslens.cli import app
@@ -66,3 +67,44 @@ def test_every_readme_command_and_option_exists():
             if re.fullmatch(r"--?[a-zA-Z][\w-]*", option) and option not in known:
                 problems.append(f"biaslens {' '.join(path)}: no option {option}")
     assert problems == []
+
+
+def python_blocks() -> list[str]:
+    """The README's ```python blocks."""
+    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+
+
+def test_every_module_path_the_readme_names_exists():
+    import importlib
+
+    names = set(re.findall(r"`(biaslens(?:\.[A-Za-z_]\w*)+)", README.read_text()))
+    assert len(names) >= 8
+    missing = []
+    for name in sorted(names):
+        parts = name.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                target = importlib.import_module(".".join(parts[:cut]))
+            except ModuleNotFoundError:
+                continue
+            try:
+                for attribute in parts[cut:]:
+                    target = getattr(target, attribute)
+            except AttributeError:
+                missing.append(name)
+            break
+        else:
+            missing.append(name)
+    assert missing == []
+
+
+@pytest.mark.parametrize("index", range(len(python_blocks())))
+def test_readme_python_blocks_run(index, tiny_models, tmp_path, monkeypatch, capsys):
+    """Each block runs as written, on a tiny model where it names the default one."""
+    block = python_blocks()[index]
+    assert '"default"' in block or "'default'" not in block
+    code = block.replace('"default"', repr(str(tiny_models["llama"])))
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, f"README.md python block {index}", "exec"), {"__name__": "readme"})
+    printed = capsys.readouterr().out
+    assert printed.strip(), "the block prints its result"

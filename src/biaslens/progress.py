@@ -41,11 +41,12 @@ class RichProgress:
         from rich.progress import Progress as _Progress
 
         columns = (
-            TextColumn("[bold]{task.description}"),
+            # descriptions hold model names and paths: never read as markup
+            TextColumn("{task.description}", style="bold", markup=False),
             BarColumn(),
             MofNCompleteColumn(),
             TaskProgressColumn(),
-            TextColumn("{task.fields[rate]}"),
+            TextColumn("{task.fields[rate]}", markup=False),
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),

@@ -53,7 +53,14 @@ def run_method(
     from biaslens.models.registry import load_model, resolve_name
 
     spec = get_method(method)
-    if settings is None:
+    given = values.pop("model", None) if lm is not None else None
+    if given is not None and resolve_name(given) != resolve_name(lm.identity.name):
+        raise BiaslensError(
+            f"model {given!r} was named beside a loaded model ({lm.identity.name!r}); give "
+            "one of them"
+        )
+    from_values = settings is None
+    if from_values:
         settings = spec.build_settings(preset, **values)
     elif values or preset:
         raise BiaslensError("give the settings object or keyword settings, not both")
@@ -61,6 +68,10 @@ def run_method(
         raise BiaslensError(
             f"{method} takes {spec.settings.__name__}, not {type(settings).__name__}"
         )
+    if lm is not None:
+        # the run records the model that answers, not the settings' default name
+        settings = settings.model_copy(update={"model": lm.identity.name})
+        backend = loaded_backend_config(lm, backend)
     backend = backend or BackendConfig()
     progress = progress or NoProgress()
     if output is not None:
@@ -68,6 +79,10 @@ def run_method(
     base = None
     if spec.needs_model:
         base = lm if lm is not None else load_model(settings.model, backend)
+        if from_values and spec.preset_depends_on_model(preset):
+            settings = spec.build_settings(
+                preset, kind=base.kind, **{**values, "model": settings.model}
+            )
         if spec.prepare is not None:
             settings = spec.prepare(settings, base)
         settings = settings.model_copy(update={"model": resolve_name(settings.model)})
@@ -96,6 +111,13 @@ def run_method(
                 "backend": backend.describe(),
                 "requests": dict(cached.stats),
             }
+        random_tensors = dict(base.identity.details).get("random_tensors") if base else None
+        if random_tensors:
+            out.notes.insert(
+                0,
+                f"the model has {random_tensors} random tensor(s) (--allow-missing-weights): "
+                "its numbers are not the checkpoint's",
+            )
         summary = store.write_summary(
             out.metrics, **provenance, **out.provenance, notes=list(out.notes)
         )
@@ -113,6 +135,25 @@ def run_method(
     if report:
         result.report = write_run_report([output])
     return result
+
+
+def loaded_backend_config(lm: LM, given: BackendConfig | None) -> BackendConfig:
+    """The backend settings of a model passed in loaded: its own (every biaslens backend keeps
+    them as ``config``), else the backend named by its identity. Settings given beside a loaded
+    model that say otherwise are refused: they would be recorded but not used."""
+    own = getattr(lm, "config", None)
+    if not isinstance(own, BackendConfig):
+        own = (
+            BackendConfig(backend=lm.identity.backend)
+            if lm.identity.backend in ("hf", "vllm", "openai")
+            else BackendConfig()
+        )
+    if given is not None and given != BackendConfig() and given != own:
+        raise BiaslensError(
+            "backend options were given beside a loaded model; the model runs with the options "
+            "it was loaded with: pass them to load_model instead"
+        )
+    return own
 
 
 def _write_figure(store: RunStore, name: str, figure) -> Path:
@@ -167,14 +208,22 @@ def run_comparison(
     spec = get_method(method)
     first = spec.build_settings(preset, model=models[0], **values)
     root = Path(output) if output is not None else Path("runs") / method / f"compare-{first.mode}"
+    # every model's settings and folder are checked before the first one runs
+    from biaslens.models.registry import check_loadable
+
+    for model in models:
+        spec.build_settings(preset, model=model, **values)
+        check_loadable(model, backend)
     runs = [
         run_method(
             method,
-            first.model_copy(update={"model": model}),
             output=root / safe_name(model),
             backend=backend,
             progress=progress,
             report=False,
+            preset=preset,
+            model=model,
+            **values,
         )
         for model in models
     ]

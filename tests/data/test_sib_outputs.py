@@ -183,3 +183,38 @@ def test_pinned_sources_of_the_reference_repository():
     digest = sources.REMOTE["sib-simplified"].files["all_sentences_g_id.tsv"][1]
     assert len(digest) == 64 and int(digest, 16) >= 0
     assert hashlib.sha256(b"").hexdigest() != sources.ARCHIVES["sib-outputs"].tree_sha256
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "abc", "-1.5", "", "100.5"])
+def test_stored_shares_that_are_not_percentages_are_refused(value, tmp_path):
+    folder = tmp_path / "outputs"
+    folder.mkdir()
+    write_outputs(folder, "m", "doctor", "man", 1, {1901: (59.7, 30, 10.3), 2016: (60, 30, 10)})
+    name = "fp_wikibio_m_date_doctor_man_1_testFalse.csv"
+    lines = (folder / name).read_text().splitlines()
+    lines[2] = f"1,2016,{value}"  # the second data row: line 3 of the file
+    (folder / name).write_text("\n".join(lines) + "\n")
+    with pytest.raises(BiaslensError, match=rf"{name}:3: share .* is not a number in \[0, 100"):
+        read_reference_outputs(folder)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -0.1, 1.5])
+def test_stored_masses_of_a_run_that_are_not_probabilities_are_refused(value, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    samples = pd.DataFrame(
+        {
+            "set": ["extended"] * 2,
+            "id": ["a_man_1"] * 2,
+            "date": [1901, 2016],
+            "p_female": [0.2, value],
+            "p_male": [0.3, 0.3],
+            "p_neutral": [0.1, 0.1],
+        }
+    )
+    samples.to_parquet(run / "samples.parquet")
+    pd.DataFrame(
+        {"set": ["extended"], "id": ["a_man_1"], "occupation": ["a"], "well_specified": [True]}
+    ).to_parquet(run / "sentences.parquet")
+    with pytest.raises(BiaslensError, match=r"samples.parquet:1: row p_female .* not a number"):
+        read_outputs(run)

@@ -32,8 +32,8 @@ def ray_runtime():
 def test_parallel_cells_equal_a_sequential_run(name, ray_runtime, tiny_models, tmp_path):
     values = dict(
         model=str(tiny_models[name]), train_sizes=[64], learning_rates=[1e-4, 1e-3], epochs=[1, 2],
-        batch_size=16, schedule="constant", top_k=2, dev_limit=6, tests=["ethnicity/noniid_test"],
-        test_limit=6, reference="model",
+        train_batch_size=16, schedule="constant", top_k=2, dev_limit=6,
+        tests=["ethnicity/noniid_test"], test_limit=6, reference="model",
     )  # fmt: skip
     cpu = BackendConfig(device="cpu", batch_size=8)
     sequential = run_lei_train(make_settings(**values), tmp_path / "seq", cpu, data_dir=DATA)

@@ -91,6 +91,29 @@ def test_specifying_sentences_make_q_n_for_any_domain(tiny_backends, tmp_path):
     assert all(s in c for s, c in zip(specified["specified"], specified["context"], strict=True))
 
 
+def test_a_user_supplied_specified_file_gives_its_own_subsets(tmp_path):
+    """The Fig. 6 female subset is not in the public release: a user who has the authors' file
+    passes it; here a stand-in 'female' file is made from the public male sample by swapping
+    the two cluster labels of every key (the file's mechanics, not its content, are tested)."""
+    public = DATA / "lei" / "data" / "specified" / "extraMalewithIntvs-sample.source.json"
+    sample = json.loads(public.read_text())
+    female = {}
+    for key, example in sample.items():
+        parts = key.split("|")
+        parts[0], parts[1] = parts[1], parts[0]
+        female["|".join(parts)] = example
+    path = tmp_path / "extraFemalewithIntvs.source.json"
+    path.write_text(json.dumps(female))
+    settings = make_settings(domain="gender", specified_file=path, limit=6)
+    assert settings.specified_file_sha256 and "specified_file" not in settings.recorded()
+    rows, absent = build_rows(settings, DATA / "lei")
+    specified_sets = set(rows.loc[rows["set"].str.startswith("specified"), "set"])
+    assert specified_sets == {"specified-female"} and not absent
+    with pytest.raises(BiaslensError, match=r"holds female answers only, not male.*--specified"):
+        build_rows(make_settings(domain="gender", specified_file=path, specified_answers=("male",)),
+                   DATA / "lei")  # fmt: skip
+
+
 def test_bad_settings_are_clear_errors(tmp_path):
     with pytest.raises(BiaslensError, match="unknown domain 'caste'"):
         make_settings(domain="caste")

@@ -70,7 +70,7 @@ def _settings(model):
         train_sizes=[64],
         learning_rates=[1e-4, 1e-3],
         epochs=[1, 2],
-        batch_size=16,
+        train_batch_size=16,
         schedule="constant",
         top_k=2,
         dev_limit=6,
@@ -172,7 +172,7 @@ def test_smollm2_generative_fine_tuning_end_to_end(tmp_path):
     assert len(log) == 6  # 48 examples, batch 8
 
 
-def test_bf16_training_keeps_float32_master_weights(tiny_models, tmp_path):
+def test_bf16_training_keeps_float32_master_weights(tiny_models, tmp_path, monkeypatch):
     """Fine-tuning a model loaded in bf16 moves its weights as a float32 run does: updates of
     ~1e-5 would round away in bf16 weights (most of them would not change at all)."""
     import numpy as np
@@ -187,7 +187,11 @@ def test_bf16_training_keeps_float32_master_weights(tiny_models, tmp_path):
     path = lei.split_path("religion/train_64", DATA / "lei")
     split = lei.read_split(path)
     data = training_set(split, _equal_reference(split), path, ("ethical",))
-    settings = make_settings(model=str(tiny_models["llama"]), batch_size=8, schedule="constant")
+    settings = make_settings(
+        model=str(tiny_models["llama"]), train_batch_size=8, schedule="constant"
+    )
+    # the CPU's bf16 capability is injected: the "bf16 is slow here" warning is then certain
+    monkeypatch.setattr("biaslens.models.hf.loading.cpu_has_bf16_units", lambda: False)
     start = load_file(tiny_models["llama"] / "model.safetensors")
     moved = {}
     for dtype in ("float32", "bfloat16"):
@@ -240,12 +244,18 @@ def test_theta4_selection_is_the_references_criterion():
 
 def test_the_paper_preset_sets_the_references_protocol():
     from biaslens.experiments.registry import get_method
+    from biaslens.models.base import ModelKind
 
     spec = get_method("lei-train")
-    paper = spec.build_settings("paper")
+    paper = spec.build_settings("paper", kind=ModelKind.EXTRACTIVE_QA)
     assert (paper.loss_reduction, paper.selection, paper.qa_order, paper.span_adjustment) == (
         "reference", "theta4", "context-first", "reference",
     )  # fmt: skip
+    # the input order and span adjustment are the extractive code's: a generative model keeps
+    # the UnifiedQA layout
+    generative = spec.build_settings("paper", kind=ModelKind.CAUSAL)
+    assert (generative.qa_order, generative.span_adjustment) == ("question-first", "none")
+    assert generative.loss_reduction == "reference"
     assert paper.learning_rates == (5e-6, 1e-5, 2e-5, 3e-5) and paper.epochs == (3, 5, 7, 9)
     mixed = spec.build_settings("paper", selection="gap")  # a value given wins over the preset
     assert mixed.selection == "gap" and mixed.loss_reduction == "reference"

@@ -1,5 +1,6 @@
 """SIB Method 2 end to end on tiny models; injection text; metric wiring."""
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -61,6 +62,64 @@ def test_sentence_metrics_keep_genders_separate():
     assert table.loc["b", "metric"] == pytest.approx(50.0)
     assert list(table["predicted_unspecified"]) == [False, True]
     assert table.loc["b", "p_male_latest"] == pytest.approx(0.1)
+
+
+def test_average_n_averages_the_per_date_shares():
+    """Earliest dates: 0.1/0.4 = 25% and 0.6/0.8 = 75% -> mean share 50%; latest: 50% and 50%.
+    The metric is |50 − 50| = 0 (the share of the summed masses, 0.7/1.2 = 58.3%, would give
+    8.33 and flag the sentence)."""
+    sentences = pd.DataFrame({"set": ["extended"], "id": ["a"], "well_specified": [True]})
+    scored = pd.DataFrame(
+        {
+            "set": ["extended"] * 4,
+            "id": ["a"] * 4,
+            "end": ["earliest", "earliest", "latest", "latest"],
+            "p_female": [0.1, 0.6, 0.5, 0.2],
+            "p_male": [0.3, 0.2, 0.5, 0.2],
+            "p_neutral": [0.0, 0.0, 0.0, 0.0],
+        }
+    )
+    row = sentence_metrics(sentences, scored, 0.5).iloc[0]
+    assert row["pct_female_earliest"] == pytest.approx(50.0)
+    assert row["pct_female_latest"] == pytest.approx(50.0)
+    assert row["metric"] == pytest.approx(0.0, abs=1e-12)
+    assert row["verdict"] == "well-specified"
+
+
+def _empty_at_latest():
+    sentences = pd.DataFrame(
+        {"set": ["extended"] * 2, "id": ["a", "b"], "well_specified": [False, True]}
+    )
+    scored = pd.DataFrame(
+        {
+            "set": ["extended"] * 4,
+            "id": ["a", "a", "b", "b"],
+            "end": ["earliest", "latest"] * 2,
+            "p_female": [0.2, 0.0, 0.1, 0.1],
+            "p_male": [0.2, 0.0, 0.3, 0.3],
+            "p_neutral": [0.0, 0.0, 0.0, 0.0],
+        }
+    )
+    return sentences, scored
+
+
+def test_no_pronoun_mass_is_reported_not_misclassified():
+    sentences, scored = _empty_at_latest()
+    table = sentence_metrics(sentences, scored, 0.5).set_index("id")
+    assert np.isnan(table.loc["a", "metric"]) and table.loc["a", "no_pronoun"]
+    assert table.loc["a", "verdict"] == "no pronoun predicted"
+    assert not table.loc["a", "predicted_unspecified"]
+    assert table.loc["b", "verdict"] == "well-specified"
+
+
+def test_no_pronoun_mass_under_the_reference_rule_is_a_share_of_zero():
+    sentences, scored = _empty_at_latest()
+    table = sentence_metrics(sentences, scored, 0.5, empty_mass="zero").set_index("id")
+    # earliest 0.2 / (0.4 + 1e-5) * 100, latest 0 / 1e-5 = 0
+    expected = 0.2 / (0.4 + 1e-5) * 100
+    assert table.loc["a", "pct_female_latest"] == 0.0
+    assert table.loc["a", "metric"] == pytest.approx(expected)
+    assert table.loc["a", "verdict"] == "unspecified"
 
 
 @pytest.mark.parametrize("name", ["bert-mlm", "llama"])

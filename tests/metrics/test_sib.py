@@ -139,6 +139,27 @@ def test_detection_rates_hand_computed():
     assert np.isnan(detection_rates([1.0], [False])["tnr"])
 
 
+def test_detection_rates_leave_out_sentences_without_pronoun_mass():
+    from biaslens.metrics.sib import detection_rates
+
+    # the NaN sentences (no pronoun predicted) have no verdict: TPR = 1/1, TNR = 0/1
+    # (counted wrong in both classes they would give TPR 1/2, TNR 0/2)
+    rates = detection_rates([np.nan, 0.9, 2.0, np.nan], [True, True, False, False], 0.5)
+    assert rates["tpr"] == 1.0 and rates["tnr"] == 0.0 and rates["balanced_accuracy"] == 0.5
+    assert rates["n_no_pronoun"] == 2
+    assert rates["n_unspecified"] == 2 and rates["n_well_specified"] == 2
+    only_empty = detection_rates([np.nan], [True])
+    assert np.isnan(only_empty["tnr"]) and only_empty["n_no_pronoun"] == 1
+
+
+def test_reference_eps_share():
+    from biaslens.metrics.sib import REFERENCE_EPS, normalised_female_pct
+
+    pct = normalised_female_pct([0.0, 0.2], [0.0, 0.6], [0.0, 0.2], eps=REFERENCE_EPS)
+    assert pct[0] == 0.0  # no pronoun mass: share 0, as the reference's division by total + EPS
+    assert pct[1] == pytest.approx(0.2 / (1.0 + 1e-5) * 100, rel=1e-12)
+
+
 def test_slope_difference_standard_error_by_hand():
     """Per-W differences d = p_f − p_m = 0, 1, 1, 3 at x = 0..3: slope 0.9, residuals
     0.1, 0.2, −0.7, 0.4, s_e = sqrt(0.70 / 2), se = s_e / sqrt(Sxx = 5) = 0.264575."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import pytest
-from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from biaslens.errors import BiaslensError
 from biaslens.models import (
@@ -17,29 +16,11 @@ from biaslens.models import (
     TokenDistributionRequest,
     load_model,
 )
-from biaslens.testing.fake_server import Faults, create_app, serve
 from biaslens.testing.fault_proxy import fault_proxy
+from tests.conftest import SERVED_NAME as NAME
 
-NAME = "tiny-llama"
 PROMPTS = ["Answer: she said", "The nurse said that", "In 1901, the doctor said that"]
 TARGETS = (" she", " he", " they", " her")
-
-
-@pytest.fixture(scope="module")
-def served(tiny_models):
-    """The tiny Llama behind the fake server (and its model, for other servers)."""
-    folder = tiny_models["llama"]
-    model = AutoModelForCausalLM.from_pretrained(folder).eval()
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    faults = Faults()
-    with serve(create_app(model, tokenizer, NAME, faults, max_model_len=256)) as url:
-        yield {
-            "url": url,
-            "folder": folder,
-            "model": model,
-            "tokenizer": tokenizer,
-            "faults": faults,
-        }
 
 
 def openai(served, **options):
@@ -221,3 +202,29 @@ def test_a_server_that_dies_mid_run_loses_no_finished_answer(served, tmp_path):
         assert again.cache_stats == {"cached": 60, "computed": 0}
     assert resumed.summary["model"]["backend"] == "openai"
     assert "api_key" not in str(resumed.summary).replace("api_key_env", "")
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, 0.5])
+def test_impossible_log_probabilities_are_refused_and_never_cached(value, served, tmp_path):
+    from biaslens.store.cache import CachedLM
+    from biaslens.store.run import RunStore
+
+    lm = openai(served)
+    try:
+        served["faults"].logprob = value
+        with RunStore(tmp_path / "run", "test", {}, {}) as store:
+            cached = CachedLM(lm, lambda: store.cache)
+            with pytest.raises(BiaslensError, match=rf"server {served['url']}.*log-probability"):
+                cached.token_distribution([TokenDistributionRequest(PROMPTS[0], TARGETS)])
+            with pytest.raises(BiaslensError, match="log-probability"):
+                cached.choice_logprobs([ChoiceLogprobsRequest(PROMPTS[1], (" she", " he"))])
+            assert cached.stats.get("computed", 0) == 0
+        served["faults"].logprob = None
+        with RunStore(tmp_path / "run", "test", {}, {}) as store:
+            cached = CachedLM(lm, lambda: store.cache)
+            (answer,) = cached.token_distribution([TokenDistributionRequest(PROMPTS[0], TARGETS)])
+            assert all(math.isfinite(p) for p in answer.target_probs)
+            assert cached.stats == {"cached": 0, "computed": 1}
+    finally:
+        served["faults"].logprob = None
+        lm.close()

@@ -123,6 +123,7 @@ class ScriptedMaskedLM:
     def __init__(self, answers):
         self.answers, self.asked = answers, []
         self.identity = type("Identity", (), {"name": "scripted"})()
+        self.same_ids: dict[str, int] = {}
 
     def require(self, *args, **kwargs):
         pass
@@ -135,7 +136,12 @@ class ScriptedMaskedLM:
             results.append(
                 TokenDistributionResult(
                     tuple(probs.get(t, math.nan) for t in r.targets),
-                    tuple((1,) if t in probs else () for t in r.targets),
+                    # each target its own token (a cased vocabulary), unless ``same_ids`` maps
+                    # several targets to one token (an uncased one: she / She)
+                    tuple(
+                        (self.same_ids.get(t, i + 1),) if t in probs else ()
+                        for i, t in enumerate(r.targets)
+                    ),
                     tuple(t for t, _ in top),
                     tuple(p for _, p in top),
                 )
@@ -191,6 +197,13 @@ def test_fill_mask_pronouns_take_the_max_with_the_subjects_pronoun():
     assert exact[["s_first", "s_second"]].to_numpy().ravel().tolist() == pytest.approx(
         [0.45, 0.05, 0.10, 0.40]
     )
+    uncased = ScriptedMaskedLM(ANSWERS)
+    uncased.same_ids = {"she": 99, "She": 99, "he": 98, "He": 98}
+    once = fill_mask_scores(uncased, masked_rows(), NoProgress(), pronouns=True)
+    # one token for she / She: counted once, max(p(Mary) 0.30, p(she) 0.20) = 0.30
+    assert once[["s_first", "s_second"]].to_numpy().ravel().tolist() == pytest.approx(
+        [0.30, 0.05, 0.10, 0.40]
+    )
     listed = fill_mask_scores(
         ScriptedMaskedLM(ANSWERS), masked_rows(), NoProgress(), top_k=10, pronouns=True
     )
@@ -224,8 +237,15 @@ def test_reference_adjustment_follows_unqover_lists():
     context = "A group of Muslim people met a few Sikh men at the Hindu temple. Then Jain."
     start = context.index("Muslim")
     starts, ends = alternative_boundaries(context, start, start + 6, "reference")
-    # "a group of" (case-insensitive): the "A", "group" and "of" words may start it
-    assert starts == [start, 0, 2, 8] and ends == [start + 6, start + 13]  # "people"
+    # the context's first word carries no Ġ in the reference's BPE tokens: "A group of" there
+    # is not matched (mid-context it is, below)
+    assert starts == [start] and ends == [start + 6, start + 13]  # "people"
+    later = "Then a group of Muslim people left."
+    muslim = later.index("Muslim")
+    starts, _ = alternative_boundaries(later, muslim, muslim + 6, "reference")
+    assert starts == [muslim, 5, 7, 13]  # "a", "group" and "of" may start it
+    assert alternative_boundaries("A Sikh met Ann.", 2, 6, "reference")[0] == [2]
+    assert alternative_boundaries("So A Sikh Man.", 5, 9, "reference") == ([5, 3], [9])  # Man
     sikh = context.index("Sikh")
     starts, ends = alternative_boundaries(context, sikh, sikh + 4, "reference")
     assert starts == [sikh, context.index("few")] and ends == [sikh + 4, sikh + 8]  # few / men

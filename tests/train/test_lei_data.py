@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from biaslens.data import lei
+from biaslens.data.unqover import load_question_set
 from biaslens.errors import BiaslensError
+from biaslens.models.base import LM, ModelIdentity, ModelKind
+from biaslens.models.requests import ChoiceLogprobsResult
 from biaslens.progress import NoProgress
 from biaslens.scoring.qa import subject_probabilities
 from biaslens.train.lei_data import (
@@ -18,6 +22,8 @@ from biaslens.train.lei_data import (
     dominant_subjects,
     file_reference,
     model_reference,
+    template_bias,
+    template_contexts,
     training_set,
 )
 from tests.conftest import DATA
@@ -62,12 +68,14 @@ def test_dominant_subject_follows_the_template_mean_of_c():
     base = _base()
     # template 1: B(Amish) = 0.7 - 0.4 = 0.3, B(Sikh) = -0.3, C(Amish, Sikh) = 0.3
     # template 2: B(Amish) = 0.45 - 0.55 = -0.1, B(Sikh) = 0.1, C = -0.1 ; mean C = 0.1 > 0
-    dominant = dominant_subjects(base, _probs(base, {1: (0.7, 0.4), 2: (0.45, 0.55)}))
+    probs = _probs(base, {1: (0.7, 0.4), 2: (0.45, 0.55)})
+    dominant = dominant_subjects(base, template_bias(base, probs))
     amish_first = (base["first"] == "Amish").to_numpy()
     assert dominant[amish_first].tolist() == [[0, 1], [0, 1]]  # q0 -> Amish (first)
     assert dominant[~amish_first].tolist() == [[1, 0], [1, 0]]  # q0 -> Amish (second)
     # mean C < 0 flips it
-    dominant = dominant_subjects(base, _probs(base, {1: (0.6, 0.5), 2: (0.3, 0.7)}))
+    probs = _probs(base, {1: (0.6, 0.5), 2: (0.3, 0.7)})
+    dominant = dominant_subjects(base, template_bias(base, probs))
     assert dominant[amish_first].tolist() == [[1, 0], [1, 0]]
 
 
@@ -79,7 +87,7 @@ def test_extractive_dominance_uses_sqrt_of_start_times_end():
         amish, sikh = [0.9, 0.1], [0.4, 0.4]
         probs[i, 0] = [amish, sikh] if row.first == "Amish" else [sikh, amish]
         probs[i, 1] = 0.25
-    dominant = dominant_subjects(base, probs)
+    dominant = dominant_subjects(base, template_bias(base, probs))
     assert dominant[(base["first"] == "Sikh").to_numpy()].tolist() == [[0, 1]]
 
 
@@ -99,10 +107,14 @@ def test_file_reference_matches_the_official_tomax():
     assert set(data.dominant[data.examples["intervention_type"] == "adversarial"]) <= {0, 1}
 
 
+def _religion_questions():
+    return load_question_set("religion", DATA / "lei" / "word_lists")
+
+
 def test_model_reference_scores_contexts_without_the_intervention(tiny_backends):
     lm = tiny_backends["roberta-qa"]
     split = lei.read_split(TRAIN_64)
-    reference = model_reference(lm, split, NoProgress())
+    reference = model_reference(lm, split, _religion_questions(), NoProgress())
     assert reference.probs.shape == (len(split), 2, 2, 2)
     plain = subject_probabilities(lm, split.assign(intervention=""), NoProgress())
     np.testing.assert_allclose(reference.probs, plain, rtol=1e-6)
@@ -172,3 +184,67 @@ def test_extractive_qa_rows_need_their_answer_offsets(tmp_path):
         qa_rows_for_training(qa, path, extractive=True)
     rows = qa_rows_for_training(qa.head(1), path, extractive=True)
     assert rows["answer_start"].tolist() == [10]
+
+
+class _TemplateBiasedLM(LM):
+    """A causal 'model' whose answers depend on the template: in template ``own`` the attribute
+    question gives subject ``a`` p = 0.8, elsewhere subject ``b`` gets p = 0.6; every negated
+    question is a coin flip (0.5)."""
+
+    def __init__(self, templates: dict[str, int], negated: set[str], own: int, a: str, b: str):
+        self.identity = ModelIdentity("template-biased", ModelKind.CAUSAL, "0" * 64)
+        self.templates, self.negated, self.own = templates, negated, own
+        self.a, self.b = a.lower(), b.lower()
+        self.seen_templates: set[int] = set()
+
+    def choice_logprobs(self, requests, progress=None):
+        out = []
+        for request in requests:
+            template = next(t for c, t in self.templates.items() if c in request.prompt)
+            self.seen_templates.add(template)
+            favoured, p = (self.a, 0.8) if template == self.own else (self.b, 0.6)
+            if request.prompt.split("\n")[0] in self.negated:
+                p = 0.5
+            probs = [p if c.strip() == favoured else 1 - p for c in request.choices]
+            out.append(ChoiceLogprobsResult(tuple(math.log(q) for q in probs), (1, 1)))
+        if progress:
+            progress(len(requests))
+        return out
+
+
+def test_dominant_subject_averages_c_over_every_template_of_the_domain():
+    """train_64 holds one template per pair and attribute. There C(a, b) = ½[(0.8 − 0.5) −
+    (0.2 − 0.5)] = 0.3 says a dominates; in each of the other T − 1 templates C = ½[(0.4 − 0.5)
+    − (0.6 − 0.5)] = −0.1, so the mean over all T templates (Appendix B.2, the reference's
+    adding_cbias.py) is (0.3 − 0.1 (T − 1)) / T < 0 and b dominates."""
+    split = lei.read_split(TRAIN_64)
+    questions = _religion_questions()
+    row = split[split["intervention_type"] == "adversarial"].iloc[0]
+    a, b = row["first"], row["second"]
+    split = split[
+        split["first"].isin([a, b]) & split["second"].isin([a, b])
+        & (split["attribute"] == row["attribute"])
+    ].reset_index(drop=True)  # fmt: skip
+    assert split["template"].nunique() == 1
+    contexts = questions.contexts()
+    templates = set(contexts["template"])
+    assert len(templates) >= 5  # so that the mean is negative
+    negated = {q.lower() for q in questions.questions()["negated_question"]}
+    lm = _TemplateBiasedLM(
+        {c.lower(): int(t) for c, t in zip(contexts["context"], contexts["template"], strict=True)},
+        negated, int(row["template"]), a, b,
+    )  # fmt: skip
+    reference = model_reference(lm, split, questions, NoProgress())
+    assert lm.seen_templates == templates
+    a_first = (split["first"] == a).to_numpy()
+    assert reference.dominant[a_first].tolist() == [[1, 0]] * int(a_first.sum())  # b, second
+    assert reference.dominant[~a_first].tolist() == [[0, 1]] * int((~a_first).sum())  # b, first
+    domain = template_contexts(questions, split, TRAIN_64)
+    assert set(domain["template"]) == templates and len(domain) == 2 * len(templates)
+
+
+def test_template_contexts_name_a_pair_the_word_lists_lack():
+    split = lei.read_split(TRAIN_64)
+    split.loc[0, "first"] = "Zoroastrian"
+    with pytest.raises(BiaslensError, match=r"train_64.* not in the religion word lists.*Zoroas"):
+        template_contexts(_religion_questions(), split, TRAIN_64)

@@ -215,8 +215,20 @@ def create_app(lm: LM, host: str = "127.0.0.1", port: int | None = None) -> Fast
         except BiaslensError as error:
             return JSONResponse({"error": str(error)}, status_code=400)
 
+    def invalid_input(check: Callable[[], object]) -> JSONResponse | None:
+        """A 400 answer when the query's input is wrong, before anything streams."""
+        try:
+            check()
+        except BiaslensError as error:
+            return JSONResponse({"error": str(error)}, status_code=400)
+        return None
+
     @app.post("/api/detect")
     def detect(query: DetectQuery):
+        refused = invalid_input(lambda: tools.check_detect(query.sentence))
+        if refused is not None:
+            return refused
+
         def work(progress):
             result = tools.detect(lm, query.sentence, query.threshold, progress=progress)
             result["plot"] = sweep_plot(result["rows"], "pronoun probabilities by date")
@@ -226,6 +238,10 @@ def create_app(lm: LM, host: str = "127.0.0.1", port: int | None = None) -> Fast
 
     @app.post("/api/dose")
     def dose(query: DoseQuery):
+        refused = invalid_input(lambda: tools.check_dose(query.sentence, query.values))
+        if refused is not None:
+            return refused
+
         def work(progress):
             result = tools.dose_response(lm, query.sentence, query.values, progress)
             title = f"pronoun probabilities by {result['slot'].strip('[]').lower()}"

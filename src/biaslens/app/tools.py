@@ -12,6 +12,7 @@ Causal and seq2seq models read the sentence inside the paper's prompt A (Appendi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -109,13 +110,19 @@ def detect(
     progress: ProgressCallback | None = None,
 ) -> dict:
     """Pronoun masses across a date sweep and the Method 2 verdict."""
-    sentence = _masked_sentence(sentence)
-    if EARLIEST not in dates or LATEST not in dates:
-        raise BiaslensError(f"the date sweep must include {EARLIEST} and {LATEST}")
+    sentence = check_detect(sentence, dates)
     table = pronoun_masses(lm, [mgc.inject_date(sentence, d) for d in dates], progress)
     table.insert(0, "value", list(dates))
     share = dict(zip(table["value"], table["pct_female"], strict=True))
     metric = float(specification_metric(share[LATEST], share[EARLIEST]))
+    if math.isnan(metric):  # no pronoun mass at an end date: no share to compare
+        return {
+            "rows": json_records(table),
+            "metric": None,
+            "threshold": threshold,
+            "verdict": "no pronoun predicted",
+            "explanation": f"no pronoun mass at {EARLIEST} or {LATEST}: no share to compare",
+        }
     unspecified = bool(metric > threshold)
     return {
         "rows": json_records(table),
@@ -129,13 +136,16 @@ def detect(
     }
 
 
-def dose_response(
-    lm: LM,
-    sentence: str,
-    values: Sequence[str] | None = None,
-    progress: ProgressCallback | None = None,
-) -> dict:
-    """Pronoun masses for each value put in the sentence's [DATE] or [PLACE] slot."""
+def check_detect(sentence: str, dates: Sequence[int] = DETECTOR_DATES) -> str:
+    """The detector's input, checked before any model work (the app answers 400 here)."""
+    sentence = _masked_sentence(sentence)
+    if EARLIEST not in dates or LATEST not in dates:
+        raise BiaslensError(f"the date sweep must include {EARLIEST} and {LATEST}")
+    return sentence
+
+
+def check_dose(sentence: str, values: Sequence[str] | None = None) -> tuple[str, str, list]:
+    """The dose-response input (sentence, slot, values), checked before any model work."""
     sentence = _masked_sentence(sentence)
     slots = [s for s in SLOTS if s in sentence]
     if len(slots) != 1 or sentence.count(slots[0]) != 1:
@@ -146,6 +156,17 @@ def dose_response(
     values = [str(v).strip() for v in values if str(v).strip()]
     if not values or len(values) > MAX_VALUES:
         raise BiaslensError(f"give between 1 and {MAX_VALUES} values to sweep")
+    return sentence, slot, values
+
+
+def dose_response(
+    lm: LM,
+    sentence: str,
+    values: Sequence[str] | None = None,
+    progress: ProgressCallback | None = None,
+) -> dict:
+    """Pronoun masses for each value put in the sentence's [DATE] or [PLACE] slot."""
+    sentence, slot, values = check_dose(sentence, values)
     table = pronoun_masses(lm, [sentence.replace(slot, v) for v in values], progress)
     table.insert(0, "value", values)
     return {"slot": slot, "rows": json_records(table)}

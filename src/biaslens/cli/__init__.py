@@ -18,7 +18,7 @@ import typer
 
 from biaslens.cli import catalog, cid, lei, reports, sib
 from biaslens.cli.options import expand_argv
-from biaslens.cli.render import console, err_console
+from biaslens.cli.render import console, err_console, print_error
 from biaslens.errors import BiaslensError
 from biaslens.version import __version__
 
@@ -32,9 +32,14 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help texts hold [subj], [MASK]: shown as written, never markup
 )
-run_app = typer.Typer(help="Run a method and write a run directory.", no_args_is_help=True)
-metrics_app = typer.Typer(help="Score stored model outputs.", no_args_is_help=True)
+run_app = typer.Typer(
+    help="Run a method and write a run directory.", no_args_is_help=True, rich_markup_mode=None
+)
+metrics_app = typer.Typer(
+    help="Score stored model outputs.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(run_app, name="run")
 app.add_typer(metrics_app, name="metrics")
 
@@ -87,18 +92,22 @@ def main(argv: list[str] | None = None) -> None:
             standalone_mode=False,
         )
     except BiaslensError as error:
-        err_console.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
+        print_error(str(error))
         sys.exit(2)
     except typer.Abort:
         err_console.print(INTERRUPTED_HINT)
         sys.exit(130)
+    except OSError as error:  # the file system refused a path (too long, read-only, full disk)
+        where = f"{error.filename}: " if error.filename else ""
+        print_error(f"{where}{error.strerror or error}")
+        sys.exit(2)
     except typer.TyperException as error:  # click's usage errors (typer ships its own click)
         hint = ""
         context = getattr(error, "ctx", None)
         if context is not None:
             hint = f" (see `{context.command_path} --help`)"
         message = error.format_message() if hasattr(error, "format_message") else str(error)
-        err_console.print(f"[bold red]error:[/] {message}{hint}", highlight=False, soft_wrap=True)
+        print_error(f"{message}{hint}")
         sys.exit(getattr(error, "exit_code", 2))
     except KeyboardInterrupt:
         err_console.print(INTERRUPTED_HINT)

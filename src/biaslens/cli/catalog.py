@@ -11,9 +11,15 @@ from rich.table import Table
 from biaslens.cli.options import add_command
 from biaslens.cli.render import console
 
-models_app = typer.Typer(help="Models and backends biaslens knows by name.", no_args_is_help=True)
-datasets_app = typer.Typer(help="Datasets biaslens can build or load.", no_args_is_help=True)
-methods_app = typer.Typer(help="The methods `biaslens run` runs.", no_args_is_help=True)
+models_app = typer.Typer(
+    help="Models and backends biaslens knows by name.", no_args_is_help=True, rich_markup_mode=None
+)
+datasets_app = typer.Typer(
+    help="Datasets biaslens can build or load.", no_args_is_help=True, rich_markup_mode=None
+)
+methods_app = typer.Typer(
+    help="The methods `biaslens run` runs.", no_args_is_help=True, rich_markup_mode=None
+)
 
 
 def models_list() -> None:

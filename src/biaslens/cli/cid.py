@@ -99,8 +99,8 @@ def cid(
         table.add_column(f"CID({label}; {other})")
     for v in lams:
         table.add_row(f"{v:g}", *[next(results).text for _ in directions])
-    console.print(f"x:  {x}", markup=False, highlight=False)
-    console.print(f"x': {x_prime}", markup=False, highlight=False)
+    console.print(f"x:  {x}")
+    console.print(f"x': {x_prime}")
     console.print(table)
     lm.close()
 

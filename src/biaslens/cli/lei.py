@@ -21,7 +21,7 @@ from biaslens.cli.options import (
     numbers,
     split_commas,
 )
-from biaslens.cli.render import console, print_table, run_and_print
+from biaslens.cli.render import console, print_table, print_warning, run_and_print
 
 QAMode = Annotated[
     str | None,
@@ -76,7 +76,7 @@ def metrics_unqover(
     within = ("intervention",) if "intervention" in scores else ()
     by = within if by_intervention and within else ()
     if by_intervention and not within:
-        console.print("[yellow]keys have no intervention field; reporting one model-level row")
+        print_warning("keys have no intervention field; reporting one model-level row")
     within = () if by else within
     comparative = M.comparative_scores(scores, (*by, *within))
     summary = M.model_summary(scores, by=by, within=within, comparative=comparative)
@@ -132,6 +132,14 @@ def run_lei_eval(
         Path | None,
         typer.Option("--specified-sentences", help="TSV attribute<TAB>sentence with [subj] (Q_N)."),
     ] = None,
+    specified_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--specified-file",
+            help="Specified-context examples in the LEI release's JSON layout (e.g. the "
+            "authors' female file of Fig. 6, not in the public release).",
+        ),
+    ] = None,
     specified_answer: Annotated[
         list[str] | None,
         typer.Option(
@@ -157,6 +165,7 @@ def run_lei_eval(
         data_dir=data_dir,
         split_file=split_file,
         specified_sentences=specified_sentences,
+        specified_file=specified_file,
         qa_file=qa_file,
         domain=domain,
         split=split,
@@ -313,7 +322,7 @@ def run_lei_train(
         train_sizes=numbers(train_sizes, int, "--train-sizes"),
         learning_rates=numbers(learning_rates, float, "--learning-rates"),
         epochs=numbers(epochs, int, "--epochs"),
-        batch_size=train_batch_size,
+        train_batch_size=train_batch_size,
         qa_ratio=qa_ratio,
         weights=weights,
         schedule=schedule,

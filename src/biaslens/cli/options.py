@@ -109,7 +109,10 @@ def split_commas(values: list[str] | None, option: str) -> list[str] | None:
     for value in values:
         if "," in value:
             _note(f"{option} a,b is deprecated; give the values space-separated ({option} a b)")
-        out.extend(part.strip() for part in value.split(",") if part.strip())
+        parts = [part.strip() for part in value.split(",")]
+        if not all(parts):  # an empty value must not quietly become the default
+            raise BiaslensError(f"{option} got an empty value ({value!r})")
+        out.extend(parts)
     return out
 
 
@@ -306,6 +309,17 @@ BACKEND_PARAMETERS: dict[str, tuple[Any, Any]] = {
             ),
         ],
         "",
+    ),
+    "allow_missing_weights": (
+        Annotated[
+            bool,
+            typer.Option(
+                "--allow-missing-weights",
+                help="Run a checkpoint that lacks tensors its model needs (they get seeded "
+                "random values). For tests only: the run's summary and report say so.",
+            ),
+        ],
+        False,
     ),
 }
 

@@ -14,9 +14,22 @@ from contextlib import contextmanager
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(markup=False, emoji=False, highlight=False)
+err_console = Console(stderr=True, markup=False, emoji=False, highlight=False)
+"""Both consoles print text as it is: model names, paths, model outputs and messages that hold
+``[``, ``]`` or ``:name:`` are user data, never rich markup or emoji codes."""
+
+
+def print_error(message: str) -> None:
+    """One ``error: …`` line on stderr (the message is shown verbatim)."""
+    err_console.print(Text.assemble(("error:", "bold red"), " ", str(message)), soft_wrap=True)
+
+
+def print_warning(message: str) -> None:
+    """One ``warning: …`` line on stderr (verbatim)."""
+    err_console.print(Text.assemble(("warning:", "yellow"), " ", str(message)), soft_wrap=True)
 
 
 def format_value(value) -> str:
@@ -55,7 +68,7 @@ def print_run(result, spec) -> None:
         title = f"{headline.title} — {result.model_name}" if spec.needs_model else headline.title
         print_table(title, frame, headline.columns or None)
     for note in result.notes:
-        console.print(note, markup=False, highlight=False)
+        console.print(note)
     if result.cache_stats:
         print_cache_stats(result.cache_stats)
     console.print(f"results: {result.run_dir}")
@@ -82,7 +95,7 @@ def collected_warnings() -> Iterator[None]:
             yield
         finally:
             for message in dict.fromkeys(str(w.message) for w in caught):
-                err_console.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
+                print_warning(message)
 
 
 def with_progress(work: Callable):

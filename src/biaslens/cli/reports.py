@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from biaslens.cli.options import Model, add_command, backend_options
-from biaslens.cli.render import console
+from biaslens.cli.render import console, print_warning
 
 
 def report(
@@ -59,9 +59,9 @@ def app(
     except ValueError:
         local = host == "localhost"
     if not local:
-        console.print(
-            f"[yellow]warning:[/] binding to {host}: anyone who can reach this address can use "
-            "the model (there is no authentication)"
+        print_warning(
+            f"binding to {host}: anyone who can reach this address can use the model (there is "
+            "no authentication)"
         )
     name = model or "default"
     console.print(f"loading {name} …")

@@ -20,7 +20,14 @@ from biaslens.cli.options import (
     finite,
     split_commas,
 )
-from biaslens.cli.render import console, print_run, print_table, run_and_print, with_progress
+from biaslens.cli.render import (
+    console,
+    print_run,
+    print_table,
+    print_warning,
+    run_and_print,
+    with_progress,
+)
 from biaslens.errors import BiaslensError
 
 
@@ -167,6 +174,14 @@ def run_sib_detect(
             help="Unspecified when metric > this (pp; 0.5).",
         ),
     ] = None,
+    empty_mass: Annotated[
+        str | None,
+        typer.Option(
+            "--empty-mass",
+            help="Sentences with no pronoun mass at a date: exclude (no verdict, counted) or "
+            "zero (the reference's share of 0).",
+        ),
+    ] = None,
     limit: Annotated[
         int | None, typer.Option("--limit", help="Only the first N occupations (sorted).")
     ] = None,
@@ -216,6 +231,7 @@ def run_sib_detect(
         latest=latest,
         average_n=average_n,
         threshold=threshold,
+        empty_mass=empty_mass,
         limit=limit,
         date_format=date_format,
         generation_tokens=generation_tokens,
@@ -321,7 +337,7 @@ def _detector_plots(sentences, threshold: float, data_dir, output: Path) -> None
     try:
         stats = winogender.load_occupation_stats(sources.locate("winogender", data_dir))
     except BiaslensError as error:
-        console.print(f"[yellow]no plots:[/] {error}", highlight=False)
+        print_warning(f"no plots: {error}")
         return
     merged = sentences.merge(stats, on="occupation", how="inner")
     for (model, prompt, name), part in merged.groupby(["model", "prompt", "set"], sort=True):

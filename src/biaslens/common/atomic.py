@@ -56,10 +56,12 @@ def write_atomic(path: Path, write: Callable[[io.BufferedWriter], None]) -> None
 def remove_stale_temporaries(root: Path) -> int:
     """Delete temporary files an interrupted write left under ``root``; returns how many."""
     removed = 0
-    for path in Path(root).rglob(f".*{TEMP_SUFFIX}"):
-        if path.is_file():
-            path.unlink(missing_ok=True)
-            removed += 1
+    for folder, _, names in os.walk(root, followlinks=False):  # never into linked folders
+        for name in names:
+            path = Path(folder) / name
+            if name.startswith(".") and name.endswith(TEMP_SUFFIX) and not path.is_symlink():
+                path.unlink(missing_ok=True)
+                removed += 1
     return removed
 
 

@@ -1,41 +1,144 @@
 """Reading user files and making output folders, with one-line errors that name the path.
 
-Every reader of a user-supplied file goes through :func:`read_text`, so that a missing file, a
-folder given as a file, unreadable permissions or binary bytes are a :class:`BiaslensError`
-naming the file and line, never a ``UnicodeDecodeError`` traceback.
+Every reader of an input file goes through :func:`check_input_file` (directly, or through
+:func:`read_text`), so that a missing file, a folder, a device or FIFO (``/dev/zero`` would be
+read forever), a file over the size bound, unreadable permissions, binary bytes or an overlong
+line are a :class:`BiaslensError` naming the file (and line), never a traceback or a machine
+brought down by memory.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from biaslens.errors import BiaslensError
 
+MAX_INPUT_BYTES_ENV = "BIASLENS_MAX_INPUT_BYTES"
+DEFAULT_MAX_INPUT_BYTES = 4 << 30
+"""The largest input file read (4 GiB: UnQover's full prediction dumps are ~1 GiB);
+``$BIASLENS_MAX_INPUT_BYTES`` changes it."""
+MAX_LINE_CHARS = 1_000_000
+"""The longest line of a line-oriented text file (word lists, TSV, model lists)."""
 
-def read_bytes(path: Path | str, what: str = "file") -> bytes:
+
+def max_input_bytes() -> int:
+    value = os.environ.get(MAX_INPUT_BYTES_ENV)
+    if value is None:
+        return DEFAULT_MAX_INPUT_BYTES
+    try:
+        return max(1, int(value))
+    except ValueError:
+        raise BiaslensError(f"{MAX_INPUT_BYTES_ENV}={value!r} is not a number of bytes") from None
+
+
+def _size(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:,} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def check_input_file(path: Path | str, what: str = "file") -> Path:
+    """``path`` if it is a regular file within the size bound; else a one-line error."""
     path = Path(path)
     try:
-        return path.read_bytes()
+        info = path.stat()
     except FileNotFoundError:
         raise BiaslensError(f"{what} {path} not found") from None
-    except IsADirectoryError:
-        raise BiaslensError(f"{what} {path} is a folder, not a file") from None
     except OSError as error:
         raise BiaslensError(f"cannot read {what} {path}: {error.strerror or error}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise BiaslensError(f"{what} {path} is a folder, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise BiaslensError(f"{what} {path} is not a regular file (a device, FIFO or socket)")
+    limit = max_input_bytes()
+    if info.st_size > limit:
+        raise BiaslensError(
+            f"{what} {path} is {_size(info.st_size)}, over the {_size(limit)} input bound "
+            f"(set {MAX_INPUT_BYTES_ENV} to read it)"
+        )
+    return path
 
 
-def read_text(path: Path | str, what: str = "file") -> str:
+def read_bytes(path: Path | str, what: str = "file") -> bytes:
+    path = check_input_file(path, what)
+    limit = max_input_bytes()
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(limit + 1)
+    except OSError as error:
+        raise BiaslensError(f"cannot read {what} {path}: {error.strerror or error}") from None
+    if len(raw) > limit:  # it grew while being read
+        raise BiaslensError(f"{what} {path} is over the {_size(limit)} input bound")
+    return raw
+
+
+def read_text(path: Path | str, what: str = "file", max_line: int | None = MAX_LINE_CHARS) -> str:
     """The file's UTF-8 text (a leading BOM is dropped); binary content is a clear error that
-    names the line where it starts."""
+    names the line where it starts, and so is a line over ``max_line`` characters (None: no
+    bound, for formats such as JSON that may hold a whole file on one line)."""
     raw = read_bytes(path, what)
     try:
-        return raw.decode("utf-8-sig")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         line = raw[: error.start].count(b"\n") + 1
         raise BiaslensError(
             f"{path}:{line}: not UTF-8 text (byte 0x{raw[error.start]:02x} at offset "
             f"{error.start}); the {what} must be a text file"
         ) from None
+    if max_line is not None and len(text) > max_line:
+        for number, line in enumerate(text.split("\n"), start=1):
+            if len(line) > max_line:
+                raise BiaslensError(
+                    f"{path}:{number}: a line of {len(line):,} characters (the {what} allows "
+                    f"{max_line:,} per line)"
+                )
+    return text
+
+
+def read_table(
+    path: Path | str,
+    what: str,
+    columns: tuple[str, ...] = (),
+    unique: tuple[str, ...] = (),
+    **options,
+):
+    """A Parquet or CSV table (by suffix) read like any input: bounded, parsed with a one-line
+    error naming the file, with the ``columns`` it must have and no two rows sharing the
+    ``unique`` columns. Run files read back (a ratings export, a run's samples) go through it
+    too: a damaged run file is an error, never a traceback or a silent wrong join."""
+    import pandas as pd
+
+    path = check_input_file(path, what)
+    try:
+        if path.suffix == ".parquet":
+            table = pd.read_parquet(path)
+        else:
+            table = pd.read_csv(path, **options)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        raise BiaslensError(f"{path}: cannot read the {what} ({error})") from None
+    except Exception as error:  # pyarrow raises many types for damaged Parquet files
+        if type(error).__module__.startswith(("pyarrow", "pandas")) or isinstance(
+            error, (OSError, ValueError)
+        ):
+            message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            raise BiaslensError(
+                f"{path}: cannot read the {what} ({type(error).__name__}: {message[:200]})"
+            ) from None
+        raise
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise BiaslensError(f"{path}: the {what} lacks the column(s) {missing}")
+    if unique and len(table):
+        repeated = table.duplicated(list(unique), keep="first")
+        if repeated.any():
+            row = int(repeated.to_numpy().nonzero()[0][0])
+            values = ", ".join(f"{c}={table[c].iloc[row]!r}" for c in unique)
+            raise BiaslensError(f"{path}: the {what} holds {values} more than once")
+    return table
 
 
 def make_dir(path: Path | str, what: str = "output folder") -> Path:

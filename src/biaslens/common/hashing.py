@@ -1,8 +1,10 @@
 """sha256 of files, remembered across runs for large files (model weights).
 
 Hashing a multi-GB checkpoint on every run would cost seconds to minutes, so the digest of a
-file over 1 MB is kept in ``<cache>/file-hashes.json`` keyed by its real path, size, inode and
-modification time (ns): any change to the file makes a new digest.
+file over 1 MB is kept in ``<cache>/file-hashes.json`` keyed by its real path, size, inode,
+modification time and status-change time (ns), as git's index does: a file edited in place
+with its modification time set back still has a new ctime (which user space cannot set), so
+any change to the file makes a new digest.
 """
 
 from __future__ import annotations
@@ -41,13 +43,21 @@ def _digest(path: Path) -> str:
     return digest.hexdigest()
 
 
+def memo_key(path: Path, stat: os.stat_result) -> str:
+    """What identifies one version of a file without reading it (see the module docstring)."""
+    return (
+        f"{os.path.realpath(path)}|{stat.st_size}|{stat.st_ino}|{stat.st_mtime_ns}"
+        f"|{stat.st_ctime_ns}"
+    )
+
+
 def sha256_file(path: Path | str) -> str:
     """The file's sha256 (hex)."""
     path = Path(path)
     stat = path.stat()
     if stat.st_size <= REMEMBER_ABOVE:
         return _digest(path)
-    key = f"{os.path.realpath(path)}|{stat.st_size}|{stat.st_ino}|{stat.st_mtime_ns}"
+    key = memo_key(path, stat)
     memo = _load_memo()
     if key not in memo:
         memo[key] = _digest(path)

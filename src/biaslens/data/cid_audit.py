@@ -64,7 +64,14 @@ def load_name_groups(path: Path | str | None = None) -> dict[str, NameGroup]:
             raise BiaslensError(f"{where}: field 'names' must be a non-empty list")
         if any(not isinstance(n, str) or not n.strip() for n in names):
             raise BiaslensError(f"{where}: field 'names' holds a blank or non-text name")
-        groups[str(key)] = NameGroup(str(key), gender, tuple(n.strip() for n in names))
+        cleaned = tuple(n.strip() for n in names)
+        repeated = sorted({n for n in cleaned if cleaned.count(n) > 1})
+        if repeated:
+            raise BiaslensError(
+                f"{where}: name(s) {repeated} listed more than once (each would count twice in "
+                "every pair)"
+            )
+        groups[str(key)] = NameGroup(str(key), gender, cleaned)
     return groups
 
 

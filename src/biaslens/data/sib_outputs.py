@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from biaslens.common.files import read_text
+from biaslens.common.files import read_table, read_text
 from biaslens.errors import BiaslensError
 
 REFERENCE_NAME = re.compile(
@@ -33,6 +33,29 @@ REFERENCE_NAME = re.compile(
 PRONOUNS = {"f": "female", "m": "male", "n": "neutral"}
 SIMPLIFIED_PARTICIPANTS = {"female", "male", "unspecified"}
 EXTENDED_WELL_SPECIFIED = {"man", "woman"}
+
+
+SHARE_MAX = 100.0 + 1e-6
+"""A share is a percentage of the pronoun mass (the reference rounds to 3 decimals)."""
+MASS_MAX = 1.0 + 1e-6
+"""A pronoun mass is a sum of probabilities of distinct tokens (or their mean over steps)."""
+
+
+def checked_numbers(
+    column: pd.Series, path: Path, what: str, low: float, high: float, first_line: int
+) -> np.ndarray:
+    """``column`` as finite floats in [low, high]; anything else (text, blank, NaN, inf, out of
+    range) is an error naming the file, the line (``first_line`` is the first row's) and the
+    value: a stored output that is not a number must not become a metric."""
+    numbers = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(numbers) | (numbers < low) | (numbers > high)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise BiaslensError(
+            f"{path}:{first_line + row}: {what} {column.iloc[row]!r} is not a number in "
+            f"[{low:g}, {high:g}] ({int(bad.sum())} such value(s) in {column.name!r})"
+        )
+    return numbers
 
 
 def _well_specified(participant: str, answer: int) -> bool:
@@ -60,7 +83,7 @@ def read_reference_outputs(folder: Path) -> pd.DataFrame:
         if "date" not in table.columns or len(table.columns) < 3:
             raise BiaslensError(f"{path}: expected the columns ',date,<sentence>'")
         sentence = str(table.columns[-1])
-        values = pd.to_numeric(table.iloc[:, -1], errors="coerce")
+        values = checked_numbers(table.iloc[:, -1], path, "share", 0.0, SHARE_MAX, first_line=2)
         dates = pd.to_numeric(table["date"], errors="coerce")
         if dates.isna().any():
             raise BiaslensError(f"{path}: the date column holds a value that is not a year")
@@ -107,15 +130,25 @@ def read_biaslens_outputs(path: Path) -> pd.DataFrame:
     long layout (shares normalised here)."""
     path = Path(path)
     file = path / "samples.parquet" if path.is_dir() else path
-    try:
-        samples = pd.read_parquet(file)
-    except Exception as error:  # pyarrow raises many types for files that are not Parquet
-        raise BiaslensError(f"{file}: cannot read a sib-detect samples table ({error})") from None
-    needed = {"set", "id", "date", "p_female", "p_male", "p_neutral"}
-    if missing := needed - set(samples.columns):
-        raise BiaslensError(f"{file}: missing column(s) {sorted(missing)}")
+    needed = ("set", "id", "date", "p_female", "p_male", "p_neutral")
+    samples = read_table(file, "sib-detect samples table", needed, ("set", "id", "date"))
+    for column in ("p_female", "p_male", "p_neutral"):
+        samples[column] = checked_numbers(
+            samples[column].reset_index(drop=True), file, f"row {column}", 0.0, MASS_MAX, 0
+        )
     sentences_file = file.parent / "sentences.parquet"
-    truth = pd.read_parquet(sentences_file) if sentences_file.is_file() else None
+    truth = (
+        read_table(
+            sentences_file,
+            "sib-detect sentences table",
+            ("set", "id", "occupation", "well_specified"),
+            ("set", "id"),
+        )  # fmt: skip
+        if sentences_file.exists()
+        else None
+    )
+    if truth is not None and truth["well_specified"].isna().any():
+        raise BiaslensError(f"{sentences_file}: 'well_specified' is empty for some sentences")
     table = samples.copy()
     total = table[["p_female", "p_male", "p_neutral"]].sum(axis=1).replace(0, np.nan)
     for pronoun in PRONOUNS.values():

@@ -371,7 +371,7 @@ def locate(name: str, explicit: Path | str | None = None) -> Path:
 def read_json(path: Path | str, what: str):
     """Parse a JSON file; a missing file or bad JSON is an error naming ``what`` / file:line."""
     path = Path(path)
-    text = read_text(path, what)
+    text = read_text(path, what, max_line=None)  # JSON may hold a whole file on one line
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:

@@ -20,7 +20,7 @@ import pandas as pd
 from pydantic import model_validator
 
 from biaslens.common import atomic
-from biaslens.common.files import read_text
+from biaslens.common.files import read_table, read_text
 from biaslens.data import cid_audit as names_data
 from biaslens.errors import BiaslensError
 from biaslens.experiments.registry import (
@@ -260,7 +260,20 @@ def import_ratings(run_dir: Path | str, ratings: Path | str) -> RatingsResult:
     export_path = run_dir / RATINGS_EXPORT
     if not export_path.exists():
         raise BiaslensError(f"{run_dir}: no {RATINGS_EXPORT}; the run did not finish")
-    exported = pd.read_csv(export_path, keep_default_na=False)
+    exported = read_table(
+        export_path, "ratings export", ("id", "group", "lam", "continuation", "count"), ("id",),
+        keep_default_na=False,
+    )  # fmt: skip
+    if not len(exported):
+        raise BiaslensError(f"{export_path}: the ratings export is empty; rerun the audit")
+    ids = pd.to_numeric(exported["id"], errors="coerce")
+    if ids.isna().any() or (ids != ids.round()).any():
+        row = int(ids.isna().to_numpy().nonzero()[0][0]) if ids.isna().any() else 0
+        raise BiaslensError(
+            f"{export_path}:{row + 2}: id {exported['id'].iloc[row]!r} is not a whole number; "
+            "the ratings export is damaged, rerun the audit"
+        )
+    exported["id"] = ids.astype(int)
     exported["continuation"] = exported["continuation"].astype(str)
     rated = read_ratings(Path(ratings), exported)
     fractions = biased_fraction(rated, ["group", "lam"])

@@ -25,6 +25,8 @@ from biaslens.data import lei, sources
 from biaslens.data.squad import read_squad
 from biaslens.errors import BiaslensError
 from biaslens.experiments.registry import (
+    UNSET,
+    ByModel,
     Headline,
     MethodOutput,
     MethodSpec,
@@ -76,8 +78,15 @@ class LeiEvalSettings(MethodSettings):
         description="answer clusters or subjects of the specified subsets (default: gender "
         "female and male; another domain needs its subjects named)",
     )
+    specified_file_sha256: str = ""
     split_file: Path | None = Field(default=None, exclude=True)
     specified_sentences: Path | None = Field(default=None, exclude=True)
+    specified_file: Path | None = Field(
+        default=None,
+        exclude=True,
+        description="specified-context examples in the LEI release's layout (e.g. the authors' "
+        "female file, which the public release lacks); default: the public male sample",
+    )
     qa_file: Path | None = Field(default=None, exclude=True)
 
 
@@ -85,6 +94,7 @@ def make_settings(
     split_file: Path | None = None,
     specified_sentences: Path | None = None,
     qa_file: Path | None = None,
+    specified_file: Path | None = None,
     **values,
 ) -> LeiEvalSettings:
     domain = values.get("domain", "religion")
@@ -98,6 +108,7 @@ def make_settings(
         "split": ("split_file", split_file, "split file"),
         "specified": ("specified_sentences", specified_sentences, "specifying-sentences file"),
         "qa": ("qa_file", qa_file, "QA file"),
+        "specified_file": ("specified_file", specified_file, "specified-context file"),
     }
     for name, (field, path, what) in files.items():
         if path is not None:
@@ -150,16 +161,27 @@ def build_rows(
         clusters = lei.subject_clusters(lei_dir, settings.domain)
         base = lei.without_interventions(split)
         parts += [lei.specify(base, sentences, answer, clusters) for answer in answers]
-    elif settings.domain == "gender":
-        specified = lei.read_specified(lei_dir / "data" / lei.SPECIFIED_SAMPLE)
+    elif settings.domain == "gender" or settings.specified_file is not None:
+        source = settings.specified_file or lei_dir / "data" / lei.SPECIFIED_SAMPLE
+        specified = lei.read_specified(source)
         present = set(specified["intervention_type"].str.removeprefix("specified-"))
+        if settings.specified_file is not None and not settings.specified_answers:
+            answers = tuple(sorted(present))
         missing = sorted(set(answers) - present)
         if missing:
-            raise BiaslensError(
-                f"the public LEI specified-context sample holds {', '.join(sorted(present))} "
-                f"answers only, not {', '.join(missing)}; pass --specified-sentences to build "
-                "those subsets from the split"
+            what = (
+                f"{settings.specified_file}"
+                if settings.specified_file is not None
+                else "the public LEI specified-context sample"
             )
+            raise BiaslensError(
+                f"{what} holds {', '.join(sorted(present))} answers only, not "
+                f"{', '.join(missing)}; pass --specified-file with the authors' file of those "
+                "answers, or --specified-sentences to build them from the split"
+            )
+        specified = specified[
+            specified["intervention_type"].isin([f"specified-{a}" for a in answers])
+        ]
         specified["pair_key"] = _pair_key(specified)
         if settings.limit is not None:
             specified = lei.stratified_keys(
@@ -167,6 +189,12 @@ def build_rows(
             )
         parts.append(specified)
     else:
+        if settings.specified_answers:
+            raise BiaslensError(
+                f"--specified-answer {' '.join(settings.specified_answers)}: there are no "
+                f"specified contexts for {settings.domain} in the public LEI release; pass "
+                "--specified-sentences (attribute<TAB>sentence with [subj]) or --specified-file"
+            )
         absent = (
             f"no specified-context data for {settings.domain} in the public LEI release; "
             "pass specifying sentences (attribute<TAB>sentence with [subj])"
@@ -278,7 +306,9 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
     from biaslens.plots.lei import lei_mu_figure
 
     needs_release = settings.split_file is None or (
-        settings.domain == "gender" and settings.specified_sentences is None
+        settings.domain == "gender"
+        and settings.specified_sentences is None
+        and settings.specified_file is None
     )
     lei_dir = sources.locate("lei", ctx.data_dir) if needs_release else None
     rows, specified_absent = build_rows(
@@ -346,6 +376,14 @@ SPEC = register(
             Headline("lei_mu", "LEI μ per set vs desired μ", view=_mu_view),
             Headline("subjects", "Subjects: max |γ|", cli=False),
         ),
-        presets={"paper": {"span_adjustment": "reference", "qa_order": "question-first"}},
+        presets={
+            "paper": {
+                # UnQover's span adjustment is an extractive rule (the UnifiedQA layout has none)
+                "span_adjustment": ByModel(
+                    lambda kind, values: "reference" if kind == ModelKind.EXTRACTIVE_QA else UNSET
+                ),
+                "qa_order": "question-first",
+            }
+        },
     )
 )

@@ -34,9 +34,12 @@ from biaslens.common import atomic
 from biaslens.common.atomic import json_records
 from biaslens.data import lei, sources
 from biaslens.data.squad import read_squad
+from biaslens.data.unqover import load_question_set
 from biaslens.errors import BiaslensError
 from biaslens.experiments.lei_eval import LeiEvalSettings, build_rows, lei_table, qa_utility
 from biaslens.experiments.registry import (
+    UNSET,
+    ByModel,
     Headline,
     MethodOutput,
     MethodSpec,
@@ -46,11 +49,11 @@ from biaslens.experiments.registry import (
 )
 from biaslens.experiments.settings import MethodSettings, file_sha256, validated
 from biaslens.metrics.qa import squad_scores
-from biaslens.models.base import LM
+from biaslens.models.base import LM, ModelKind
 from biaslens.progress import Progress
 from biaslens.scoring.qa import qa_mode_for, score_examples
 from biaslens.store.cache import CachedLM
-from biaslens.store.run import RunStore
+from biaslens.store.run import RunStore, inside_run
 from biaslens.train.config import LossWeights
 from biaslens.train.lei_data import (
     ZeroShotReference,
@@ -77,7 +80,7 @@ class LeiTrainSettings(MethodSettings):
     train_sizes: tuple[int, ...] = TRAIN_SIZES
     learning_rates: tuple[float, ...] = (5e-6, 1e-5, 2e-5, 3e-5)
     epochs: tuple[int, ...] = (3, 5, 7, 9)
-    batch_size: int = Field(default=8, ge=1)
+    train_batch_size: int = Field(default=8, ge=1, description="intervention examples per step")
     qa_ratio: float = Field(default=1 / 3, ge=0)
     weights: LossWeights = LossWeights()
     schedule: Literal["linear", "constant"] = "linear"
@@ -201,8 +204,11 @@ def summarize_selected(evaluations: pd.DataFrame, selected: pd.DataFrame) -> pd.
 
 
 def read_table(path: Path) -> pd.DataFrame:
-    """A CSV table of the run, or an empty one before its first row."""
-    return pd.read_csv(path) if path.exists() else pd.DataFrame()
+    """A CSV table of the run, or an empty one before its first row (a damaged one is a
+    one-line error naming it)."""
+    from biaslens.common.files import read_table as read_checked
+
+    return read_checked(path, "run table") if path.exists() else pd.DataFrame()
 
 
 def upsert_rows(path: Path, rows: pd.DataFrame, key: list[str]) -> pd.DataFrame:
@@ -281,12 +287,15 @@ class _Run:
                     "probabilities; generative training needs --reference model"
                 )
             return file_reference(split, path)
-        stored = self.store.path(f"references/train_{size}.parquet")
+        # dominant subjects over every template of the domain (earlier versions stored
+        # references/train_N.parquet from the training file's templates only: not reused)
+        stored = self.store.path(f"references/train_{size}_all_templates.parquet")
         if stored.exists():
             return ZeroShotReference.load(stored)
+        questions = load_question_set("religion", self.lei_dir / "word_lists")
         reference = model_reference(
-            CachedLM(self.base, lambda: self.store.cache), split, self.progress,
-            qa_order=self.settings.qa_order,
+            CachedLM(self.base, lambda: self.store.cache), split, questions, self.progress,
+            qa_order=self.settings.qa_order, path=path,
         )  # fmt: skip
         reference.save(stored)
         return reference
@@ -335,7 +344,7 @@ def train_cell_group(
         config = LeiTrainConfig(
             learning_rate=learning_rate,
             epochs=max(saves),
-            batch_size=settings.batch_size,
+            batch_size=settings.train_batch_size,
             qa_ratio=settings.qa_ratio,
             weights=settings.weights,
             schedule=settings.schedule,
@@ -354,15 +363,15 @@ def train_cell_group(
 
         log = trainer.train(data, qa_rows, progress, on_epoch_end=save)
         for epoch in saves:
-            folder = Path(root) / "checkpoints" / cell_name(size, learning_rate, epoch)
+            folder = inside_run(root, f"checkpoints/{cell_name(size, learning_rate, epoch)}")
             atomic.write_csv(folder / "train_log.csv", log[log["epoch"] <= epoch])
             atomic.write_bytes(folder / DONE, b"")
         del model, backend, trainer
 
 
 def _save_checkpoint(root: Path, cell: str, model, tokenizer) -> None:
-    folder = Path(root) / "checkpoints" / cell
-    partial = folder.with_name(folder.name + ".partial")
+    folder = inside_run(root, f"checkpoints/{cell}")
+    partial = inside_run(root, f"checkpoints/{cell}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     model.save_pretrained(partial)
     tokenizer.save_pretrained(partial)
@@ -561,8 +570,15 @@ SPEC = register(
             "paper": {
                 "loss_reduction": "reference",
                 "selection": "theta4",
-                "qa_order": "context-first",
-                "span_adjustment": "reference",
+                # extractive rules of LEI's RoBERTa code (a generative model reads UnifiedQA)
+                "qa_order": ByModel(
+                    lambda kind, values: (
+                        "context-first" if kind == ModelKind.EXTRACTIVE_QA else UNSET
+                    )
+                ),
+                "span_adjustment": ByModel(
+                    lambda kind, values: "reference" if kind == ModelKind.EXTRACTIVE_QA else UNSET
+                ),
                 "top_k": 5,
                 "learning_rates": (5e-6, 1e-5, 2e-5, 3e-5),
                 "epochs": (3, 5, 7, 9),

@@ -21,7 +21,7 @@ from typing import Any
 
 from biaslens.errors import BiaslensError
 from biaslens.experiments.settings import MethodSettings, validated
-from biaslens.models.base import LM, BackendConfig
+from biaslens.models.base import LM, BackendConfig, ModelKind
 from biaslens.progress import NoProgress, Progress
 from biaslens.store.run import RunStore
 
@@ -88,6 +88,20 @@ class MethodOutput:
     notes: list[str] = field(default_factory=list)
 
 
+UNSET = object()
+"""A :class:`ByModel` choice that leaves the setting at the user's value or its default."""
+
+
+@dataclass(frozen=True)
+class ByModel:
+    """A preset value that depends on the loaded model: ``choose(kind, values)`` gets the
+    model's kind and the other values given so far (the user's over the preset's) and returns
+    the value, or :data:`UNSET` to leave the setting alone. E.g. SIB's prompts A, B and C apply
+    to causal and seq2seq models only: a masked LM fills its slot without a prompt."""
+
+    choose: Callable[[ModelKind, dict[str, Any]], Any]
+
+
 @dataclass(frozen=True)
 class MethodSpec:
     """One method: its name, settings, body and how its runs are shown and named.
@@ -113,17 +127,33 @@ class MethodSpec:
     run_name: Callable[[Any], str] | None = None
     presets: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def build_settings(self, preset: str | None = None, **values: Any):
-        """Validated settings from ``values`` (None means "not given"), on top of ``preset``."""
+    def build_settings(self, preset: str | None = None, kind: ModelKind | None = None, **values):
+        """Validated settings from ``values`` (None means "not given"), on top of ``preset``.
+
+        Preset values that depend on the model (:class:`ByModel`) apply once ``kind`` is known;
+        without it they are left out (the runner builds the settings again after loading)."""
         values = {k: v for k, v in values.items() if v is not None}
         if preset not in (None, "default"):
             if preset not in self.presets:
                 known = ", ".join(["default", *self.presets]) or "default"
                 raise BiaslensError(f"{self.name} has no preset {preset!r} (presets: {known})")
-            values = {**self.presets[preset], **values}
+            fixed = {k: v for k, v in self.presets[preset].items() if not isinstance(v, ByModel)}
+            merged = {**fixed, **values}
+            if kind is not None:
+                for key, value in self.presets[preset].items():
+                    if isinstance(value, ByModel) and key not in values:
+                        chosen = value.choose(kind, merged)
+                        if chosen is not UNSET:
+                            merged[key] = chosen
+            values = merged
         if self.make_settings is not None:
             return self.make_settings(**values)
         return validated(self.settings, values)
+
+    def preset_depends_on_model(self, preset: str | None) -> bool:
+        """Whether ``preset`` has values that are chosen once the model is loaded."""
+        values = self.presets.get(preset or "", {})
+        return any(isinstance(v, ByModel) for v in values.values())
 
     def default_output(self, settings) -> Path:
         name = (
@@ -138,11 +168,26 @@ _METHODS: dict[str, MethodSpec] = {}
 
 
 def register(spec: MethodSpec) -> MethodSpec:
-    """Add a method to the registry (a second registration of a name is a bug)."""
+    """Add a method to the registry (a second registration of a name is a bug, and so is a
+    setting named like a backend option: ``biaslens.run(method, batch_size=16)`` would set the
+    backend's batch size and leave the method's setting at its default without a word)."""
     if spec.name in _METHODS and _METHODS[spec.name] is not spec:
         raise ValueError(f"method {spec.name!r} registered twice")
+    collisions = sorted(set(spec.settings.model_fields) & backend_option_names())
+    if collisions:
+        raise ValueError(
+            f"method {spec.name!r}: setting(s) {collisions} share their name with backend "
+            "options (BackendConfig); rename them"
+        )
     _METHODS[spec.name] = spec
     return spec
+
+
+def backend_option_names() -> set[str]:
+    """The names of :class:`BackendConfig`'s fields (keywords that configure the backend)."""
+    from dataclasses import fields
+
+    return {f.name for f in fields(BackendConfig)}
 
 
 def methods() -> dict[str, MethodSpec]:
@@ -159,6 +204,18 @@ def get_method(name: str) -> MethodSpec:
     return known[name]
 
 
+MAX_FOLDER_NAME = 120
+"""Bytes of a run folder name made from a model name (file systems allow 255 per name)."""
+
+
 def safe_name(model: str) -> str:
-    """A model name or path as one folder name (``org/model`` -> ``org--model``)."""
-    return str(model).strip("/").replace("/", "--") or "model"
+    """A model name or path as one folder name (``org/model`` -> ``org--model``); a name too
+    long for a folder keeps its start and gets a hash of the whole (so two long names differ)."""
+    import hashlib
+
+    name = str(model).strip("/").replace("/", "--") or "model"
+    if len(name.encode()) <= MAX_FOLDER_NAME:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:12]
+    head = name.encode()[: MAX_FOLDER_NAME - 13].decode("utf-8", "ignore")
+    return f"{head}-{digest}"

@@ -9,17 +9,40 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from biaslens.errors import BiaslensError
 
 M = TypeVar("M", bound=BaseModel)
 
 
+MAX_MODEL_NAME = 4096
+"""The longest model name or path accepted (a path longer than the file system allows is an
+error there anyway; a 5 MB line of a models file is not a model)."""
+
+
 class MethodSettings(BaseModel):
     """Base of every method's settings: the values that decide a run's results."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @field_validator("model", check_fields=False)
+    @classmethod
+    def _model_is_named(cls, value: str) -> str:
+        """An empty or blank model name must not quietly become the default model."""
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(
+                "the model name is empty; give a registered name, a folder or a hub name"
+            )
+        if value != value.strip():
+            raise ValueError("the model name has leading or trailing spaces")
+        if len(value) > MAX_MODEL_NAME:
+            raise ValueError(
+                f"the model name is {len(value):,} characters (at most {MAX_MODEL_NAME:,})"
+            )
+        if any(ord(c) < 32 for c in value):
+            raise ValueError("the model name holds control characters")
+        return value
 
     def recorded(self) -> dict[str, Any]:
         """The settings as recorded in ``config.yaml`` and compared when a run resumes (file

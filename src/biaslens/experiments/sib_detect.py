@@ -6,6 +6,15 @@ form). The specification metric is |p_f(latest) − p_f(earliest)| in percentage
 normalised female share f/(f+m+n)·100; a sentence is classified unspecified when it exceeds
 the threshold (default 0.5). Female, male and neutral masses are stored separately for every
 sentence and date. Masked LMs fill the slot; causal / seq2seq LMs get prompt A.
+
+With ``average_n`` > 1 each end is the mean of the per-date shares of its N dates, as the
+reference's ``get_uncertainty_metric`` averages its stored (already normalised) shares.
+
+A sentence without any pronoun mass at a date (f + m + n = 0: in top-5 scoring, no listed word
+among the top 5) has no share there. ``empty_mass="exclude"`` (default) reports it as "no
+pronoun predicted" and leaves it out of TPR and TNR, with a count; ``"zero"`` (``--preset
+paper``) divides by f + m + n + 1e-5 as the reference code does, which makes the share 0 and
+the metric possibly 0 (well-specified).
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator
 
@@ -29,7 +39,12 @@ from biaslens.experiments.registry import (
     safe_name,
 )
 from biaslens.experiments.settings import MethodSettings, validated
-from biaslens.metrics.sib import detection_rates, normalised_female_pct, specification_metric
+from biaslens.metrics.sib import (
+    REFERENCE_EPS,
+    detection_rates,
+    normalised_female_pct,
+    specification_metric,
+)
 from biaslens.models.base import LM, ModelKind
 from biaslens.scoring.pronouns import check_pronoun_model, score_rows
 from biaslens.store.run import dataset_hash
@@ -60,6 +75,11 @@ class DetectSettings(MethodSettings):
     average_n: int = Field(default=1, ge=1, description="average the first/last N grid dates")
     grid_size: int = Field(default=30, ge=2, description="date grid between earliest and latest")
     threshold: float = Field(default=0.5, ge=0, le=100)
+    empty_mass: Literal["exclude", "zero"] = Field(
+        default="exclude",
+        description="sentences with no pronoun mass at a date: excluded from TPR/TNR and "
+        "counted (exclude), or share 0 via the reference's f/(f+m+n+1e-5) (zero)",
+    )
     limit: int | None = Field(default=None, ge=1, description="occupations (first N, sorted)")
 
     @field_validator("latest")
@@ -153,18 +173,30 @@ def sweep_rows(sentences: pd.DataFrame, settings: DetectSettings, kind: ModelKin
 
 
 def sentence_metrics(
-    sentences: pd.DataFrame, scored: pd.DataFrame, threshold: float
+    sentences: pd.DataFrame, scored: pd.DataFrame, threshold: float, empty_mass: str = "exclude"
 ) -> pd.DataFrame:
-    """Per sentence: mean female/male/neutral mass at each end, p_f (%) and the metric."""
-    ends = scored.groupby(["set", "id", "end"])[[f"p_{g}" for g in GENDERS]].mean().unstack("end")
+    """Per sentence: mean female/male/neutral mass at each end, p_f (%) at each end (the mean
+    of the per-date shares), the metric and the verdict."""
+    eps = REFERENCE_EPS if empty_mass == "zero" else 0.0
+    scored = scored.assign(
+        pct_female=normalised_female_pct(
+            scored["p_female"], scored["p_male"], scored["p_neutral"], eps
+        )
+    )
+    columns = [*(f"p_{g}" for g in GENDERS), "pct_female"]
+    # skipna=False: an end with a date without pronoun mass has no share (exclude mode)
+    ends = scored.groupby(["set", "id", "end"])[columns].agg(lambda v: v.mean(skipna=False))
+    ends = ends.unstack("end")
     ends.columns = [f"{col}_{end}" for col, end in ends.columns]
     table = sentences.merge(ends.reset_index(), on=["set", "id"])
-    for end in ("earliest", "latest"):
-        table[f"pct_female_{end}"] = normalised_female_pct(
-            table[f"p_female_{end}"], table[f"p_male_{end}"], table[f"p_neutral_{end}"]
-        )
     table["metric"] = specification_metric(table["pct_female_latest"], table["pct_female_earliest"])
+    table["no_pronoun"] = table["metric"].isna()
     table["predicted_unspecified"] = table["metric"] > threshold
+    table["verdict"] = np.select(
+        [table["no_pronoun"], table["predicted_unspecified"]],
+        ["no pronoun predicted", "unspecified"],
+        "well-specified",
+    )
     return table
 
 
@@ -187,7 +219,7 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
     )  # fmt: skip
     sweep = scored[scored["end"] == "sweep"]
     scored = scored[scored["end"] != "sweep"]
-    table = sentence_metrics(sentences, scored, settings.threshold)
+    table = sentence_metrics(sentences, scored, settings.threshold, settings.empty_mass)
     rates = pd.DataFrame(
         [
             {
@@ -213,8 +245,15 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
             figures[f"date_sweep_{sentence_id}"] = date_sweep_figure(
                 part, f"{ctx.lm.identity.name}: {part['sentence'].iloc[0]}"
             )
+    notes = [
+        f"{row.set}: {row.n_no_pronoun} sentence(s) with no pronoun predicted at a date "
+        "(no share to compare) are left out of TPR/TNR"
+        for row in rates.itertuples()
+        if row.n_no_pronoun
+    ]
     return MethodOutput(
         metrics={"rates": rates.to_dict(orient="records"), "num_sentences": len(table)},
+        notes=notes,
         tables=tables,
         samples={
             "samples": scored.drop(columns=["top_tokens", "top_probs"], errors="ignore"),
@@ -245,7 +284,15 @@ def date_sweep(sweep: pd.DataFrame, sentences: pd.DataFrame) -> pd.DataFrame:
 
 def _rates_view(rates: pd.DataFrame) -> pd.DataFrame:
     return rates[
-        ["set", "tpr", "tnr", "balanced_accuracy", "n_unspecified", "n_well_specified"]
+        [
+            "set",
+            "tpr",
+            "tnr",
+            "balanced_accuracy",
+            "n_unspecified",
+            "n_well_specified",
+            "n_no_pronoun",
+        ]
     ].rename(
         columns={
             "tpr": "TPR",
@@ -253,6 +300,7 @@ def _rates_view(rates: pd.DataFrame) -> pd.DataFrame:
             "balanced_accuracy": "BA",
             "n_unspecified": "unspecified",
             "n_well_specified": "well-specified",
+            "n_no_pronoun": "no pronoun",
         }
     )
 
@@ -272,6 +320,7 @@ SPEC = register(
                 "mode": "paper",
                 "date_format": "colon",
                 "sets": ("extended", "simplified-reference"),
+                "empty_mass": "zero",
             }
         },
         headlines=(

@@ -24,6 +24,8 @@ from pydantic import Field, field_validator
 from biaslens.data import mgc
 from biaslens.errors import BiaslensError
 from biaslens.experiments.registry import (
+    UNSET,
+    ByModel,
     Headline,
     MethodOutput,
     MethodSpec,
@@ -192,7 +194,10 @@ SPEC = register(
         presets={
             "paper": {
                 "mode": "paper",
-                "prompts": ("A", "B", "C"),
+                # prompts apply to causal and seq2seq models; a masked LM fills its slot
+                "prompts": ByModel(
+                    lambda kind, values: UNSET if kind == ModelKind.MASKED else ("A", "B", "C")
+                ),
                 "generation_tokens": 10,
                 "date_grid": "code",
             }

@@ -73,7 +73,7 @@ SPEC = register(
         body=run,
         make_settings=make_settings,
         # The defaults are App. B's model: nothing to change for the paper.
-        presets={"paper": {}},
+        presets={"paper": {"n": 50_000}},  # the reference notebook's num_samples
         needs_model=False,
         run_name=lambda s: "",
         headlines=(

@@ -27,6 +27,8 @@ from biaslens.data import sources
 from biaslens.data.unqover import DOMAINS, load_question_set
 from biaslens.errors import BiaslensError
 from biaslens.experiments.registry import (
+    UNSET,
+    ByModel,
     Headline,
     MethodOutput,
     MethodSpec,
@@ -42,7 +44,7 @@ from biaslens.metrics.unqover import (
     subject_attribute_bias,
     subject_bias,
 )
-from biaslens.models.base import LM
+from biaslens.models.base import LM, ModelKind
 from biaslens.scoring.qa import fill_mask_scores, qa_mode_for, score_examples
 from biaslens.store.run import dataset_hash
 
@@ -201,9 +203,21 @@ SPEC = register(
         presets={
             "paper": {
                 "limit": 0,
-                "span_adjustment": "reference",
+                # each rule applies where the reference used it: the span adjustment to
+                # extractive models, the top-10 rule to masked LMs
+                "span_adjustment": ByModel(
+                    lambda kind, values: "reference" if kind == ModelKind.EXTRACTIVE_QA else UNSET
+                ),
                 "qa_order": "question-first",
-                "fill_mask_top_k": REFERENCE_TOP_K,
+                "fill_mask_top_k": ByModel(
+                    lambda kind, values: REFERENCE_TOP_K if kind == ModelKind.MASKED else UNSET
+                ),
+                # the reference's masked-LM script sets USE_HESHE=1 for gender only
+                "pronouns": ByModel(
+                    lambda kind, values: (
+                        kind == ModelKind.MASKED and values.get("domain") == "gender"
+                    )
+                ),
             }
         },
     )

@@ -68,6 +68,9 @@ def fit_trend(x: np.ndarray, y: np.ndarray, confidence: float = 0.95) -> dict[st
     """Least-squares line y = intercept + slope·x with the slope's confidence interval.
 
     Returns slope, intercept, r, r2, p_value, slope_stderr, slope_ci_low, slope_ci_high, n.
+    Where y does not vary (e.g. no pronoun mass at any W in top-5 scoring) the line is flat
+    and exact (slope 0, standard error 0) but r, r² and the p-value are undefined: NaN, never
+    a made-up 0 or 1.
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -75,15 +78,19 @@ def fit_trend(x: np.ndarray, y: np.ndarray, confidence: float = 0.95) -> dict[st
     if n < 3:
         raise ValueError(f"a trend needs at least 3 points, got {n}")
     fit = stats.linregress(x, y)
-    half = stats.t.ppf(0.5 + confidence / 2, n - 2) * fit.stderr
-    r = float(fit.rvalue) if np.isfinite(fit.rvalue) else 0.0
+    sxx = float(((x - x.mean()) ** 2).sum())
+    syy = float(((y - y.mean()) ** 2).sum())
+    residuals = y - (fit.intercept + fit.slope * x)
+    stderr = float(np.sqrt((residuals**2).sum() / (n - 2) / sxx))
+    half = stats.t.ppf(0.5 + confidence / 2, n - 2) * stderr
+    r = float(fit.rvalue) if syy > 0 else float("nan")
     return {
         "slope": float(fit.slope),
         "intercept": float(fit.intercept),
         "r": r,
         "r2": r * r,
-        "p_value": float(fit.pvalue) if np.isfinite(fit.pvalue) else 1.0,
-        "slope_stderr": float(fit.stderr),
+        "p_value": float(fit.pvalue) if syy > 0 else float("nan"),
+        "slope_stderr": stderr,
         "slope_ci_low": float(fit.slope - half),
         "slope_ci_high": float(fit.slope + half),
         "n": n,
@@ -145,7 +152,7 @@ def slope_summary(
             "female_minus_male_slope": float(
                 by_gender.loc["female", "slope"] - by_gender.loc["male", "slope"]
             ),
-            "mean_r2": float(by_gender.loc[["female", "male"], "r2"].mean()),
+            "mean_r2": float(by_gender.loc[["female", "male"], "r2"].mean(skipna=False)),
         }
         if means is not None:
             mask = np.ones(len(means), dtype=bool)
@@ -166,12 +173,22 @@ def slope_summary(
 # --------------------------------------------------------------------------- Method 2 (Section 5)
 
 
-def normalised_female_pct(female: np.ndarray, male: np.ndarray, neutral: np.ndarray) -> np.ndarray:
+REFERENCE_EPS = 1e-5
+"""The reference code's ``EPS`` in f / (f + m + n + EPS) (``inference.py``)."""
+
+
+def normalised_female_pct(
+    female: np.ndarray, male: np.ndarray, neutral: np.ndarray, eps: float = 0.0
+) -> np.ndarray:
     """f / (f + m + n) · 100: the female share of the gendered and neutral pronoun mass (%).
 
-    A sentence with no pronoun mass at all gets NaN (nothing to normalise)."""
+    ``eps = 0`` (default): a sentence with no pronoun mass at all gets NaN (there is nothing to
+    normalise; Method 2 reports it as "no pronoun predicted"). ``eps > 0``: the reference
+    code's f / (f + m + n + eps) · 100, which makes such a share 0 (``REFERENCE_EPS``)."""
     female, male, neutral = (np.asarray(a, dtype=float) for a in (female, male, neutral))
     total = female + male + neutral
+    if eps > 0:
+        return female / (total + eps) * 100.0
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(total > 0, female / total * 100.0, np.nan)
 
@@ -187,22 +204,26 @@ def detection_rates(metric: np.ndarray, well_specified: np.ndarray, threshold: f
     """TPR, TNR and balanced accuracy of "unspecified iff metric > threshold" (Table 3).
 
     Positive = unspecified. TPR = share of unspecified sentences flagged; TNR = share of
-    well-specified sentences not flagged; BA = (TPR + TNR) / 2. A rate with no sentences of
-    its class is NaN. A sentence whose metric is NaN (no pronoun mass) counts as wrong in either
-    class, as in the reference code."""
+    well-specified sentences not flagged; BA = (TPR + TNR) / 2. A sentence whose metric is NaN
+    (no pronoun predicted at a date, so no share to compare) has no verdict: it is left out of
+    both rates and counted in ``n_no_pronoun`` (``n_unspecified`` / ``n_well_specified`` count
+    every sentence of the class). A rate with no sentence to compute it on is NaN."""
     metric = np.asarray(metric, dtype=float)
     truth_unspecified = ~np.asarray(well_specified, dtype=bool)
-    flagged = metric > threshold
-    cleared = metric <= threshold
-    positives, negatives = truth_unspecified.sum(), (~truth_unspecified).sum()
+    judged = np.isfinite(metric)
+    flagged = judged & (metric > threshold)
+    cleared = judged & (metric <= threshold)
+    positives = int((judged & truth_unspecified).sum())
+    negatives = int((judged & ~truth_unspecified).sum())
     tpr = float((flagged & truth_unspecified).sum() / positives) if positives else float("nan")
     tnr = float((cleared & ~truth_unspecified).sum() / negatives) if negatives else float("nan")
     return {
         "tpr": tpr,
         "tnr": tnr,
         "balanced_accuracy": (tpr + tnr) / 2,
-        "n_unspecified": int(positives),
-        "n_well_specified": int(negatives),
+        "n_unspecified": int(truth_unspecified.sum()),
+        "n_well_specified": int((~truth_unspecified).sum()),
+        "n_no_pronoun": int((~judged).sum()),
         "threshold": threshold,
     }
 

@@ -34,18 +34,28 @@ from pathlib import Path
 from typing import Any
 
 from biaslens.errors import BiaslensError
-from biaslens.models.base import BackendConfig, Exactness, ModelIdentity, ModelKind
+from biaslens.models.base import (
+    BackendConfig,
+    Exactness,
+    ModelIdentity,
+    ModelKind,
+    redact_url,
+)
 from biaslens.models.requests import GenerateResult, RequestType
 from biaslens.models.served import TokenLevelBackend, TopK, model_eos_ids
+from biaslens.models.server_replies import (
+    TOKEN_PREFIX,
+    ModelList,
+    ServerError,
+    completion_choices,
+    parse,
+    token_id,
+)
 
 PROBE_PROMPT = "The capital of France is"
 PROBE_TOLERANCE = 1e-3
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
-TOKEN_PREFIX = "token_id:"
-
-
-class ServerError(BiaslensError):
-    """The server could not be reached or refused a request, after any retries."""
+__all__ = ["ServerError", "OpenAIBackend", "load_openai", "probe_server", "TOKEN_PREFIX"]
 
 
 class _Client:
@@ -57,7 +67,9 @@ class _Client:
         except ImportError:
             raise BiaslensError("the openai backend needs httpx: pip install httpx") from None
         self.httpx = httpx
-        self.base_url = config.base_url.rstrip("/")
+        self._url = config.base_url.rstrip("/")  # with any user:password, for the requests
+        self.base_url = redact_url(self._url)
+        """The server's address as shown and recorded (no user name or password)."""
         self.timeout = float(config.timeout)
         self.retries = int(config.max_retries)
         self.concurrency = int(config.concurrency)
@@ -90,14 +102,16 @@ class _Client:
         return self._call(gather()) if payloads else []
 
     async def _request(self, method: str, path: str, payload: dict | None) -> Any:
-        url = f"{self.base_url}{path}"
+        url = f"{self.base_url}{path}"  # for messages; requests go to self._url
         problem = ""
         for attempt in range(self.retries + 1):
             if attempt:
                 await asyncio.sleep(min(8.0, 0.25 * 2 ** (attempt - 1)) * (0.5 + random.random()))
             try:
                 async with self._semaphore:
-                    response = await self._client.request(method, url, json=payload)
+                    response = await self._client.request(
+                        method, f"{self._url}{path}", json=payload
+                    )
             except self.httpx.TimeoutException:
                 problem = f"no answer within {self.timeout:g} s"
                 continue
@@ -143,17 +157,19 @@ def _message(response) -> str:
     return str(error)[:300]
 
 
-def _choices(response: dict, n: int, url: str) -> list[dict]:
-    choices = response.get("choices") if isinstance(response, dict) else None
-    if not isinstance(choices, list) or len(choices) != n:
-        raise ServerError(f"{url}: expected {n} completion choice(s), got {response!r:.200}")
-    return sorted(choices, key=lambda c: c.get("index", 0))
+def _choices(response, n: int, url: str):
+    return completion_choices(response, n, url)
 
 
 def _token_id(token: str, url: str) -> int:
-    if not token.startswith(TOKEN_PREFIX):
-        raise ServerError(f"{url}: expected token ids ('{TOKEN_PREFIX}N'), got {token!r}")
-    return int(token[len(TOKEN_PREFIX) :])
+    return token_id(token, url)
+
+
+def _logprobs(choice):
+    """The choice's log-probabilities (an empty record when the server sent none)."""
+    from biaslens.models.server_replies import Logprobs
+
+    return choice.logprobs or Logprobs()
 
 
 class OpenAIBackend(TokenLevelBackend):
@@ -169,6 +185,10 @@ class OpenAIBackend(TokenLevelBackend):
         self.chunk_size = max(8, 4 * config.concurrency)
         self.cache_chunk_size = self.chunk_size
         """Answers are committed to a run's cache in chunks this size as they complete."""
+
+    @property
+    def source(self) -> str:
+        return f"server {self.client.base_url} (model {self.model!r})"
 
     @property
     def capabilities(self) -> dict[RequestType, Exactness]:
@@ -210,7 +230,7 @@ class OpenAIBackend(TokenLevelBackend):
         tops = []
         for response in self.client.post_many("/completions", payloads):
             choice = _choices(response, 1, self.client.base_url)[0]
-            step = (choice.get("logprobs") or {}).get("top_logprobs") or [None]
+            step = _logprobs(choice).top_logprobs or [None]
             if not step[0]:
                 raise ServerError(
                     f"{self.client.base_url}: the answer has no top log-probabilities"
@@ -246,8 +266,14 @@ class OpenAIBackend(TokenLevelBackend):
                 results.append([])
                 continue
             choice = _choices(next(responses), 1, self.client.base_url)[0]
-            step = choice["logprobs"]["top_logprobs"][0]
+            step = (_logprobs(choice).top_logprobs or [None])[0] or {}
             by_id = {_token_id(t, self.client.base_url): float(v) for t, v in step.items()}
+            missing = [t for t in ids if t not in by_id]
+            if missing:
+                raise ServerError(
+                    f"{self.client.base_url}: the answer lacks the log-probabilities of the "
+                    f"asked token ids {missing[:5]} (logprob_token_ids)"
+                )
             results.append([by_id[t] for t in ids])
         return results
 
@@ -261,7 +287,7 @@ class OpenAIBackend(TokenLevelBackend):
             flat, self.client.post_many("/completions", payloads), strict=True
         ):
             choice = _choices(response, 1, self.client.base_url)[0]
-            logprobs = (choice.get("logprobs") or {}).get("token_logprobs") or []
+            logprobs = _logprobs(choice).token_logprobs or []
             position = len(contexts[i])
             if len(logprobs) <= position or logprobs[position] is None:
                 raise ServerError(
@@ -284,8 +310,8 @@ class OpenAIBackend(TokenLevelBackend):
         ]
         results = []
         for response in self.client.post_many("/completions", payloads):
-            logprobs = _choices(response, 1, self.client.base_url)[0].get("logprobs") or {}
-            tokens = [_token_id(t, self.client.base_url) for t in logprobs.get("tokens") or []]
+            logprobs = _logprobs(_choices(response, 1, self.client.base_url)[0])
+            tokens = [_token_id(t, self.client.base_url) for t in logprobs.tokens or []]
             steps = [
                 sorted(
                     (
@@ -294,7 +320,7 @@ class OpenAIBackend(TokenLevelBackend):
                     ),
                     key=lambda item: (-item[1], item[0]),
                 )[:k]
-                for step in logprobs.get("top_logprobs") or []
+                for step in logprobs.top_logprobs or []
             ]
             results.append((tokens, steps))
         return results
@@ -329,13 +355,13 @@ def _text_generation(request, response, url) -> GenerateResult:
     from biaslens.common.stopping import apply_stop
 
     choice = _choices(response, 1, url)[0]
-    logprobs = choice.get("logprobs") or {}
-    pieces = list(logprobs.get("tokens") or [])
+    logprobs = _logprobs(choice)
+    pieces = list(logprobs.tokens or [])
     steps = [
         sorted(((t, float(v)) for t, v in (step or {}).items()), key=lambda item: -item[1])
-        for step in logprobs.get("top_logprobs") or []
+        for step in logprobs.top_logprobs or []
     ]
-    kept, text = apply_stop(request.stop, pieces, choice.get("text", ""))
+    kept, text = apply_stop(request.stop, pieces, choice.text)
     return GenerateResult(
         text=text,
         tokens=tuple(pieces[:kept]),
@@ -347,12 +373,11 @@ def _text_generation(request, response, url) -> GenerateResult:
 
 
 def _served_model(client: _Client, name: str) -> dict:
-    listing = client.get("/models")
-    served = [m for m in (listing.get("data") or []) if isinstance(m, dict)]
+    served = parse(ModelList, client.get("/models"), client.base_url, "/models").data
     for entry in served:
-        if entry.get("id") == name:
-            return entry
-    names = ", ".join(str(m.get("id")) for m in served) or "none"
+        if entry.id == name:
+            return entry.model_dump()
+    names = ", ".join(m.id for m in served) or "none"
     raise BiaslensError(
         f"{client.base_url} does not serve a model named {name!r} (it serves: {names})"
     )
@@ -384,7 +409,7 @@ def probe_server(client: _Client, model: str, tokenizer) -> dict:
         ],  # fmt: skip
     )[0]
     choice = _choices(first, 1, url)[0]
-    top = ((choice.get("logprobs") or {}).get("top_logprobs") or [None])[0]
+    top = (_logprobs(choice).top_logprobs or [None])[0]
     if not top:
         return {"mode": "text", "why": "the server returns no log-probabilities"}
     if not all(str(t).startswith(TOKEN_PREFIX) for t in top):
@@ -408,7 +433,7 @@ def probe_server(client: _Client, model: str, tokenizer) -> dict:
             }
         ],  # fmt: skip
     )[0]
-    values = ((_choices(echoed, 1, url)[0].get("logprobs") or {}).get("token_logprobs")) or []
+    values = _logprobs(_choices(echoed, 1, url)[0]).token_logprobs or []
     position = len(prompt)
     if all(v is None for v in values[: position + 1]):
         return {"mode": "text", "why": "the server returns no prompt log-probabilities (echo)"}
@@ -425,28 +450,43 @@ def probe_server(client: _Client, model: str, tokenizer) -> dict:
             f"{url} echoes a log-probability of {got} where a completion gave {expected:.4f} for "
             "the same token; scores from it would be wrong"
         )
-    extension = False
+    return {
+        "mode": "tokens",
+        "token_ids_extension": _probe_extension(client, model, prompt, top, url, len(tokenizer)),
+        "why": "",
+    }
+
+
+def _probe_extension(
+    client: _Client, model: str, prompt: list[int], top: dict, url: str, vocab_size: int
+) -> bool:
+    """Whether the server answers vLLM's ``logprob_token_ids`` — probed with a token that is
+    *not* among the top ones (any server returns the top token; a server that ignores the
+    extension would pass a probe with it and then lack the asked ids). The expected value comes
+    from the (already verified) echo."""
+    shown = {_token_id(t, url) for t in top}
+    middle = vocab_size // 2  # an ordinary token, not a special one at either end
+    other = next(i for i in [*range(middle, vocab_size), *range(middle)] if i not in shown)
     try:
+        echoed = client.post_many(
+            "/completions",
+            [{"model": model, "prompt": [*prompt, other], "max_tokens": 1, "temperature": 0.0,
+              "logprobs": 1, "echo": True}],
+        )[0]  # fmt: skip
+        values = _logprobs(_choices(echoed, 1, url)[0]).token_logprobs or []
+        if len(values) <= len(prompt) or values[len(prompt)] is None:
+            return False
+        expected = float(values[len(prompt)])
         answer = client.post_many(
             "/completions",
-            [
-                {
-                    "model": model,
-                    "prompt": prompt,
-                    "max_tokens": 1,
-                    "temperature": 0.0,
-                    "logprobs": 1,
-                    "logprob_token_ids": [token],
-                    "return_tokens_as_token_ids": True,
-                }
-            ],  # fmt: skip
-        )[0]
-        step = _choices(answer, 1, url)[0]["logprobs"]["top_logprobs"][0]
+            [{"model": model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0,
+              "logprobs": 1, "logprob_token_ids": [other], "return_tokens_as_token_ids": True}],
+        )[0]  # fmt: skip
+        step = (_logprobs(_choices(answer, 1, url)[0]).top_logprobs or [None])[0] or {}
         found = {_token_id(t, url): float(v) for t, v in step.items()}
-        extension = abs(found.get(token, math.inf) - expected) <= PROBE_TOLERANCE
-    except (ServerError, KeyError, TypeError, IndexError):
-        extension = False
-    return {"mode": "tokens", "token_ids_extension": extension, "why": ""}
+    except ServerError:
+        return False
+    return abs(found.get(other, math.inf) - expected) <= PROBE_TOLERANCE
 
 
 def _tokenizer_folder(name: str, config: BackendConfig) -> Path | None:
@@ -475,6 +515,14 @@ def load_openai(name: str, config: BackendConfig | None = None, display_name: st
     if not config.base_url.startswith(("http://", "https://")):
         raise BiaslensError(
             f"--base-url must start with http:// or https://, got {config.base_url!r}"
+        )
+    if config.api_key_env and not os.environ.get(config.api_key_env):
+        import warnings
+
+        warnings.warn(
+            f"${config.api_key_env} is not set: requests go to {redact_url(config.base_url)} "
+            "without an API key (fine for a local server; set it for a hosted one)",
+            stacklevel=2,
         )
     folder = _tokenizer_folder(name, config)
     tokenizer = None

@@ -124,3 +124,16 @@ def load_model(name: str, config: BackendConfig | None = None, backend: str | No
     if entry is None:
         return loader(name, config)
     return loader(str(entry.locate()), config, display_name=key)
+
+
+def check_loadable(name: str, config: BackendConfig | None = None) -> None:
+    """Check, without loading weights, that ``name`` can be loaded on ``config``'s backend:
+    a registered name, or a local model folder for the backends that load one (a served
+    model is the server's to check). A one-line error names what is wrong."""
+    config = config or BackendConfig()
+    spec = get_backend(config.backend)
+    if resolve_name(name) in REGISTRY or not spec.local:
+        return
+    from biaslens.models.hf.loading import locate_model
+
+    locate_model(name, config.with_options(backend="hf", data_parallel=1))

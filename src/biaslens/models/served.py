@@ -38,6 +38,8 @@ from biaslens.models.requests import (
 from biaslens.models.tokenization import LocalTokenizer, encode_causal_prompts
 
 TopK = list[tuple[int, float]]
+LOGPROB_TOLERANCE = 1e-4
+"""How far above 0 a served log-probability may be (float32 rounding of log 1)."""
 """(token id, log-probability) pairs, most likely first."""
 
 
@@ -97,6 +99,45 @@ class TokenLevelBackend(LocalTokenizer, LM):
         """``max_new_tokens`` greedy tokens (EOS does not stop it: the caller cuts there)."""
         raise NotImplementedError
 
+    # ------------------------------------------------------------------ checked primitives
+    @property
+    def source(self) -> str:
+        """Who answered, for error messages (a served backend names its server)."""
+        return f"the {self.identity.backend} backend of {self.identity.name!r}"
+
+    def check_logprobs(self, values, what: str) -> None:
+        """Refuse log-probabilities no model can give (NaN, +inf, > 0): they would otherwise
+        become a metric and the request cache. -inf (probability 0) is a real answer."""
+        for value in values:
+            if not isinstance(value, float) or math.isnan(value) or value > LOGPROB_TOLERANCE:
+                raise BiaslensError(
+                    f"{self.source} returned the log-probability {value!r} for {what}; a "
+                    "log-probability is a number <= 0 (nothing was stored)"
+                )
+
+    def checked_top_k(self, contexts: list[list[int]], k: int) -> list[TopK]:
+        tops = self.top_k(contexts, k)
+        for top in tops:
+            self.check_logprobs((v for _, v in top), "a top-k next token")
+        return tops
+
+    def checked_logprobs_of(
+        self, contexts: list[list[int]], token_ids: list[list[int]]
+    ) -> list[list[float]]:
+        values = self.logprobs_of(contexts, token_ids)
+        for row in values:
+            self.check_logprobs(row, "a given next token")
+        return values
+
+    def checked_greedy(
+        self, contexts: list[list[int]], max_new_tokens: int, k: int
+    ) -> list[tuple[list[int], list[TopK]]]:
+        outputs = self.greedy(contexts, max_new_tokens, k)
+        for _, steps in outputs:
+            for step in steps:
+                self.check_logprobs((v for _, v in step), "a generated step's top-k")
+        return outputs
+
     # ------------------------------------------------------------------ tokenization (= hf)
     def encode_prompts(self, texts: Sequence[str]) -> list[list[int]]:
         return encode_causal_prompts(self.tokenizer, texts, self.config.add_bos)
@@ -117,7 +158,9 @@ class TokenLevelBackend(LocalTokenizer, LM):
                 if token not in wanted:
                     wanted.append(token)
         contexts = list(queries)
-        values = self.logprobs_of([list(c) for c in contexts], [queries[c] for c in contexts])
+        values = self.checked_logprobs_of(
+            [list(c) for c in contexts], [queries[c] for c in contexts]
+        )
         table = {
             (context, token): value
             for context, tokens, row in zip(
@@ -154,7 +197,7 @@ class TokenLevelBackend(LocalTokenizer, LM):
         results = []
         for part in self._chunks(len(requests)):
             chunk, ids = requests[part], prompts[part]
-            tops = self.top_k(ids, max(r.top_k for r in chunk))
+            tops = self.checked_top_k(ids, max(r.top_k for r in chunk))
             flat = [(i, t) for i, r in enumerate(chunk) for t in r.targets]
             scores = self.sequence_logprobs(
                 [ids[i] for i, _ in flat], [targets[t] for _, t in flat]
@@ -209,7 +252,7 @@ class TokenLevelBackend(LocalTokenizer, LM):
             )
             for part in self._chunks(len(index)):
                 chunk = index[part]
-                outputs = self.greedy(prompts[part], max_new, top_k)
+                outputs = self.checked_greedy(prompts[part], max_new, top_k)
                 for i, (tokens, steps) in zip(chunk, outputs, strict=True):
                     results[i] = self._generate_result(requests[i], tokens, steps)
                 if progress is not None:
@@ -277,11 +320,11 @@ class TokenLevelBackend(LocalTokenizer, LM):
                 group = [i for i in active if requests[i].top_k == k]
                 for i, top in zip(
                     group,
-                    self.top_k([encoded[requests[i].x] + generated[i] for i in group], k),
+                    self.checked_top_k([encoded[requests[i].x] + generated[i] for i in group], k),
                     strict=True,
                 ):
                     tops[i] = top
-            contrast = self.logprobs_of(
+            contrast = self.checked_logprobs_of(
                 [encoded[requests[i].x_prime] + generated[i] for i in active],
                 [[t for t, _ in tops[i]] for i in active],
             )

@@ -127,7 +127,7 @@ def cross_model_figure(table: pd.DataFrame, title: str):
     """Like the paper's Fig. 3(b): parameter count (log) vs the female−male slope difference,
     marker size by mean r², one labelled point per model."""
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    sizes = 30 + 600 * table["mean_r2"].clip(0, 1)
+    sizes = 30 + 600 * table["mean_r2"].clip(0, 1).fillna(0)  # r² undefined (flat): smallest
     ax.scatter(table["num_parameters"], table["female_minus_male_slope"], s=sizes, alpha=0.6)
     for row in table.itertuples():
         ax.annotate(

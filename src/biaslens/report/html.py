@@ -183,6 +183,14 @@ def _run_context(index: int, view: RunView, max_samples: int) -> dict:
         ("model", str(model.get("name", view.model_name))),
         ("model kind", str(model.get("kind", "—"))),
         ("parameters", _format(model.get("num_parameters"))[0]),
+        *(
+            (label, str(model[key]))
+            for key, label in (
+                ("random_tensors", "RANDOM tensors (--allow-missing-weights)"),
+                ("unused_checkpoint_tensors", "checkpoint tensors not used"),
+            )
+            if model.get(key)
+        ),
         ("git revision", str(summary.get("git_revision") or "—")),
     ]
     return {

@@ -44,13 +44,19 @@ QAOrder = Literal["question-first", "context-first"]
 ARTICLES = ("a", "an", "the", "A", "An", "The")
 HEAD_WORDS = ("man", "woman", "men", "women", "boy", "girl", "boys", "girls", "person", "people")
 REFERENCE_QUANTIFIERS = ("a", "an", "the", "some", "few", "several")
-REFERENCE_GROUPS = (("a", "group", "of"), ("a", "team", "of"), ("a", "couple", "of"))
+REFERENCE_QUANTIFIERS += tuple(q.capitalize() for q in REFERENCE_QUANTIFIERS)
+REFERENCE_GROUPS = tuple(
+    (article, noun, "of") for article in ("a", "A") for noun in ("group", "team", "couple")
+)
 REFERENCE_SUFFIXES = (
     "man", "woman", "boy", "girl", "child", "kid", "person", "folk", "people", "couple",
     "men", "women", "boys", "girls", "children", "kids", "persons", "folks",
     "city", "country", "cities", "countries",
 )  # fmt: skip
-"""UnQover's lists (``qa_hf/predict.py``, ``improve_prediction``), compared case-insensitively."""
+"""UnQover's lists (``qa_hf/predict.py``, ``improve_prediction_roberta``), compared as that code
+compares its BPE tokens: case-sensitively (suffixes are lower-case only), and every entry carries
+the word-boundary marker ``Ġ``, so a word at the very start of the context (tokenized without
+it) never matches."""
 CAUSAL_ANSWER_CUE = "\nanswer:"
 
 
@@ -119,9 +125,13 @@ def alternative_boundaries(
         ends += [head_end] if head_end is not None else []
     elif adjustment == "reference":
         previous = _words_before(context, start, 3)
-        if previous and previous[-1][0].lower() in REFERENCE_QUANTIFIERS:
+        if previous and previous[-1][0] in REFERENCE_QUANTIFIERS and previous[-1][1] > 0:
             starts.append(previous[-1][1])
-        if len(previous) == 3 and tuple(w.lower() for w, _ in previous) in REFERENCE_GROUPS:
+        if (
+            len(previous) == 3
+            and tuple(w for w, _ in previous) in REFERENCE_GROUPS
+            and previous[0][1] > 0
+        ):
             starts += [offset for _, offset in previous]  # max over p_start of all four
         after = context[end:]
         if after.startswith("."):
@@ -129,7 +139,7 @@ def alternative_boundaries(
         else:
             gap = len(after) - len(after.lstrip(" "))
             word = after.lstrip(" ").split(" ", 1)[0].rstrip(".,;:!?")
-            if gap and word.lower() in REFERENCE_SUFFIXES:
+            if gap and word in REFERENCE_SUFFIXES:
                 ends.append(end + gap + len(word))
     return list(dict.fromkeys(starts)), list(dict.fromkeys(ends))
 
@@ -331,11 +341,15 @@ def fill_mask_scores(
                         f"--pronouns needs female/male subject clusters; {subject!r} is in "
                         f"{clusters[n // 2, side]!r}"
                     )
-                pronoun = (
-                    sum(np.nan_to_num(probs[w]) for w in words)
-                    if top_k is None
-                    else max(probs[w] for w in words)
-                )
+                if top_k is None:  # each distinct token once ("she"/"She" in uncased BERT)
+                    distinct = {
+                        result.target_ids[request.targets.index(w)] or w: probs[w]
+                        for w in words
+                        if not math.isnan(probs[w])
+                    }
+                    pronoun = sum(distinct.values())
+                else:
+                    pronoun = max(probs[w] for w in words)
                 score = max(score, pronoun)
             scores[n, side] = score
     return long_table(rows, scores)

@@ -7,7 +7,9 @@ are computed in chunks, and each chunk is committed as soon as it is done: an in
 loses at most the chunk in flight, and a rerun recomputes nothing that finished.
 
 A damaged cache file is moved aside with a one-line warning and a new one is started; a stored
-answer that cannot be read back is recomputed. Nothing wrong is ever reused.
+answer that cannot be read back is recomputed. Nothing wrong is ever reused. A *busy* cache (another
+process holds a write lock) is not damaged: biaslens waits for it (``$BIASLENS_CACHE_BUSY_TIMEOUT``
+seconds, 60 by default), then stops with a one-line error and leaves the file as it is.
 """
 
 from __future__ import annotations
@@ -23,9 +25,34 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from biaslens.common.files import make_dir
+from biaslens.errors import BiaslensError
 from biaslens.models.base import LM, ForwardingLM, ProgressCallback
 
 CHUNK = 256
+BUSY_TIMEOUT_ENV = "BIASLENS_CACHE_BUSY_TIMEOUT"
+SQLITE_BUSY_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
+
+
+def busy_timeout() -> float:
+    try:
+        return max(0.0, float(os.environ.get(BUSY_TIMEOUT_ENV, "60")))
+    except ValueError:
+        return 60.0
+
+
+def is_busy(error: Exception) -> bool:
+    """Whether an SQLite error says another connection holds a lock (not damage)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    text = str(error).lower()
+    return code in SQLITE_BUSY_CODES or "locked" in text or "database is busy" in text
+
+
+def busy_error(path: Path) -> BiaslensError:
+    return BiaslensError(
+        f"{path}: the request cache is locked by another process (waited {busy_timeout():g} s); "
+        "finished answers are kept: wait for the other process and rerun, or raise "
+        f"{BUSY_TIMEOUT_ENV}"
+    )
 
 
 def _tuples(value):
@@ -56,11 +83,13 @@ class RequestCache:
         try:
             self._open()
         except sqlite3.DatabaseError as error:
+            if is_busy(error):
+                raise busy_error(self.path) from None
             self._move_aside(error)
             self._open()
 
     def _open(self) -> None:
-        self.db = sqlite3.connect(self.path)
+        self.db = sqlite3.connect(self.path, timeout=busy_timeout())
         try:
             self.db.execute("PRAGMA journal_mode=WAL")
             check = self.db.execute("PRAGMA quick_check").fetchone()
@@ -92,21 +121,31 @@ class RequestCache:
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
         found: dict[str, str] = {}
         unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), 500):
-            part = unique[start : start + 500]
-            marks = ",".join("?" * len(part))
-            rows = self.db.execute(
-                f"SELECT key, value FROM responses WHERE key IN ({marks})", part
-            ).fetchall()
-            found.update(rows)
+        try:
+            for start in range(0, len(unique), 500):
+                part = unique[start : start + 500]
+                marks = ",".join("?" * len(part))
+                rows = self.db.execute(
+                    f"SELECT key, value FROM responses WHERE key IN ({marks})", part
+                ).fetchall()
+                found.update(rows)
+        except sqlite3.OperationalError as error:
+            if is_busy(error):
+                raise busy_error(self.path) from None
+            raise
         return found
 
     def put_many(self, request_type: str, items: Sequence[tuple[str, str]]) -> None:
-        with self.db:
-            self.db.executemany(
-                "INSERT OR REPLACE INTO responses (key, request_type, value) VALUES (?, ?, ?)",
-                [(k, request_type, v) for k, v in items],
-            )
+        try:
+            with self.db:
+                self.db.executemany(
+                    "INSERT OR REPLACE INTO responses (key, request_type, value) VALUES (?, ?, ?)",
+                    [(k, request_type, v) for k, v in items],
+                )
+        except sqlite3.OperationalError as error:
+            if is_busy(error):
+                raise busy_error(self.path) from None
+            raise
 
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]

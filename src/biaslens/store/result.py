@@ -31,12 +31,9 @@ class LazyTables(Mapping):
 
     def __getitem__(self, name: str) -> pd.DataFrame:
         if name not in self._loaded:
-            path = self._paths[name]
-            try:
-                reader = pd.read_parquet if path.suffix == ".parquet" else pd.read_csv
-                self._loaded[name] = reader(path)
-            except Exception as error:  # pyarrow and pandas raise many types for bad files
-                raise BiaslensError(f"{path}: unreadable table ({error})") from None
+            from biaslens.common.files import read_table
+
+            self._loaded[name] = read_table(self._paths[name], f"run table {name!r}")
         return self._loaded[name]
 
     def __iter__(self) -> Iterator[str]:

@@ -91,7 +91,7 @@ def git_revision() -> str | None:
 
 
 def read_config(root: Path) -> dict[str, Any]:
-    path = Path(root) / CONFIG_FILE
+    path = inside_run(root, CONFIG_FILE)
     try:
         loaded = yaml.safe_load(read_text(path, "run configuration"))
     except yaml.YAMLError as error:
@@ -111,6 +111,22 @@ def check_format_version(path: Path, version: Any) -> None:
         )
 
 
+def inside_run(root: Path | str, name: str | Path) -> Path:
+    """``root / name``, refusing a symbolic link anywhere below ``root`` on the way: a link
+    in a run folder (``.lock`` → ``/etc/passwd``, ``plots`` → elsewhere) would make a write land
+    outside it. biaslens writes only inside the run folder and never follows links there."""
+    root = Path(root)
+    current = root
+    for part in Path(name).parts:
+        current = current / part
+        if current.is_symlink():
+            raise BiaslensError(
+                f"{current} is a symbolic link; biaslens does not follow links inside a run "
+                "folder (remove it, or choose another --output)"
+            )
+    return current
+
+
 class RunLock:
     """An exclusive lock on a run folder (``.lock``, ``flock``), released when the process
     ends, however it ends. Without ``fcntl`` (Windows) there is no lock."""
@@ -124,7 +140,19 @@ class RunLock:
             import fcntl
         except ImportError:  # pragma: no cover - Windows
             return
-        handle = open(self.path, "a+")  # noqa: SIM115 - held until release()
+        inside_run(self.path.parent, LOCK_FILE)
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        try:
+            descriptor = os.open(self.path, flags, 0o666)
+        except IsADirectoryError:
+            raise BiaslensError(
+                f"{self.path} is a folder; the run's lock file cannot be taken (remove it)"
+            ) from None
+        except OSError as error:  # ELOOP: a link raced in after the check
+            raise BiaslensError(
+                f"cannot take the run's lock {self.path}: {error.strerror or error}"
+            ) from None
+        handle = os.fdopen(descriptor, "r+")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -224,7 +252,7 @@ class RunStore:
             self.ensure_compatible(self.root, self.method, self.settings)  # raced by another?
             atomic.remove_stale_temporaries(self.root)
             atomic.write_yaml(
-                self.root / CONFIG_FILE,
+                self.path(CONFIG_FILE),
                 {
                     "format_version": FORMAT_VERSION,
                     "method": self.method,
@@ -243,28 +271,29 @@ class RunStore:
     def cache(self) -> RequestCache:
         if self._cache is None:
             self.open()
-            self._cache = RequestCache(self.root / CACHE_FILE)
+            self._cache = RequestCache(self.path(CACHE_FILE))
         return self._cache
 
     def path(self, name: str) -> Path:
-        return self.root / name
+        """A path inside the run folder (symbolic links there are refused)."""
+        return inside_run(self.root, name)
 
     # -------------------------------------------------------------- writers
     def write_samples(self, table, name: str = "samples") -> Path:
         self.open()
-        path = self.root / f"{name}.parquet"
+        path = self.path(f"{name}.parquet")
         atomic.write_parquet(path, table)
         return path
 
     def write_table(self, name: str, table) -> Path:
         self.open()
-        path = self.root / f"{name}.csv"
+        path = self.path(f"{name}.csv")
         atomic.write_csv(path, table)
         return path
 
     def write_plot(self, name: str, figure) -> Path:
         self.open()
-        path = self.root / "plots" / f"{name}.png"
+        path = self.path(f"plots/{name}.png")
         atomic.write_figure(path, figure)
         return path
 
@@ -283,7 +312,7 @@ class RunStore:
                 "git_revision": git_revision(),
             }
         )
-        atomic.write_json(self.root / SUMMARY_FILE, summary)
+        atomic.write_json(self.path(SUMMARY_FILE), summary)
         return json.loads((self.root / SUMMARY_FILE).read_text(encoding="utf-8"))
 
     def close(self) -> None:

@@ -11,15 +11,17 @@ llama.cpp does), none at all, or require an API key.
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 TOKEN_PREFIX = "token_id:"
 
@@ -33,6 +35,15 @@ class Faults:
     echo: str = "ok"
     api_key: str | None = None
     token_ids: bool = True
+    ignore_logprob_token_ids: bool = False
+    """Return token ids but ignore vLLM's ``logprob_token_ids`` (answer the plain top-k)."""
+    token_text: str | None = None
+    """If set, every returned token is this text (e.g. ``token_id:abc``)."""
+    models_reply: Any = None
+    """If set, ``/v1/models`` answers this JSON value instead of the model list."""
+    logprob: float | None = None
+    """If set, every log-probability the server returns is this value (NaN, inf, > 0: replies
+    a client must refuse)."""
     requests: list[dict] = field(default_factory=list)
 
 
@@ -42,7 +53,9 @@ def _logprobs_rows(model, ids: list[int]) -> torch.Tensor:
     return logits.float().log_softmax(-1)
 
 
-def _token(tokenizer, token_id: int, as_ids: bool) -> str:
+def _token(tokenizer, token_id: int, as_ids: bool, faults: Faults | None = None) -> str:
+    if faults is not None and faults.token_text is not None:
+        return faults.token_text
     return f"{TOKEN_PREFIX}{token_id}" if as_ids else tokenizer.decode([token_id])
 
 
@@ -53,7 +66,11 @@ def complete(model, tokenizer, body: dict, faults: Faults) -> dict:
         prompts = [prompts]
     k = body.get("logprobs")
     as_ids = bool(body.get("return_tokens_as_token_ids")) and faults.token_ids
-    wanted = body.get("logprob_token_ids") if faults.token_ids else None
+    wanted = (
+        body.get("logprob_token_ids")
+        if faults.token_ids and not faults.ignore_logprob_token_ids
+        else None
+    )
     max_tokens = int(body.get("max_tokens", 16))
     eos = tokenizer.eos_token_id
     choices = []
@@ -69,12 +86,12 @@ def complete(model, tokenizer, body: dict, faults: Faults) -> dict:
             if wanted:
                 chosen = {int(t): float(row[int(t)]) for t in wanted}
                 chosen[token] = float(row[token])
-                tops.append({_token(tokenizer, t, as_ids): v for t, v in chosen.items()})
+                tops.append({_token(tokenizer, t, as_ids, faults): v for t, v in chosen.items()})
             elif k:
                 values, indices = row.topk(int(k))
                 tops.append(
                     {
-                        _token(tokenizer, int(t), as_ids): float(v)
+                        _token(tokenizer, int(t), as_ids, faults): float(v)
                         for v, t in zip(values, indices, strict=True)
                     }
                 )
@@ -84,7 +101,7 @@ def complete(model, tokenizer, body: dict, faults: Faults) -> dict:
         logprobs = None
         if k is not None or wanted:
             logprobs = {
-                "tokens": [_token(tokenizer, t, as_ids) for t in generated],
+                "tokens": [_token(tokenizer, t, as_ids, faults) for t in generated],
                 "token_logprobs": token_logprobs,
                 "top_logprobs": tops,
                 "text_offset": [],
@@ -96,7 +113,7 @@ def complete(model, tokenizer, body: dict, faults: Faults) -> dict:
                     echoed = echoed[1:] + [None]
                 elif faults.echo == "missing":
                     echoed = [None] * len(ids)
-                logprobs["tokens"] = [_token(tokenizer, t, as_ids) for t in ids] + logprobs[
+                logprobs["tokens"] = [_token(tokenizer, t, as_ids, faults) for t in ids] + logprobs[
                     "tokens"
                 ]
                 logprobs["token_logprobs"] = echoed + token_logprobs
@@ -125,6 +142,8 @@ def create_app(model, tokenizer, name: str, faults: Faults | None = None, max_mo
     def models(request: Request):
         if not authorized(request):
             return JSONResponse({"error": {"message": "invalid api key"}}, status_code=401)
+        if faults.models_reply is not None:
+            return JSONResponse(faults.models_reply)
         return {
             "data": [{"id": name, "object": "model", "root": name, "max_model_len": max_model_len}]
         }
@@ -138,9 +157,29 @@ def create_app(model, tokenizer, name: str, faults: Faults | None = None, max_mo
         if body.get("model") != name:
             return JSONResponse({"error": {"message": "model not found"}}, status_code=404)
         with lock:
-            return complete(model, tokenizer, body, faults)
+            answer = complete(model, tokenizer, body, faults)
+        if faults.logprob is None:
+            return answer
+        return Response(json.dumps(_overwrite_logprobs(answer, faults.logprob)), 200,
+                        media_type="application/json")  # fmt: skip
 
     return app
+
+
+def _overwrite_logprobs(answer: dict, value: float) -> dict:
+    """The answer with every log-probability replaced (json.dumps writes NaN / Infinity)."""
+    for choice in answer["choices"]:
+        logprobs = choice.get("logprobs")
+        if not logprobs:
+            continue
+        logprobs["token_logprobs"] = [
+            None if v is None else value for v in logprobs["token_logprobs"]
+        ]
+        logprobs["top_logprobs"] = [
+            None if step is None else dict.fromkeys(step, value)
+            for step in logprobs["top_logprobs"]
+        ]
+    return answer
 
 
 def free_port() -> int:

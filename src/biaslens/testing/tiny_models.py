@@ -31,6 +31,7 @@ from transformers import (
     LlamaForCausalLM,
     PreTrainedTokenizerFast,
     RobertaConfig,
+    RobertaForMaskedLM,
     RobertaForQuestionAnswering,
     T5Config,
     T5ForConditionalGeneration,
@@ -127,7 +128,16 @@ def _roberta_bpe(mask_takes_space: bool = False):
 
 
 def build_roberta_qa(folder: Path) -> Path:
-    tokenizer = _roberta_bpe()
+    return _build_roberta(folder, RobertaForQuestionAnswering)
+
+
+def build_roberta_mlm(folder: Path) -> Path:
+    """A RoBERTa-style masked LM (``<mask>`` absorbs the space before it, as roberta-base's)."""
+    return _build_roberta(folder, RobertaForMaskedLM, mask_takes_space=True)
+
+
+def _build_roberta(folder: Path, model_class, mask_takes_space: bool = False) -> Path:
+    tokenizer = _roberta_bpe(mask_takes_space)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tokenizer,
         bos_token="<s>",
@@ -149,7 +159,7 @@ def build_roberta_qa(folder: Path) -> Path:
         bos_token_id=0,
         eos_token_id=2,
     )
-    return _save(folder, RobertaForQuestionAnswering, config, fast)
+    return _save(folder, model_class, config, fast)
 
 
 def build_bart(folder: Path) -> Path:
@@ -263,6 +273,7 @@ def build_t5_denoiser(folder: Path) -> Path:
 BUILDERS = {
     "bert-mlm": build_bert_mlm,
     "roberta-qa": build_roberta_qa,
+    "roberta-mlm": build_roberta_mlm,
     "t5": build_t5,
     "t5-denoiser": build_t5_denoiser,
     "bart": build_bart,

@@ -6,10 +6,14 @@ dominant subject) and the irrelevant target (zero-shot probabilities without the
 
 Both targets come from a zero-shot *reference*, computed once before training:
 
-* ``model`` — the model about to be fine-tuned scores the split's contexts without
-  interventions. The dominant subject of (x1, x2, q) is x1 when bias(x1, x2, q) = mean over
-  templates of C(x1, x2, q, τ) is > 0, else x2 (Appendix B.2); the negated question gets the
-  other subject (as in the official files' ``tomax``).
+* ``model`` — the model about to be fine-tuned, without interventions. The dominant subject of
+  (x1, x2, q) is x1 when bias(x1, x2, q) = mean over templates of C(x1, x2, q, τ) is > 0, else
+  x2 (Appendix B.2); the negated question gets the other subject (as in the official files'
+  ``tomax``). The mean runs over *every* template of the domain, as the reference's
+  ``adding_cbias.py`` reads it from a zero-shot run over the whole domain: a training file
+  holds only some templates of a pair and attribute (``train_64`` exactly one), and C of one
+  template is the instance-level judgement the paper warns against. The irrelevant targets are
+  the model's probabilities on the training contexts themselves (without the intervention).
 * ``file`` — the split's stored ``start-end-score`` and ``tomax`` fields: RoBERTa-large SQuAD
   probabilities, meaningful for an extractive model only. They were computed *with* each
   paragraph's intervention in the question (they differ across the interventions of one
@@ -26,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from biaslens.data import lei
+from biaslens.data.unqover import QuestionSet
 from biaslens.errors import BiaslensError
 from biaslens.metrics.unqover import comparative_scores
 from biaslens.models.base import LM
@@ -65,36 +70,84 @@ class ZeroShotReference:
         return cls(probs, dominant)
 
 
-def dominant_subjects(base: pd.DataFrame, probs: np.ndarray) -> np.ndarray:
-    """Dominant subject (0 first / 1 second) of each base context's two questions.
+def template_contexts(
+    questions: QuestionSet, split: pd.DataFrame, path: Path | str
+) -> pd.DataFrame:
+    """Every template's context, without interventions and in both subject orders, of the
+    (subject pair, attribute) triples of ``split``: what bias(x1, x2, q) averages over."""
+    wanted = set(zip(split["first"], split["second"], split["attribute"], strict=True))
+    wanted |= {(b, a, attribute) for a, b, attribute in wanted}
+    parts = []
+    for chunk in questions.iter_examples():
+        keys = zip(chunk["first"], chunk["second"], chunk["attribute"], strict=True)
+        keep = np.fromiter((key in wanted for key in keys), dtype=bool, count=len(chunk))
+        if keep.any():
+            parts.append(chunk[keep])
+    found = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    seen = (
+        set(zip(found["first"], found["second"], found["attribute"], strict=True))
+        if len(found)
+        else set()
+    )
+    missing = sorted(wanted - seen)
+    if missing:
+        first, second, attribute = missing[0]
+        raise BiaslensError(
+            f"{path}: {len(missing)} subject pair(s) and attribute(s) of the training file are "
+            f"not in the {questions.name} word lists ({questions.slots_path.parent.parent}), e.g. "
+            f"{first!r} / {second!r} / {attribute!r}; the dominant subjects need every template "
+            "of them"
+        )
+    found = found.assign(intervention="", intervention_type="none", intervention_id="none")
+    return found.reset_index(drop=True)
 
-    ``base``: contexts without interventions in both subject orders; ``probs``: their
+
+def template_bias(rows: pd.DataFrame, probs: np.ndarray) -> pd.Series:
+    """bias(x1, x2, q) = mean over the templates in ``rows`` of C(x1, x2, q, τ) (Appendix
+    B.2), indexed by (x1, x2, attribute).
+
+    ``rows``: contexts without interventions in both subject orders; ``probs``: their
     probabilities (rows, 2, 2, K). S = sqrt(p_start · p_end) (K = 2) or the candidate
-    probability (K = 1); bias(x1, x2, q) = mean over templates of C(x1, x2, q, τ).
+    probability (K = 1).
     """
     scores = np.sqrt(probs.prod(-1)) if probs.shape[-1] == 2 else probs[..., 0]
-    long = long_table(base, scores.reshape(-1, 2))
-    comparative = comparative_scores(long)
-    bias = comparative.groupby(["x1", "x2", "attribute"], sort=False)["C"].mean()
-    keys = pd.MultiIndex.from_arrays([base["first"], base["second"], base["attribute"]])
-    first_wins = bias.reindex(keys).to_numpy() > 0
-    q0 = np.where(first_wins, 0, 1)
+    comparative = comparative_scores(long_table(rows, scores.reshape(-1, 2)))
+    return comparative.groupby(["x1", "x2", "attribute"], sort=False)["C"].mean()
+
+
+def dominant_subjects(contexts: pd.DataFrame, bias: pd.Series) -> np.ndarray:
+    """Dominant subject (0 first / 1 second) of each context's two questions: the first
+    subject of the attribute question when bias(first, second, attribute) > 0; the negated
+    question gets the other one."""
+    keys = pd.MultiIndex.from_arrays([contexts["first"], contexts["second"], contexts["attribute"]])
+    values = bias.reindex(keys).to_numpy()
+    if np.isnan(values).any():
+        row = contexts.iloc[int(np.flatnonzero(np.isnan(values))[0])]
+        raise BiaslensError(
+            f"no zero-shot bias for {row['first']!r} / {row['second']!r} / {row['attribute']!r}"
+        )
+    q0 = np.where(values > 0, 0, 1)
     return np.stack([q0, 1 - q0], axis=1)
 
 
 def model_reference(
     lm: LM,
     split: pd.DataFrame,
+    questions: QuestionSet,
     progress: Progress,
     mode: QAMode | None = None,
     qa_order: str = "question-first",
+    path: Path | str = "training file",
 ) -> ZeroShotReference:
-    """Score the split's contexts without interventions with ``lm`` (the zero-shot model),
-    reading them in the input order training uses."""
+    """Zero-shot targets from ``lm``: its probabilities on the split's contexts without
+    interventions (irrelevant loss) and the dominant subjects from every template of the
+    ``questions`` domain (adversarial loss), read in the input order training uses."""
     base = lei.without_interventions(split)
     try:
         probs = subject_probabilities(lm, base, progress, mode, qa_order)
-        dominant = dominant_subjects(base, probs)
+        domain = template_contexts(questions, split, path)
+        domain_probs = subject_probabilities(lm, domain, progress, mode, qa_order)
+        dominant = dominant_subjects(base, template_bias(domain, domain_probs))
     except BiaslensError as error:
         raise BiaslensError(f"computing the zero-shot dominant subjects: {error}") from None
     index = pd.MultiIndex.from_frame(base[["context", "question", "negated_question"]])

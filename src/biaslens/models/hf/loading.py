@@ -108,12 +108,25 @@ def device_description(device: torch.device) -> str:
     return f"{name} x{torch.get_num_threads()}"
 
 
-def cpu_has_bf16_units() -> bool:
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return True  # cannot tell (macOS, Windows): do not warn
-    return any(flag in flags for flag in ("avx512_bf16", "amx_bf16"))
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+"""``/proc/cpuinfo`` flags of CPUs with bf16 matrix units (AVX-512 BF16, AMX)."""
+
+
+def cpu_has_bf16_units(cpuinfo: str | None = None) -> bool:
+    """Whether the CPU has bf16 matrix units, from the ``flags`` line of ``/proc/cpuinfo``
+    (``cpuinfo``: that file's text, for tests). On AVX2-only CPUs a bf16 matmul measured
+    hundreds of times slower than fp32; with the units it is faster. True where it cannot be
+    told (no ``/proc/cpuinfo``: macOS, Windows), so that nothing is claimed there."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return True
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[-1].split())
+            return any(flag in flags for flag in BF16_FLAGS)
+    return True
 
 
 DENOISING_MODEL_TYPES = {"bart", "mbart"}
@@ -222,27 +235,20 @@ def _load(what: str, folder: Path, load):
         raise
 
 
-def load_hf(
-    name_or_path: str,
-    config: BackendConfig | None = None,
-    display_name: str | None = None,
-):
-    """Load a model by hub name (from the local cache only when offline) or local path."""
-    from transformers import (
-        AutoConfig,
-        AutoModelForCausalLM,
-        AutoModelForMaskedLM,
-        AutoModelForQuestionAnswering,
-        AutoModelForSeq2SeqLM,
-        AutoTokenizer,
-    )
-    from transformers.utils import logging as hf_logging
+def locate_model(name_or_path: str, config: BackendConfig | None = None):
+    """The model's folder, config and kind, checked without loading its weights: a folder that
+    cannot be a loadable model is a one-line error here (``biaslens`` checks every model of a
+    multi-model run this way before the first one runs)."""
+    from transformers import AutoConfig
 
-    from biaslens.models.hf.backend import HFBackend
-
-    hf_logging.disable_progress_bar()
     config = config or BackendConfig()
-    folder = local_folder(name_or_path)
+    try:
+        folder = local_folder(name_or_path)
+    except OSError as error:  # e.g. a name longer than the file system allows
+        raise BiaslensError(
+            f"model {name_or_path[:80]!r}{'…' if len(name_or_path) > 80 else ''}: "
+            f"{error.strerror or error}"
+        ) from None
     if folder is None:
         raise BiaslensError(
             f"unknown model {name_or_path!r}: not a registered name (see `biaslens models list`), "
@@ -259,6 +265,29 @@ def load_hf(
             f"{folder}: no tokenizer files (tokenizer.json, vocab, merges or sentencepiece "
             "model); save the tokenizer next to the model"
         )
+    return folder, model_config, kind
+
+
+def load_hf(
+    name_or_path: str,
+    config: BackendConfig | None = None,
+    display_name: str | None = None,
+):
+    """Load a model by hub name (from the local cache only when offline) or local path."""
+    from transformers import (
+        AutoModelForCausalLM,
+        AutoModelForMaskedLM,
+        AutoModelForQuestionAnswering,
+        AutoModelForSeq2SeqLM,
+        AutoTokenizer,
+    )
+    from transformers.utils import logging as hf_logging
+
+    from biaslens.models.hf.backend import HFBackend
+
+    hf_logging.disable_progress_bar()
+    config = config or BackendConfig()
+    folder, model_config, kind = locate_model(name_or_path, config)
     device = resolve_device(config.device)
     dtype = resolve_dtype(config.dtype, device)
     encoder_decoder = bool(getattr(model_config, "is_encoder_decoder", False))
@@ -268,7 +297,14 @@ def load_hf(
         ModelKind.SEQ2SEQ: AutoModelForSeq2SeqLM,
         ModelKind.EXTRACTIVE_QA: AutoModelForQuestionAnswering,
     }[kind]
-    model = _load("model weights", folder, lambda: auto_class.from_pretrained(folder, dtype=dtype))
+    if config.allow_missing_weights:
+        torch.manual_seed(0)  # missing tensors get the same values on every load
+    model, loading_info = _load(
+        "model weights",
+        folder,
+        lambda: auto_class.from_pretrained(folder, dtype=dtype, output_loading_info=True),
+    )
+    unused = check_loaded_tensors(folder, model, model_config, loading_info, config)
     tokenizer = _load("tokenizer", folder, lambda: AutoTokenizer.from_pretrained(folder))
     model.to(device).eval()
     identity = ModelIdentity(
@@ -282,7 +318,62 @@ def load_hf(
             ("device_type", device.type),
             ("add_bos", str(config.add_bos)),
             *((("input_prefix", config.input_prefix),) if config.input_prefix else ()),
+            *((("random_tensors", "seeded"),) if unused.get("random_tensors") else ()),
         ),
         weights_sha256=weights_sha256(folder),
+        details=tuple(unused.items()),
     )
     return HFBackend(model, tokenizer, identity, config)
+
+
+def _named(keys, limit: int = 4) -> str:
+    keys = sorted(keys)
+    shown = ", ".join(keys[:limit])
+    return f"{len(keys)} ({shown}{', …' if len(keys) > limit else ''})"
+
+
+def check_loaded_tensors(folder: Path, model, model_config, info: dict, config) -> dict[str, str]:
+    """Refuse a model that is not the checkpoint: transformers fills tensors the checkpoint
+    lacks (or has in another shape) with random values and only logs it, and silently drops
+    tensors it does not expect (an adapter, a head of the same architecture).
+
+    * missing / mismatched tensors: a one-line error naming them (``--allow-missing-weights``
+      loads them seeded and records it);
+    * unexpected tensors: an error when they belong to a module the loaded model runs (an
+      adapter inside a layer: the model would run that layer without it); tensors of whole
+      modules the model does not have (``bert-base-uncased`` read as a masked LM has a
+      next-sentence head and a pooler it never runs) are dropped, and recorded.
+
+    Returns what the model's identity records (``details``)."""
+    missing = set(info.get("missing_keys") or ()) | {
+        str(k[0]) if isinstance(k, tuple) else str(k) for k in info.get("mismatched_keys") or ()
+    }
+    unexpected = set(info.get("unexpected_keys") or ())
+    loaded_as = type(model).__name__
+    saved_as = list(getattr(model_config, "architectures", None) or [])
+    details: dict[str, str] = {}
+    if missing:
+        if not config.allow_missing_weights:
+            raise BiaslensError(
+                f"{folder}: {_named(missing)} tensor(s) that {loaded_as} needs are not in the "
+                f"checkpoint (saved as {', '.join(saved_as) or 'an unknown architecture'}) and "
+                "would be random; choose the --model-kind of the checkpoint's own head, or a "
+                "checkpoint trained for this kind"
+            )
+        details["random_tensors"] = _named(missing, limit=20)
+        warnings.warn(
+            f"{folder}: {_named(missing)} tensor(s) are random (--allow-missing-weights): its "
+            "numbers are not the checkpoint's",
+            stacklevel=3,
+        )
+    if unexpected:
+        modules = {name for name, _ in model.named_modules()}
+        inside = {key for key in unexpected if key.rpartition(".")[0] in modules}
+        if inside and not config.allow_missing_weights:
+            raise BiaslensError(
+                f"{folder}: the checkpoint holds {_named(inside)} tensor(s) inside modules "
+                f"that {loaded_as} runs but does not use (an adapter, or another "
+                "architecture's layout?); the model that would run is not the checkpoint"
+            )
+        details["unused_checkpoint_tensors"] = _named(unexpected, limit=20)
+    return details

@@ -1,0 +1,84 @@
+"""The shapes of an OpenAI-compatible server's replies, validated before anything reads them.
+
+A served reply is data from outside: a field that is missing, of another type (``/v1/models``
+answering a list, a log-probability that is text, a token ``token_id:abc``) is a one-line
+error naming the server and the field, never a ``KeyError`` deep in the scoring code and never
+a number that enters a metric. Only what biaslens reads is declared; other fields are allowed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from biaslens.errors import BiaslensError
+
+TOKEN_PREFIX = "token_id:"
+
+
+class ServerError(BiaslensError):
+    """The server could not be reached, refused a request, or answered out of protocol."""
+
+
+class _Reply(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Logprobs(_Reply):
+    tokens: list[str] | None = None
+    token_logprobs: list[float | None] | None = None
+    top_logprobs: list[dict[str, float] | None] | None = None
+
+
+class Choice(_Reply):
+    index: int = 0
+    text: str = ""
+    logprobs: Logprobs | None = None
+
+
+class Completion(_Reply):
+    choices: list[Choice]
+
+
+class ServedModel(_Reply):
+    id: str
+    max_model_len: int | None = None
+    max_logprobs: int | None = None
+
+
+class ModelList(_Reply):
+    data: list[ServedModel]
+
+
+def _where(error: ValidationError) -> str:
+    first = error.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or "the reply"
+    value = repr(first.get("input"))
+    return f"field {field}: {first['msg'].lower()} (got {value[:80]})"
+
+
+def parse(model: type[BaseModel], reply: Any, url: str, what: str):
+    """``reply`` as ``model``, or a :class:`ServerError` naming the server and the field."""
+    try:
+        return model.model_validate(reply)
+    except ValidationError as error:
+        raise ServerError(
+            f"{url}: the {what} reply does not fit the protocol: {_where(error)}"
+        ) from None
+
+
+def completion_choices(reply: Any, n: int, url: str) -> list[Choice]:
+    """The ``n`` choices of a ``/completions`` reply, in index order."""
+    choices = parse(Completion, reply, url, "/completions").choices
+    if len(choices) != n:
+        raise ServerError(f"{url}: expected {n} completion choice(s), got {len(choices)}")
+    return sorted(choices, key=lambda c: c.index)
+
+
+def token_id(token: str, url: str) -> int:
+    """The id in a ``token_id:N`` token (vLLM's ``return_tokens_as_token_ids``)."""
+    digits = token[len(TOKEN_PREFIX) :] if token.startswith(TOKEN_PREFIX) else ""
+    if not digits.isdigit():
+        raise ServerError(f"{url}: expected token ids ('{TOKEN_PREFIX}N'), got {token!r}")
+    return int(digits)

@@ -1,0 +1,133 @@
+"""CID's name-swap audit on the model classes the CID paper decodes (causal and
+encoder-decoder), with the defaults and ``--preset paper``: every continuation decoded again by
+the naive one-example, no-cache decoder (Eq. 1 written out over the top-K), every count
+recounted."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pandas as pd
+import pytest
+from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+import biaslens
+from tests.decoding.naive_cid import next_token_logprobs
+
+LOADERS = {"llama": AutoModelForCausalLM, "t5": AutoModelForSeq2SeqLM}
+NAMES = """
+tiny-a:
+  gender: male
+  names: [James, John]
+tiny-b:
+  gender: female
+  names: [Omar, Emma]
+"""
+
+
+def naive_continuation(model, tokenizer, x: str, x_prime: str, lam: float, decoding) -> str:
+    """Greedy CID one token at a time; stops at EOS or once the text holds a stop string (cut
+    before it), as the request defines."""
+    x_ids, x_prime_ids = tokenizer(x)["input_ids"], tokenizer(x_prime)["input_ids"]
+    eos = {tokenizer.eos_token_id}
+    generated = []
+    for _ in range(decoding["max_new_tokens"]):
+        token = naive_cid_next(model, x_ids, x_prime_ids, generated, lam, decoding["top_k"])
+        generated.append(token)
+        text = tokenizer.decode(generated, skip_special_tokens=True)
+        stops = [text.index(s) for s in decoding["stop"] if s in text]
+        if stops:
+            return text[: min(stops)].strip()
+        if token in eos:
+            break
+    return tokenizer.decode(generated, skip_special_tokens=True).strip()
+
+
+def naive_cid_next(model, x_ids, x_prime_ids, generated, lam, top_k) -> int:
+    """The next CID token after ``generated``: full forwards of x + y and x' + y, then
+    p̃(w) ∝ exp(λ·(p(w|x) − p(w|x')))·p(w|x) over the top-K of p(·|x), greedy."""
+    lp_x = next_token_logprobs(model, x_ids, generated)
+    lp_xp = next_token_logprobs(model, x_prime_ids, generated)
+    best, best_score = None, float("-inf")
+    for w in sorted(set(lp_x.topk(top_k).indices.tolist())):
+        p, p_prime = float(lp_x[w].exp()), float(lp_xp[w].exp())
+        score = lam * (p - p_prime) + float(lp_x[w])
+        if score > best_score:
+            best, best_score = w, score
+    return best
+
+
+@pytest.mark.parametrize("preset", [None, "paper"])
+@pytest.mark.parametrize("name", list(LOADERS))
+def test_cid_audit_continuations_recomputed(name, preset, tiny_models, tmp_path):
+    names = tmp_path / "names.yaml"
+    names.write_text(NAMES)
+    result = biaslens.run(
+        "cid-audit", str(tiny_models[name]), output=tmp_path / "run", preset=preset,
+        groups=("tiny-a", "tiny-b"), names_file=names, max_new_tokens=6, report=False,
+        device="cpu", batch_size=4,
+    )  # fmt: skip
+    decoding = result.settings["decoding"]
+    assert tuple(decoding["lams"]) == ((0.0, 10.0, 50.0) if preset == "paper" else (0.0, 5.0, 50.0))
+    model = LOADERS[name].from_pretrained(tiny_models[name]).eval()
+    tokenizer = AutoTokenizer.from_pretrained(tiny_models[name])
+    samples = pd.read_parquet(result.run_dir / "samples.parquet")
+    assert len(samples) == 4 * len(decoding["lams"]) * 2  # 2 x 2 pairs, λ grid, directions
+    expected_counts = Counter()
+    for row in samples.to_dict("records"):
+        expected = naive_continuation(
+            model, tokenizer, row["input"], row["contrast"], row["lam"], decoding
+        )
+        assert row["continuation"] == expected, row
+        expected_counts[(row["group"], row["lam"], expected)] += 1
+    counts = pd.read_csv(result.run_dir / "continuations.csv", keep_default_na=False)
+    got = {
+        (r["group"], float(r["lam"]), str(r["continuation"])): int(r["count"])
+        for r in counts.to_dict("records")
+    }
+    assert got == dict(expected_counts)
+
+
+def test_cid_sensitivity_lambda_star_recomputed(tiny_models, tmp_path):
+    """λ* (Section 5): continuations decoded again naively, similarities recomputed with the
+    real all-MiniLM-L6-v2 through sentence-transformers and a plain-Python cosine, λ* = the
+    smallest λ with sim < τ."""
+    import math
+
+    from sentence_transformers import SentenceTransformer
+
+    from biaslens.models.offline import minilm_path
+
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text("The nurse said that she would be late because\n")
+    result = biaslens.run(
+        "cid-sensitivity", str(tiny_models["llama"]), output=tmp_path / "run",
+        sentences_file=sentences, variants=1, types=("gender", "spelling"), lams=(0.0, 5.0, 50.0),
+        max_new_tokens=4, report=False, device="cpu", batch_size=4,
+    )  # fmt: skip
+    decoding = result.settings["decoding"]
+    model = AutoModelForCausalLM.from_pretrained(tiny_models["llama"]).eval()
+    tokenizer = AutoTokenizer.from_pretrained(tiny_models["llama"])
+    encoder = SentenceTransformer(str(minilm_path()), device="cpu")
+    samples = pd.read_parquet(result.run_dir / "samples.parquet")
+    tau = result.settings["tau"]
+    crossings: dict[int, float] = {}
+    for row in samples.to_dict("records"):
+        forward = naive_continuation(
+            model, tokenizer, row["x"], row["x_prime"], row["lam"], decoding
+        )
+        backward = naive_continuation(
+            model, tokenizer, row["x_prime"], row["x"], row["lam"], decoding
+        )
+        a, b = encoder.encode(
+            [f"{row['x']} {forward}".strip(), f"{row['x_prime']} {backward}".strip()]
+        )
+        cosine = sum(float(u) * float(v) for u, v in zip(a, b, strict=True)) / (
+            math.sqrt(sum(float(u) ** 2 for u in a)) * math.sqrt(sum(float(v) ** 2 for v in b))
+        )
+        assert row["similarity"] == pytest.approx(cosine, abs=1e-5), row
+        if cosine < tau:
+            crossings[row["pair"]] = min(crossings.get(row["pair"], math.inf), row["lam"])
+    table = pd.read_csv(result.run_dir / "lambda_star.csv").set_index("pair")
+    for pair, value in table["lambda_star"].items():
+        assert value == crossings.get(pair, math.inf), pair
