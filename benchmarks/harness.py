@@ -21,10 +21,15 @@ import torch  # noqa: E402
 
 
 def machine() -> str:
-    """CPU model and threads (and the GPU, if one is used), torch version."""
-    from biaslens.models.hf.loading import device_description
+    """CPU model, threads and matrix-unit flags (AVX2 / AVX-512 / BF16 / AMX: figures from
+    CPUs with different flags are not comparable), the GPU if one is used, torch version."""
+    from biaslens.models.hf.loading import cpu_matrix_flags, device_description
 
-    parts = [device_description(torch.device("cpu")), f"torch {torch.__version__}"]
+    flags = "/".join(cpu_matrix_flags()) or "flags unknown"
+    parts = [
+        f"{device_description(torch.device('cpu'))} [{flags}]",
+        f"torch {torch.__version__}",
+    ]
     if torch.cuda.is_available():
         parts.insert(0, torch.cuda.get_device_name())
     return ", ".join(parts) + f", {platform.python_implementation()} {platform.python_version()}"

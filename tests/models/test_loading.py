@@ -23,6 +23,19 @@ def test_bf16_units_are_read_from_the_flags_line(cpuinfo, expected):
     assert loading.cpu_has_bf16_units(cpuinfo) is expected
 
 
+@pytest.mark.parametrize(
+    ("cpuinfo", "expected"),
+    [
+        (AVX2_ONLY, ["avx2"]),
+        (AVX512_BF16, ["avx2", "avx512f", "avx512_bf16"]),
+        (AMX, ["avx2", "amx_bf16", "amx_tile"]),
+        ("", []),
+    ],
+)
+def test_matrix_flags_as_benchmarks_report_them(cpuinfo, expected):
+    assert loading.cpu_matrix_flags(cpuinfo) == expected
+
+
 def test_a_flag_name_elsewhere_in_cpuinfo_does_not_count():
     text = "model name\t: avx512_bf16 marketing name\nflags\t\t: avx2\n"
     assert loading.cpu_has_bf16_units(text) is False

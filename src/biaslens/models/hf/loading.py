@@ -112,21 +112,36 @@ BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 """``/proc/cpuinfo`` flags of CPUs with bf16 matrix units (AVX-512 BF16, AMX)."""
 
 
-def cpu_has_bf16_units(cpuinfo: str | None = None) -> bool:
-    """Whether the CPU has bf16 matrix units, from the ``flags`` line of ``/proc/cpuinfo``
-    (``cpuinfo``: that file's text, for tests). On AVX2-only CPUs a bf16 matmul measured
-    hundreds of times slower than fp32; with the units it is faster. True where it cannot be
-    told (no ``/proc/cpuinfo``: macOS, Windows), so that nothing is claimed there."""
+MATRIX_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+"""The ``/proc/cpuinfo`` flags that decide dense matmul speed, as benchmarks report them."""
+
+
+def cpu_flags(cpuinfo: str | None = None) -> set[str] | None:
+    """The CPU's flags from the first ``flags`` line of ``/proc/cpuinfo`` (``cpuinfo``: that
+    file's text, for tests); None where they cannot be read (macOS, Windows)."""
     if cpuinfo is None:
         try:
             cpuinfo = Path("/proc/cpuinfo").read_text()
         except OSError:
-            return True
+            return None
     for line in cpuinfo.splitlines():
         if line.startswith("flags"):
-            flags = set(line.split(":", 1)[-1].split())
-            return any(flag in flags for flag in BF16_FLAGS)
-    return True
+            return set(line.split(":", 1)[-1].split())
+    return None
+
+
+def cpu_matrix_flags(cpuinfo: str | None = None) -> list[str]:
+    """Which of :data:`MATRIX_FLAGS` the CPU has (benchmarks print them beside the peak)."""
+    flags = cpu_flags(cpuinfo) or set()
+    return [flag for flag in MATRIX_FLAGS if flag in flags]
+
+
+def cpu_has_bf16_units(cpuinfo: str | None = None) -> bool:
+    """Whether the CPU has bf16 matrix units (AVX-512 BF16 or AMX). On AVX2-only CPUs a bf16
+    matmul measured hundreds of times slower than fp32; with the units it is faster. True
+    where it cannot be told (no ``/proc/cpuinfo``), so that nothing is claimed there."""
+    flags = cpu_flags(cpuinfo)
+    return True if flags is None else any(flag in flags for flag in BF16_FLAGS)
 
 
 DENOISING_MODEL_TYPES = {"bart", "mbart"}
