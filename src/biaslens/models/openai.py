@@ -45,6 +45,7 @@ from biaslens.models.requests import GenerateResult, RequestType
 from biaslens.models.served import TokenLevelBackend, TopK, model_eos_ids
 from biaslens.models.server_replies import (
     TOKEN_PREFIX,
+    Logprobs,
     ModelList,
     ServerError,
     completion_choices,
@@ -157,18 +158,8 @@ def _message(response) -> str:
     return str(error)[:300]
 
 
-def _choices(response, n: int, url: str):
-    return completion_choices(response, n, url)
-
-
-def _token_id(token: str, url: str) -> int:
-    return token_id(token, url)
-
-
-def _logprobs(choice):
+def _logprobs(choice) -> Logprobs:
     """The choice's log-probabilities (an empty record when the server sent none)."""
-    from biaslens.models.server_replies import Logprobs
-
     return choice.logprobs or Logprobs()
 
 
@@ -229,14 +220,14 @@ class OpenAIBackend(TokenLevelBackend):
         ]
         tops = []
         for response in self.client.post_many("/completions", payloads):
-            choice = _choices(response, 1, self.client.base_url)[0]
+            choice = completion_choices(response, 1, self.client.base_url)[0]
             step = _logprobs(choice).top_logprobs or [None]
             if not step[0]:
                 raise ServerError(
                     f"{self.client.base_url}: the answer has no top log-probabilities"
                 )
             ranked = sorted(
-                ((_token_id(t, self.client.base_url), float(v)) for t, v in step[0].items()),
+                ((token_id(t, self.client.base_url), float(v)) for t, v in step[0].items()),
                 key=lambda item: (-item[1], item[0]),
             )
             tops.append(ranked[:k])
@@ -265,9 +256,9 @@ class OpenAIBackend(TokenLevelBackend):
             if not ids:
                 results.append([])
                 continue
-            choice = _choices(next(responses), 1, self.client.base_url)[0]
+            choice = completion_choices(next(responses), 1, self.client.base_url)[0]
             step = (_logprobs(choice).top_logprobs or [None])[0] or {}
-            by_id = {_token_id(t, self.client.base_url): float(v) for t, v in step.items()}
+            by_id = {token_id(t, self.client.base_url): float(v) for t, v in step.items()}
             missing = [t for t in ids if t not in by_id]
             if missing:
                 raise ServerError(
@@ -286,7 +277,7 @@ class OpenAIBackend(TokenLevelBackend):
         for (i, t), response in zip(
             flat, self.client.post_many("/completions", payloads), strict=True
         ):
-            choice = _choices(response, 1, self.client.base_url)[0]
+            choice = completion_choices(response, 1, self.client.base_url)[0]
             logprobs = _logprobs(choice).token_logprobs or []
             position = len(contexts[i])
             if len(logprobs) <= position or logprobs[position] is None:
@@ -310,12 +301,12 @@ class OpenAIBackend(TokenLevelBackend):
         ]
         results = []
         for response in self.client.post_many("/completions", payloads):
-            logprobs = _logprobs(_choices(response, 1, self.client.base_url)[0])
-            tokens = [_token_id(t, self.client.base_url) for t in logprobs.tokens or []]
+            logprobs = _logprobs(completion_choices(response, 1, self.client.base_url)[0])
+            tokens = [token_id(t, self.client.base_url) for t in logprobs.tokens or []]
             steps = [
                 sorted(
                     (
-                        (_token_id(t, self.client.base_url), float(v))
+                        (token_id(t, self.client.base_url), float(v))
                         for t, v in (step or {}).items()
                     ),
                     key=lambda item: (-item[1], item[0]),
@@ -354,7 +345,7 @@ class OpenAIBackend(TokenLevelBackend):
 def _text_generation(request, response, url) -> GenerateResult:
     from biaslens.common.stopping import apply_stop
 
-    choice = _choices(response, 1, url)[0]
+    choice = completion_choices(response, 1, url)[0]
     logprobs = _logprobs(choice)
     pieces = list(logprobs.tokens or [])
     steps = [
@@ -408,7 +399,7 @@ def probe_server(client: _Client, model: str, tokenizer) -> dict:
             }
         ],  # fmt: skip
     )[0]
-    choice = _choices(first, 1, url)[0]
+    choice = completion_choices(first, 1, url)[0]
     top = (_logprobs(choice).top_logprobs or [None])[0]
     if not top:
         return {"mode": "text", "why": "the server returns no log-probabilities"}
@@ -418,7 +409,7 @@ def probe_server(client: _Client, model: str, tokenizer) -> dict:
             "why": "the server does not return token ids (vLLM's return_tokens_as_token_ids)",
         }
     token, expected = max(
-        ((_token_id(t, url), float(v)) for t, v in top.items()), key=lambda i: i[1]
+        ((token_id(t, url), float(v)) for t, v in top.items()), key=lambda i: i[1]
     )
     echoed = client.post_many(
         "/completions",
@@ -433,7 +424,7 @@ def probe_server(client: _Client, model: str, tokenizer) -> dict:
             }
         ],  # fmt: skip
     )[0]
-    values = _logprobs(_choices(echoed, 1, url)[0]).token_logprobs or []
+    values = _logprobs(completion_choices(echoed, 1, url)[0]).token_logprobs or []
     position = len(prompt)
     if all(v is None for v in values[: position + 1]):
         return {"mode": "text", "why": "the server returns no prompt log-probabilities (echo)"}
@@ -464,7 +455,7 @@ def _probe_extension(
     *not* among the top ones (any server returns the top token; a server that ignores the
     extension would pass a probe with it and then lack the asked ids). The expected value comes
     from the (already verified) echo."""
-    shown = {_token_id(t, url) for t in top}
+    shown = {token_id(t, url) for t in top}
     middle = vocab_size // 2  # an ordinary token, not a special one at either end
     other = next(i for i in [*range(middle, vocab_size), *range(middle)] if i not in shown)
     try:
@@ -473,7 +464,7 @@ def _probe_extension(
             [{"model": model, "prompt": [*prompt, other], "max_tokens": 1, "temperature": 0.0,
               "logprobs": 1, "echo": True}],
         )[0]  # fmt: skip
-        values = _logprobs(_choices(echoed, 1, url)[0]).token_logprobs or []
+        values = _logprobs(completion_choices(echoed, 1, url)[0]).token_logprobs or []
         if len(values) <= len(prompt) or values[len(prompt)] is None:
             return False
         expected = float(values[len(prompt)])
@@ -482,8 +473,8 @@ def _probe_extension(
             [{"model": model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0,
               "logprobs": 1, "logprob_token_ids": [other], "return_tokens_as_token_ids": True}],
         )[0]  # fmt: skip
-        step = (_logprobs(_choices(answer, 1, url)[0]).top_logprobs or [None])[0] or {}
-        found = {_token_id(t, url): float(v) for t, v in step.items()}
+        step = (_logprobs(completion_choices(answer, 1, url)[0]).top_logprobs or [None])[0] or {}
+        found = {token_id(t, url): float(v) for t, v in step.items()}
     except ServerError:
         return False
     return abs(found.get(other, math.inf) - expected) <= PROBE_TOLERANCE
