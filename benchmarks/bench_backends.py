@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -26,8 +25,11 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import harness  # noqa: E402
 
 from biaslens.data import lei, mgc, pronouns  # noqa: E402
 from biaslens.models import BackendConfig, TokenDistributionRequest, load_model  # noqa: E402
@@ -35,16 +37,6 @@ from biaslens.scoring.qa import _generative_requests  # noqa: E402
 from biaslens.store.cache import CachedLM, RequestCache  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "datasets"
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def workloads(hf, n_mgc: int, n_lei: int):
@@ -94,7 +86,7 @@ def main() -> None:
     from biaslens.models.offline import converted_smollm2
 
     folder = converted_smollm2(verbose=False)
-    print(f"machine: {cpu_name()}, {os.cpu_count()} cores; model SmolLM2-135M-Instruct, float32")
+    print(f"machine: {harness.machine()}; model SmolLM2-135M-Instruct, float32")
     hf = load_model("default", BackendConfig(device="cpu", batch_size=32))
     engine = load_model("default", BackendConfig(backend="vllm", device="cpu"))
     server = Server(folder).start()

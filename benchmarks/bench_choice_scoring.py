@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -72,10 +71,7 @@ def main() -> None:
     parser.add_argument("--lei-dir", type=Path, default=SHARED)
     parser.add_argument("--no-lm-eval", action="store_true")
     args = parser.parse_args()
-    warnings.filterwarnings("ignore")
-    harness.fresh_batch_memo()
-    print(f"machine: {harness.machine()}")
-    print(f"fp32 matmul peak: {harness.matmul_peak() / 1e9:.1f} GFLOP/s")
+    harness.start()
 
     probe = load_model(args.model, BackendConfig(device="cpu"))
     rows = lei.read_split(lei.split_path("religion/noniid_test", args.lei_dir))

@@ -13,26 +13,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
+import sys
 import time
 import warnings
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness  # noqa: E402
 
 from biaslens.data import mgc, pronouns  # noqa: E402
 from biaslens.models import BackendConfig, TokenDistributionRequest, load_model  # noqa: E402
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def main() -> None:
@@ -49,7 +42,7 @@ def main() -> None:
     sentences = mgc.build_mgc(("dates", "places"))["sentence"][: args.prompts]
     targets = tuple(w for _, w in pronouns.target_words(word_boundary_space=True))
     requests = [TokenDistributionRequest(mgc.wrap_in_prompt(s, "A"), targets, 5) for s in sentences]
-    print(f"machine: {cpu_name()}, {os.cpu_count()} cores; {len(requests)} MGC prompt-A requests")
+    print(f"machine: {harness.machine()}; {len(requests)} MGC prompt-A requests")
 
     one = load_model(args.model, BackendConfig(device="cpu", batch_size=args.batch_size))
     one.token_distribution(requests[:4])

@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -260,11 +259,7 @@ def main() -> None:
     parser.add_argument("--no-lm-eval", action="store_true")
     parser.add_argument("--mode", choices=("exact", "paper", "both"), default="both")
     args = parser.parse_args()
-    warnings.filterwarnings("ignore")
-    harness.fresh_batch_memo()
-    print(f"machine: {harness.machine()}")
-    peak = harness.matmul_peak(device=args.device)
-    print(f"fp32 matmul peak: {peak / 1e9:.1f} GFLOP/s")
+    peak = harness.start(args.device)
 
     lm = load_model(args.model, BackendConfig(device=args.device, batch_size="auto"))
     if lm.kind != ModelKind.CAUSAL:

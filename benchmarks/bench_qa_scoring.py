@@ -24,14 +24,12 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
 import torch  # noqa: E402
-from transformers.utils import logging as hf_logging  # noqa: E402
 
 from biaslens.data import lei  # noqa: E402
 from biaslens.models import BackendConfig, load_model  # noqa: E402
@@ -113,11 +111,7 @@ def main() -> None:
     parser.add_argument("--contexts", type=int, default=200)
     parser.add_argument("--lei-dir", type=Path, default=SHARED)
     args = parser.parse_args()
-    hf_logging.set_verbosity_error()
-    warnings.filterwarnings("ignore")
-    harness.fresh_batch_memo()
-    print(f"machine: {harness.machine()}")
-    print(f"fp32 matmul peak: {harness.matmul_peak() / 1e9:.1f} GFLOP/s")
+    harness.start()
     model = args.model or str(build_roberta_qa(Path(tempfile.mkdtemp()) / "roberta-qa"))
     rows = lei.read_split(lei.split_path("religion/noniid_test", args.lei_dir))
     rows = rows.head(args.contexts).reset_index(drop=True)

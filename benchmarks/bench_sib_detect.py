@@ -22,7 +22,6 @@ import argparse
 import math
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -31,7 +30,6 @@ import harness  # noqa: E402
 import torch  # noqa: E402
 from bench_mgc import paper_code, script_exact  # noqa: E402
 from transformers import pipeline  # noqa: E402
-from transformers.utils import logging as hf_logging  # noqa: E402
 
 from biaslens.data import mgc, sources, winogender  # noqa: E402
 from biaslens.data.mgc import inject_date  # noqa: E402
@@ -145,11 +143,7 @@ def main() -> None:
     parser.add_argument("--subset", type=int, default=96, help="inputs for the slow baselines")
     parser.add_argument("--no-lm-eval", action="store_true")
     args = parser.parse_args()
-    hf_logging.set_verbosity_error()
-    warnings.filterwarnings("ignore")
-    harness.fresh_batch_memo()
-    print(f"machine: {harness.machine()}")
-    print(f"fp32 matmul peak: {harness.matmul_peak() / 1e9:.1f} GFLOP/s")
+    harness.start()
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models:
             bench(name, harness.model_path(name, tmp)[0], args)

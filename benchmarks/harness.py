@@ -23,7 +23,8 @@ import torch  # noqa: E402
 def machine() -> str:
     """CPU model, threads and matrix-unit flags (AVX2 / AVX-512 / BF16 / AMX: figures from
     CPUs with different flags are not comparable), the GPU if one is used, torch version."""
-    from biaslens.models.hf.loading import cpu_matrix_flags, device_description
+    from biaslens.models.hf.loading import cpu_matrix_flags
+    from biaslens.models.hf.runtime import device_description
 
     flags = "/".join(cpu_matrix_flags()) or "flags unknown"
     parts = [
@@ -45,6 +46,23 @@ def fresh_batch_memo() -> None:
 
     batching.MEMO_FILE = f"bench-batch-sizes-{os.getpid()}.json"
     atexit.register(lambda: (cache_root() / batching.MEMO_FILE).unlink(missing_ok=True))
+
+
+def start(device: str = "cpu") -> float:
+    """What every benchmark does first: quiet transformers and warnings, an unmeasured
+    ``--batch-size auto`` memo, and the machine and its measured fp32 matmul peak printed
+    (returned in FLOP/s)."""
+    import warnings
+
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    warnings.filterwarnings("ignore")
+    fresh_batch_memo()
+    print(f"machine: {machine()}")
+    peak = matmul_peak(device=device)
+    print(f"fp32 matmul peak: {peak / 1e9:.1f} GFLOP/s")
+    return peak
 
 
 def sync(device: torch.device | str = "cpu") -> None:

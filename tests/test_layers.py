@@ -94,6 +94,87 @@ def test_layers_only_point_down():
     assert upward_imports() == []
 
 
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the biaslens modules it imports (``from pkg import sub`` counts as importing
+    ``pkg.sub`` when that is a module; imports inside functions and TYPE_CHECKING count)."""
+    paths = {}
+    for path in sorted(SRC.rglob("*.py")):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        paths[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {}
+    for module, path in paths.items():
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    root = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                    base = f"{root}.{node.module}" if node.module else root
+                for alias in node.names:  # a submodule, else a name defined in ``base``
+                    sub = f"{base}.{alias.name}"
+                    targets.add(sub if sub in paths else base)
+        resolved = set()
+        for target in targets:
+            while target and target not in paths:
+                target = target.rpartition(".")[0]
+            if target and target != module and target.startswith("biaslens"):
+                resolved.add(target)
+        graph[module] = resolved
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in graph[module]:
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return circles
+
+
+def test_no_import_circles():
+    assert import_circles(import_graph()) == []
+
+
+def test_the_circle_check_finds_a_circle():
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_module_holds_several_ideas_in_over_400_lines():
+    long = {
+        str(p.relative_to(SRC)): n
+        for p in SRC.rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400
+    }
+    assert long == {}
+
+
 def test_every_package_has_a_layer():
     packages = {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     modules = {p.stem for p in SRC.glob("*.py")}

@@ -13,11 +13,13 @@ Tick = Callable[[int], None]
 
 
 class Progress(Protocol):
-    def task(self, description: str, total: int) -> Tick: ...
+    def task(self, description: str, total: int, unit: str = "req") -> Tick:
+        """A task of ``total`` units (``req``: requests; e.g. ``contexts``)."""
+        ...
 
 
 class NoProgress:
-    def task(self, description: str, total: int) -> Tick:
+    def task(self, description: str, total: int, unit: str = "req") -> Tick:
         return lambda n: None
 
 
@@ -54,13 +56,14 @@ class RichProgress:
         with _Progress(*columns, transient=False) as progress:
             yield cls(progress)
 
-    def task(self, description: str, total: int) -> Tick:
+    def task(self, description: str, total: int, unit: str = "req") -> Tick:
         task_id = self._progress.add_task(description, total=total, rate="")
 
         def tick(n: int) -> None:
             self._progress.advance(task_id, n)
             task = self._progress.tasks[task_id]
             if task.elapsed:
-                self._progress.update(task_id, rate=f"{task.completed / task.elapsed:.1f} req/s")
+                rate = f"{task.completed / task.elapsed:.1f} {unit}/s"
+                self._progress.update(task_id, rate=rate)
 
         return tick

@@ -26,7 +26,7 @@ from biaslens.experiments.registry import RunContext, get_method, safe_name
 from biaslens.models.base import LM, BackendConfig
 from biaslens.progress import NoProgress, Progress
 from biaslens.store.cache import CachedLM
-from biaslens.store.result import RunResult
+from biaslens.store.result import LazyTables, RunResult
 from biaslens.store.run import RunStore, read_config
 
 
@@ -93,7 +93,7 @@ def run_method(
         context = RunContext(
             store=store,
             lm=cached,
-            backend=base,
+            uncached_lm=base,
             backend_config=backend,
             progress=progress,
             data_dir=Path(data_dir) if data_dir is not None else None,
@@ -102,7 +102,8 @@ def run_method(
         for name, table in out.tables.items():
             store.write_table(name, table)
         for name, table in out.samples.items():
-            store.write_samples(table, name)
+            if not isinstance(table, Path):  # a Path: streamed into the run folder already
+                store.write_samples(table, name)
         plots = [_write_figure(store, name, figure) for name, figure in out.figures.items()]
         provenance: dict[str, Any] = {}
         if base is not None:
@@ -127,7 +128,7 @@ def run_method(
         settings=settings.recorded(),
         summary=summary,
         tables=dict(out.tables),
-        sample_tables=dict(out.samples),
+        sample_tables=LazyTables.of(out.samples),
         plots=plots,
         cache_stats=dict(cached.stats) if cached is not None else {},
         notes=list(out.notes),
@@ -197,17 +198,20 @@ def run_comparison(
     preset: str | None = None,
     **values: Any,
 ):
-    """Run ``method`` (``sib-mgc``) for several models, each in its own run folder under
-    ``output`` (each resumable on its own), then compare them (paper Fig. 3(b))."""
-    from biaslens.experiments.sib_mgc_compare import compare
-
-    if method != "sib-mgc":
-        raise BiaslensError(f"comparing models is implemented for sib-mgc, not {method}")
+    """Run ``method`` for several models, each in its own run folder under ``output`` (each
+    resumable on its own), then compare them with the method's :class:`Comparison` (e.g. SIB
+    Fig. 3(b))."""
+    spec = get_method(method)
+    if spec.comparison is None:
+        raise BiaslensError(f"{method} does not compare models; run one model at a time")
     if len(set(models)) != len(models):
         raise BiaslensError(f"a model is listed twice: {list(models)}")
-    spec = get_method(method)
     first = spec.build_settings(preset, model=models[0], **values)
-    root = Path(output) if output is not None else Path("runs") / method / f"compare-{first.mode}"
+    root = (
+        Path(output)
+        if output is not None
+        else Path("runs") / method / spec.comparison.folder(first)
+    )
     # every model's settings and folder are checked before the first one runs
     from biaslens.models.registry import check_loadable
 
@@ -227,6 +231,6 @@ def run_comparison(
         )
         for model in models
     ]
-    comparison = compare(runs, root)
+    comparison = spec.comparison.compare(runs, root)
     comparison.report = write_run_report([r.run_dir for r in runs], root / "report.html")
     return comparison

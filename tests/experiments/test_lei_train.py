@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from biaslens.errors import BiaslensError
-from biaslens.experiments import lei_train
+from biaslens.experiments import lei_run, lei_train
 from biaslens.experiments.lei_train import (
     lei_criterion,
     make_settings,
@@ -91,21 +91,21 @@ def test_grid_runs_selects_and_resumes_after_an_interruption(tiny_models, tmp_pa
         return real_train(self, *args, **kwargs)
 
     monkeypatch.setattr(trainer.LeiTrainer, "train", counting_train)
-    real_evaluate = lei_train._Run.evaluate
+    real_evaluate = lei_run.TrainingRun.evaluate
 
     def interrupted(self, lm, checkpoint, split, limit):
         if checkpoint.startswith("n64-lr0.001-"):
             raise KeyboardInterrupt  # the second learning rate's first dev evaluation
         return real_evaluate(self, lm, checkpoint, split, limit)
 
-    monkeypatch.setattr(lei_train._Run, "evaluate", interrupted)
+    monkeypatch.setattr(lei_run.TrainingRun, "evaluate", interrupted)
     with pytest.raises(KeyboardInterrupt):
         run_lei_train(settings, tmp_path / "run", data_dir=DATA)
     assert trained == [1e-4, 1e-3]  # constant schedule: one run per learning rate
     grid = pd.read_csv(tmp_path / "run" / "grid.csv")
     assert grid["checkpoint"].tolist() == ["n64-lr0.0001-ep1", "n64-lr0.0001-ep2"]
 
-    monkeypatch.setattr(lei_train._Run, "evaluate", real_evaluate)
+    monkeypatch.setattr(lei_run.TrainingRun, "evaluate", real_evaluate)
     result = run_lei_train(settings, tmp_path / "run", data_dir=DATA)
     assert trained == [1e-4, 1e-3]  # both checkpoints of 1e-3 were finished: nothing retrained
     assert len(result.grid) == 4 and len(result.selected) == 2

@@ -132,16 +132,8 @@ def test_a_method_run_with_data_parallel_replicas_equals_one_process(
 ):
     from tests.test_cli import run_cli
 
-    base = (
-        "run",
-        "sib-mgc",
-        "--model",
-        str(tiny_models["llama"]),
-        "--limit",
-        "2",
-        "--device",
-        "cpu",
-    )
+    model = str(tiny_models["llama"])
+    base = ("run", "sib-mgc", "--model", model, "--limit", "2", "--device", "cpu")
     code, _, err = run_cli(monkeypatch, capsys, *base, "-o", str(tmp_path / "one"))
     assert code == 0, err
     code, out, err = run_cli(

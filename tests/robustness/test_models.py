@@ -10,14 +10,13 @@ import warnings
 import pytest
 
 from biaslens.errors import BiaslensError
-from biaslens.models import (
-    BackendConfig,
+from biaslens.models import BackendConfig, load_model
+from biaslens.models.requests import (
     ChoiceLogprobsRequest,
     ContrastiveGenerateRequest,
     GenerateRequest,
     SpanScoresRequest,
     TokenDistributionRequest,
-    load_model,
 )
 
 CPU = BackendConfig(device="cpu", batch_size=4)

@@ -42,7 +42,7 @@ class _Ticks:
     def __init__(self, callback: ProgressCallback | None) -> None:
         self.callback = callback
 
-    def task(self, description: str, total: int):
+    def task(self, description: str, total: int, unit: str = "req"):
         done = 0
 
         def tick(n: int) -> None:

@@ -16,7 +16,7 @@ import sys
 
 import typer
 
-from biaslens.cli import catalog, cid, lei, reports, sib
+from biaslens.cli import catalog, cid, lei, methods, reports, sib
 from biaslens.cli.options import expand_argv
 from biaslens.cli.render import console, err_console, print_error
 from biaslens.errors import BiaslensError
@@ -59,6 +59,7 @@ def _root(
     """biaslens command line."""
 
 
+methods.register(run_app)
 sib.register(run_app, metrics_app)
 lei.register(run_app, metrics_app)
 cid.register(app, run_app)

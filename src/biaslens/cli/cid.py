@@ -1,4 +1,4 @@
-"""CID commands: ``cid``, ``run cid-audit``, ``run cid-sensitivity``, ``cid-ratings``."""
+"""CID commands besides ``biaslens run``: ``cid`` (one pair of inputs) and ``cid-ratings``."""
 
 from __future__ import annotations
 
@@ -10,16 +10,12 @@ from rich.table import Table
 
 from biaslens.cli.options import (
     Model,
-    Output,
-    Preset,
-    Seed,
     add_command,
     backend_options,
     finite,
     numbers,
-    split_commas,
 )
-from biaslens.cli.render import console, run_and_print
+from biaslens.cli.render import console
 from biaslens.errors import BiaslensError
 
 Lambdas = Annotated[
@@ -105,63 +101,6 @@ def cid(
     lm.close()
 
 
-@backend_options
-def run_cid_audit(
-    *,
-    backend,
-    model: Model = None,
-    groups: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--groups",
-            help="Two name groups (paper App. C): us-male, us-female, mexico-male, "
-            "mexico-female, egypt-male, egypt-female (or those of --names-file). "
-            "Default: us-male egypt-male.",
-        ),
-    ] = None,
-    template: Annotated[
-        str | None, typer.Option("--template", help="Template id (software-developer).")
-    ] = None,
-    templates_file: Annotated[
-        Path | None,
-        typer.Option("--templates-file", help="YAML {id: text with {name} and {he}/{his}/{him}}."),
-    ] = None,
-    names_file: Annotated[
-        Path | None,
-        typer.Option("--names-file", help="YAML {group: {gender, names}} (default: paper App. C)."),
-    ] = None,
-    lam: Lambdas = None,
-    top_k_tokens: TopKTokens = None,
-    max_new_tokens: MaxNewTokens = None,
-    preset: Preset = None,
-    output: Output = None,
-) -> None:
-    """CID name-swap bias audit (paper Section 4): all name pairs of two groups, both
-    directions, every λ; most common continuations per group and λ, and a CSV to rate.
-
-    Writes samples.parquet, continuations.csv (counts), ratings_to_fill.csv (fill the `biased`
-    column, then run `biaslens cid-ratings RUN_DIR FILE`), summary.json.
-    """
-    chosen = split_commas(groups, "--groups")
-    if chosen is not None and len(chosen) != 2:
-        raise BiaslensError(f"--groups takes two name groups, got {len(chosen)}: {chosen}")
-    lams = numbers(lam, float, "--lam")
-    run_and_print(
-        "cid-audit",
-        model=model,
-        output=output,
-        backend=backend,
-        preset=preset,
-        groups=tuple(chosen) if chosen else None,
-        template_id=template,
-        names_file=names_file,
-        templates_file=templates_file,
-        lams=tuple(lams) if lams else None,
-        top_k=top_k_tokens,
-        max_new_tokens=max_new_tokens,
-    )
-
-
 def cid_ratings(
     run_dir: Annotated[Path, typer.Argument(help="A cid-audit run directory.")],
     ratings: Annotated[Path, typer.Argument(help="The rated copy of ratings_to_fill.csv.")],
@@ -186,68 +125,6 @@ def cid_ratings(
     console.print(f"plot: {result.plot_path}")
 
 
-@backend_options
-def run_cid_sensitivity(
-    *,
-    backend,
-    model: Model = None,
-    lam: Annotated[
-        list[str] | None, typer.Option("--lam", help="The λ grid for λ* (0 1 5 10 50).")
-    ] = None,
-    tau: Annotated[
-        float | None,
-        typer.Option("--tau", callback=finite("--tau"), help="Similarity threshold τ (0.85)."),
-    ] = None,
-    variants: Annotated[
-        int | None,
-        typer.Option("--variants", help="Perturbed variants per sentence and rule family (2)."),
-    ] = None,
-    perturbation: Annotated[
-        list[str] | None,
-        typer.Option("--type", help="Perturbation type(s) to include (default: all seven)."),
-    ] = None,
-    sentences_file: Annotated[
-        Path | None, typer.Option("--sentences", help="Source prompts, one a line.")
-    ] = None,
-    semantic_file: Annotated[
-        Path | None,
-        typer.Option("--semantic-pairs", help="TSV type/original/perturbed of semantic edits."),
-    ] = None,
-    encoder: Annotated[
-        str | None, typer.Option("--encoder", help="Sentence encoder (all-minilm-l6-v2).")
-    ] = None,
-    top_k_tokens: TopKTokens = None,
-    max_new_tokens: MaxNewTokens = None,
-    seed: Seed = None,
-    preset: Preset = None,
-    output: Output = None,
-) -> None:
-    """λ* per perturbation type (paper Section 5): the smallest λ at which the two
-    contrastive texts' similarity drops below τ; box plot (Fig. 4) and similarity vs λ (Fig. 9).
-    """
-    lams = numbers(lam, float, "--lam")
-    types = split_commas(perturbation, "--type")
-    run_and_print(
-        "cid-sensitivity",
-        model=model,
-        output=output,
-        backend=backend,
-        preset=preset,
-        encoder=encoder,
-        tau=tau,
-        variants=variants,
-        seed=seed,
-        types=tuple(types) if types else None,
-        sentences_file=sentences_file,
-        semantic_file=semantic_file,
-        lams=tuple(lams) if lams else None,
-        top_k=top_k_tokens,
-        max_new_tokens=max_new_tokens,
-    )
-
-
 def register(app: typer.Typer, run_app: typer.Typer) -> None:
     add_command(app, "cid", cid)
     add_command(app, "cid-ratings", cid_ratings)
-    add_command(run_app, "cid-audit", run_cid_audit)
-    add_command(run_app, "cid-sensitivity", run_cid_sensitivity)

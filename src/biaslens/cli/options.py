@@ -186,142 +186,74 @@ Scoring = Annotated[
 Limit = Annotated[int | None, typer.Option("--limit", help="Keep at most N (seeded).")]
 
 
-# ---------------------------------------------------------------------- backend options
-BACKEND_PARAMETERS: dict[str, tuple[Any, Any]] = {
-    "backend": (
-        Annotated[
-            str,
-            typer.Option(
-                "--backend",
-                help="hf (transformers, in process), vllm (vLLM engine, in process) or openai "
-                "(an OpenAI-compatible server, see --base-url).",
-            ),
-        ],
-        "hf",
-    ),
-    "device": (
-        Annotated[
-            str, typer.Option("--device", help="auto (cuda, mps, cpu), cpu, cuda, cuda:N, mps.")
-        ],
-        "auto",
-    ),
-    "dtype": (
-        Annotated[
-            str,
-            typer.Option(
-                "--dtype", help="auto (bf16 on GPU, fp32 on CPU), float32, bfloat16, float16."
-            ),
-        ],
-        "auto",
-    ),
-    "batch_size": (
-        Annotated[
-            str,
-            typer.Option("--batch-size", help="auto (chosen by measured throughput) or N."),
-        ],
-        "auto",
-    ),
-    "base_url": (
-        Annotated[
-            str | None,
-            typer.Option(
-                "--base-url", help="openai backend: the server, e.g. http://127.0.0.1:8000/v1."
-            ),
-        ],
-        None,
-    ),
-    "api_key_env": (
-        Annotated[
-            str,
-            typer.Option(
-                "--api-key-env",
-                help="openai backend: the environment variable holding the API key (the key is "
-                "never written to any file).",
-            ),
-        ],
-        "OPENAI_API_KEY",
-    ),
-    "concurrency": (
-        Annotated[
-            int, typer.Option("--concurrency", min=1, help="openai backend: requests in flight.")
-        ],
-        8,
-    ),
-    "timeout": (
-        Annotated[
-            float,
-            typer.Option(
-                "--timeout",
-                min=0.001,
-                callback=finite("--timeout"),
-                help="openai backend: seconds per request before it is retried.",
-            ),
-        ],
-        60.0,
-    ),
-    "tokenizer": (
-        Annotated[
-            str | None,
-            typer.Option(
-                "--tokenizer",
-                help="Served models: a local tokenizer (folder or registered name) so prompts "
-                "are sent as token ids, tokenized exactly as the in-process backends do.",
-            ),
-        ],
-        None,
-    ),
-    "data_parallel": (
-        Annotated[
-            int,
-            typer.Option(
-                "--data-parallel",
-                min=1,
-                help="Model replicas on a Ray runtime (one per GPU, or "
-                "a CPU share); 1 runs in process.",
-            ),
-        ],
-        1,
-    ),
-    "ray_address": (
-        Annotated[
-            str | None,
-            typer.Option("--ray-address", help="Join a running Ray cluster (auto or HOST:PORT)."),
-        ],
-        None,
-    ),
-    "model_kind": (
-        Annotated[
-            str,
-            typer.Option(
-                "--model-kind",
-                help="auto (from the config; BART loads as fill-mask), masked (e.g. a T5/UL2 "
-                "span denoiser), causal, seq2seq (e.g. a fine-tuned BART) or extractive-qa.",
-            ),
-        ],
-        "auto",
-    ),
-    "input_prefix": (
-        Annotated[
-            str,
-            typer.Option(
-                "--input-prefix",
-                help="Text put before every input, e.g. '[NLU] ' for UL2's denoiser mode.",
-            ),
-        ],
-        "",
-    ),
-    "allow_missing_weights": (
-        Annotated[
-            bool,
-            typer.Option(
-                "--allow-missing-weights",
-                help="Run a checkpoint that lacks tensors its model needs (they get seeded "
-                "random values). For tests only: the run's summary and report say so.",
-            ),
-        ],
-        False,
-    ),
-}
+# ---------------------------------------------------------------------- generated options
+def option_parameter(
+    name: str,
+    flags: tuple[str, ...],
+    help: str,
+    value_type: type = str,
+    *,
+    multiple: bool = False,
+    default: Any = None,
+    minimum: float | None = None,
+    hidden: bool = False,
+) -> inspect.Parameter:
+    """A keyword parameter of a generated command: ``typer.Option(*flags)`` of ``value_type``
+    (a list of strings when ``multiple``: their values are parsed by the command), NaN and
+    infinity refused for floats, ``minimum`` checked by click."""
+    extra: dict[str, Any] = {"help": help, "hidden": hidden}
+    if minimum is not None and value_type in (int, float):
+        extra["min"] = minimum
+    if value_type is float and not multiple:
+        extra["callback"] = finite(flags[0])
+    if multiple:
+        annotation: Any = list[str] | None
+    elif default is None:
+        annotation = value_type | None
+    else:
+        annotation = value_type
+    return inspect.Parameter(
+        name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=default,
+        annotation=Annotated[annotation, typer.Option(*flags, **extra)],
+    )
+
+
+def backend_parameters() -> list[inspect.Parameter]:
+    """The backend options, one per :class:`BackendConfig` field that declares a help text
+    (the field's default, help and minimum are the option's)."""
+    from dataclasses import MISSING, fields
+
+    from biaslens.models.base import BackendConfig
+
+    parameters = []
+    for field in fields(BackendConfig):
+        if "help" not in field.metadata:
+            continue
+        value_type = field.metadata.get("type") or _plain_type(field.type)
+        default = None if field.default is MISSING else field.default
+        parameters.append(
+            option_parameter(
+                field.name,
+                ("--" + field.name.replace("_", "-"),),
+                field.metadata["help"],
+                value_type,
+                default=default,
+                minimum=field.metadata.get("minimum"),
+            )
+        )
+    return parameters
+
+
+def _plain_type(annotation: Any) -> type:
+    """``str | None`` -> str, ``int`` -> int (field types are strings under postponed
+    annotations)."""
+    text = str(annotation)
+    for name, kind in (("bool", bool), ("int", int), ("float", float)):
+        if text.startswith(name):
+            return kind
+    return str
 
 
 def backend_config(**values: Any):
@@ -338,16 +270,12 @@ def backend_options(command):
     (a :class:`BackendConfig`) instead."""
     signature = inspect.signature(command, eval_str=True)
     kept = [p for p in signature.parameters.values() if p.name != "backend"]
-    added = [
-        inspect.Parameter(
-            name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
-        )
-        for name, (annotation, default) in BACKEND_PARAMETERS.items()
-    ]
+    added = backend_parameters()
+    names = [p.name for p in added]
 
     @functools.wraps(command)
     def wrapper(**kwargs):
-        values = {name: kwargs.pop(name) for name in BACKEND_PARAMETERS}
+        values = {name: kwargs.pop(name) for name in names}
         return command(backend=backend_config(**values), **kwargs)
 
     wrapper.__signature__ = signature.replace(parameters=[*kept, *added])

@@ -13,7 +13,8 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,14 @@ def _umask() -> int:
 
 
 def write_atomic(path: Path, write: Callable[[io.BufferedWriter], None]) -> None:
+    with atomic_file(path) as handle:
+        write(handle)
+
+
+@contextmanager
+def atomic_file(path: Path) -> Iterator[io.BufferedWriter]:
+    """A file written under a temporary name and moved to ``path`` when the block ends
+    without an error (an error or interruption leaves ``path`` as it was)."""
     path = Path(path)
     if path.is_dir():
         raise BiaslensError(f"{path} is a folder, not a file; give a file name")
@@ -42,7 +51,7 @@ def write_atomic(path: Path, write: Callable[[io.BufferedWriter], None]) -> None
         raise BiaslensError(f"cannot write {path}: {error.strerror or error}") from None
     try:
         with os.fdopen(fd, "wb") as handle:
-            write(handle)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
@@ -51,6 +60,46 @@ def write_atomic(path: Path, write: Callable[[io.BufferedWriter], None]) -> None
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+class ParquetAppender:
+    """Tables appended one by one to one Parquet file, a row group each (columns and types
+    fixed by the first; see :func:`append_parquet`)."""
+
+    def __init__(self, handle) -> None:
+        self._handle = handle
+        self._writer = None
+        self.rows = 0
+
+    def write(self, table) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        arrow = pa.Table.from_pandas(table, preserve_index=False)
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self._handle, arrow.schema)
+        elif arrow.schema.names != self._writer.schema.names:
+            raise ValueError(
+                f"appended columns {arrow.schema.names} differ from {self._writer.schema.names}"
+            )
+        else:
+            arrow = arrow.cast(self._writer.schema)
+        self._writer.write_table(arrow)
+        self.rows += len(table)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+
+@contextmanager
+def append_parquet(path: Path) -> Iterator[ParquetAppender]:
+    """Write a Parquet file chunk by chunk (``appender.write(frame)``), in bounded memory; the
+    file appears at ``path`` only when the block ends without an error."""
+    with atomic_file(path) as handle:
+        appender = ParquetAppender(handle)
+        yield appender
+        appender.close()
 
 
 def remove_stale_temporaries(root: Path) -> int:

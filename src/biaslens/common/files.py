@@ -154,3 +154,13 @@ def make_dir(path: Path | str, what: str = "output folder") -> Path:
     except OSError as error:
         raise BiaslensError(f"cannot create {what} {path}: {error.strerror or error}") from None
     return path
+
+
+def read_models_file(path: Path) -> list[str]:
+    """One model per line; blank lines and ``#`` comments are ignored."""
+    lines = read_text(path, "models file").splitlines()
+    models = [line.split("#", 1)[0].strip() for line in lines]
+    models = [m for m in models if m]
+    if not models:
+        raise BiaslensError(f"{path}: no models listed")
+    return models

@@ -17,40 +17,41 @@
 from __future__ import annotations
 
 import math
-import re
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from biaslens.common.files import read_text
-from biaslens.data.sources import read_json
+from biaslens.data.lei_interventions import (
+    DESIRED_MU,
+    INTERVENTION_TYPES,
+    QUESTION_AFTER_INTERVENTION,
+    SUBJECT_LISTS,
+    attach_interventions,
+    desired_mu,
+    intervene_question,
+    irrelevant_from,
+    load_interventions,
+    split_intervention,
+)
+from biaslens.data.lei_specified import (
+    SPECIFIED_SAMPLE,
+    answer_subjects,
+    read_specified,
+    read_specifying_sentences,
+    specify,
+    subject_clusters,
+)
 from biaslens.data.squad import squad_articles
 from biaslens.errors import BiaslensError
 
-INTERVENTION_TYPES = ("ethical", "adversarial", "irrelevant")
-DESIRED_MU = {
-    "none": None,
-    "ethical": 0.0,
-    "adversarial": 1.0,
-    "irrelevant": None,
-    "specified": 1.0,
-}
-"""Desired μ per set (LEI Section 2.3); ``None`` = unchanged from the no-intervention μ.
-Specified subsets (``specified-female`` …) want 1 like ``specified``."""
-SUBJECT_LISTS = {
-    "gender": ("female", "male"),
-    "religion": ("religion",),
-    "ethnicity": ("ethnicity",),
-}
-"""The LEI word lists of each domain's subjects (``word_lists/nouns/subjects/…``)."""
-
-
-def desired_mu(set_name: str) -> float | None:
-    base = "specified" if set_name.startswith("specified") else set_name
-    return DESIRED_MU.get(base)
-
+__all__ = [
+    "DESIRED_MU", "INTERVENTION_TYPES", "QUESTION_AFTER_INTERVENTION", "SPECIFIED_SAMPLE",
+    "SPLITS", "SUBJECT_LISTS", "answer_subjects", "attach_interventions", "desired_mu",
+    "disjoint_split", "intervene_question", "irrelevant_from", "load_interventions",
+    "read_specified", "read_specifying_sentences", "read_split", "specify", "split_intervention",
+    "split_path", "stratified_keys", "subject_clusters", "without_interventions",
+]  # fmt: skip
 
 SPLITS: dict[str, str] = {
     "religion/train_64": "religion/addedbias_train_64_squad.json",
@@ -62,96 +63,6 @@ SPLITS: dict[str, str] = {
     "ethnicity/noniid_test": "ethnicity/addedbias_noniid_test_squad.json",
     "gender/noniid_test": "gender/addedbias_noniid_test_squad.json",
 }
-SPECIFIED_SAMPLE = "specified/extraMalewithIntvs-sample.source.json"
-QUESTION_AFTER_INTERVENTION = re.compile(r"^Note that, (.+?) ((?:Who|Which|What) [^?]*\?)$", re.S)
-
-
-def intervene_question(question: str, intervention: str) -> str:
-    """LEI's extractive encoding of an intervention (prepended to the question)."""
-    if not intervention:
-        return question
-    return f"Note that, {intervention[0].lower()}{intervention[1:]} {question}"
-
-
-def split_intervention(asked: str) -> tuple[str, str]:
-    """(intervention, question) of an extractive LEI question; ("", asked) without one."""
-    match = QUESTION_AFTER_INTERVENTION.match(asked)
-    return (match.group(1), match.group(2)) if match else ("", asked)
-
-
-def load_interventions(path: Path) -> pd.DataFrame:
-    """Columns ``type, category, index, intervention`` (index = position in the file's list)."""
-    path = Path(path)
-    raw = read_json(path, "intervention file")
-    if not isinstance(raw, dict):
-        raise BiaslensError(f"{path}: expected {{type: {{category: [sentences]}}}}")
-    unknown = sorted(set(raw) - set(INTERVENTION_TYPES))
-    if unknown:
-        raise BiaslensError(f"{path}: unknown intervention type(s) {unknown}")
-    rows, skipped = [], 0
-    for kind, categories in raw.items():
-        if not isinstance(categories, dict):
-            raise BiaslensError(f"{path}: {kind!r} must map categories to lists of sentences")
-        for category, sentences in categories.items():
-            for index, sentence in enumerate(sentences):
-                if not isinstance(sentence, str) or not sentence.strip():
-                    if isinstance(sentence, (str, float)) or sentence is None:
-                        skipped += 1
-                        continue
-                    raise BiaslensError(f"{path}: {kind}/{category}[{index}] is not text")
-                rows.append(
-                    {
-                        "type": kind,
-                        "category": category.lower(),
-                        "index": index,
-                        "intervention": sentence.strip(),
-                    }
-                )
-    if skipped:
-        warnings.warn(f"{path}: skipped {skipped} blank or NaN intervention(s)", stacklevel=2)
-    if not rows:
-        raise BiaslensError(f"{path}: no interventions")
-    return pd.DataFrame(rows)
-
-
-def irrelevant_from(other_domain: pd.DataFrame, categories: list[str]) -> pd.DataFrame:
-    """Another domain's ethical interventions as irrelevant ones, per category
-    (its ``general`` ones where it lacks the category)."""
-    ethical = other_domain[other_domain["type"] == "ethical"]
-    parts = []
-    for category in categories:
-        chosen = ethical[ethical["category"] == category]
-        if chosen.empty:
-            chosen = ethical[ethical["category"] == "general"]
-        if chosen.empty:
-            raise BiaslensError(f"the other domain has no ethical {category!r} or general ones")
-        parts.append(chosen.assign(type="irrelevant", category=category))
-    return pd.concat(parts, ignore_index=True)
-
-
-def attach_interventions(
-    examples: pd.DataFrame, interventions: pd.DataFrame, types: tuple[str, ...] = INTERVENTION_TYPES
-) -> pd.DataFrame:
-    """Every example × every intervention of its category and of each type in ``types``.
-
-    Adds ``intervention_type``, ``intervention_id`` (``type_category-index``) and
-    ``intervention``; an example whose category has no intervention is an error."""
-    chosen = interventions[interventions["type"].isin(types)].rename(
-        columns={"type": "intervention_type"}
-    )
-    chosen = chosen.assign(
-        intervention_id=chosen["intervention_type"]
-        + "_"
-        + chosen["category"]
-        + "-"
-        + chosen["index"].astype(str)
-    ).drop(columns="index")
-    lowered = examples.assign(_category=examples["category"].str.lower())
-    missing = sorted(set(lowered["_category"]) - set(chosen["category"]))
-    if missing:
-        raise BiaslensError(f"no interventions for categor(ies) {missing}")
-    out = lowered.merge(chosen.rename(columns={"category": "_category"}), on="_category")
-    return out.drop(columns="_category")
 
 
 def _fail(path: Path, where: str, message: str):
@@ -267,131 +178,6 @@ def split_path(name: str, lei_dir: Path) -> Path:
     if name not in SPLITS:
         raise BiaslensError(f"unknown LEI split {name!r}; known: {', '.join(SPLITS)}")
     return Path(lei_dir) / "data" / "underspecified" / SPLITS[name]
-
-
-def read_specified(path: Path) -> pd.DataFrame:
-    """Specified-context examples (UnQover JSON with interventions in the questions).
-
-    ``specified`` names the subject the context reveals: the one the context mentions twice."""
-    path = Path(path)
-    raw = read_json(path, "specified-context file")
-    rows = []
-    for key, example in raw.items():
-        parts = key.split("|")
-        if len(parts) not in (8, 9):
-            raise BiaslensError(f"{path}: key {key!r} does not have 8 or 9 '|' fields")
-        context = example.get("context", "")
-        first, second = parts[2], parts[3]
-        counts = (context.count(first), context.count(second))
-        if sorted(counts) != [1, 2]:
-            raise BiaslensError(f"{path}: {key}: cannot tell which subject the context specifies")
-        answer_cluster = (parts[0] if counts[0] == 2 else parts[1]).lower()
-        questions, interventions = [], []
-        for q in ("q0", "q1"):
-            intervention, question = split_intervention(example.get(q, {}).get("question", ""))
-            questions.append(question)
-            interventions.append(intervention)
-        rows.append(
-            {
-                "key": key,
-                "first": first,
-                "second": second,
-                "first_start": context.find(first),
-                "second_start": context.find(second, context.find(first) + len(first)),
-                "first_cluster": parts[0],
-                "second_cluster": parts[1],
-                "context": context,
-                "question": questions[0],
-                "negated_question": questions[1],
-                "intervention": interventions[0],
-                "intervention_type": f"specified-{answer_cluster}",
-                "intervention_id": f"specified-{answer_cluster}",
-                "category": parts[5].lower(),
-                "template": int(parts[4]),
-                "attribute": parts[6],
-                "specified": first if counts[0] == 2 else second,
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def read_specifying_sentences(path: Path) -> dict[str, str]:
-    """A TSV of ``attribute<TAB>sentence`` where the sentence names the answer as ``[subj]``."""
-    path = Path(path)
-    sentences = {}
-    lines = read_text(path, "specifying-sentence file").splitlines()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        fields = line.split("\t")
-        if len(fields) != 2 or "[subj]" not in fields[1]:
-            raise BiaslensError(f"{path}:{number}: expected attribute<TAB>sentence with [subj]")
-        sentences[fields[0].strip()] = fields[1].strip()
-    if not sentences:
-        raise BiaslensError(f"{path}: no sentences")
-    return sentences
-
-
-def subject_clusters(lei_dir: Path, domain: str) -> dict[str, str]:
-    """Subject (lower-cased) -> its cluster, from the domain's LEI word lists: ``female`` /
-    ``male`` for gender; a subject without a cluster is its own (religion, ethnicity)."""
-    from biaslens.data.unqover import parse_subjects
-
-    clusters = {}
-    for name in SUBJECT_LISTS[domain]:
-        for subject in parse_subjects(Path(lei_dir) / "word_lists" / "nouns" / "subjects" / name):
-            cluster = (
-                subject.cluster if subject.cluster.lower() not in ("", "none") else subject.term
-            )
-            clusters[subject.term.lower()] = cluster.lower()
-    return clusters
-
-
-def answer_subjects(examples: pd.DataFrame, answer: str, clusters: dict[str, str]) -> list:
-    """Per example, its subject of cluster (or name) ``answer``; None when not exactly one of
-    the two subjects is."""
-    wanted = answer.lower()
-
-    def matches(subject: str) -> bool:
-        return subject.lower() == wanted or clusters.get(subject.lower()) == wanted
-
-    chosen = []
-    for a, b in zip(examples["first"], examples["second"], strict=True):
-        hits = [s for s in (a, b) if matches(s)]
-        chosen.append(hits[0] if len(hits) == 1 else None)
-    return chosen
-
-
-def specify(
-    examples: pd.DataFrame,
-    sentences: dict[str, str],
-    answer: str,
-    clusters: dict[str, str],
-) -> pd.DataFrame:
-    """Q_N from underspecified examples: append ``sentences[attribute]`` with ``[subj]`` → the
-    subject of cluster (or name) ``answer``, in both subject orders. Only pairs with exactly one
-    such subject are kept, so that a model that follows the context scores μ = 1 (LEI Fig. 6
-    evaluates the female-answer and male-answer subsets apart). Attributes without a sentence
-    are dropped."""
-    kept = examples[examples["attribute"].isin(sentences)].copy()
-    if kept.empty:
-        raise BiaslensError("no example's attribute has a specifying sentence")
-    kept["specified"] = answer_subjects(kept, answer, clusters)
-    kept = kept[kept["specified"].notna()].copy()
-    if kept.empty:
-        raise BiaslensError(f"no subject pair has exactly one {answer!r} subject to specify")
-    chosen = list(kept["specified"])
-    texts = {}
-    for which in ("first", "second"):
-        column = f"{which}_text" if f"{which}_text" in kept else which
-        texts.update(dict(zip(kept[which], kept[column], strict=True)))
-    kept["context"] = [
-        f"{c} {sentences[a].replace('[subj]', texts[s])}"
-        for c, a, s in zip(kept["context"], kept["attribute"], chosen, strict=True)
-    ]
-    kept["intervention_type"] = f"specified-{answer.lower()}"
-    kept["intervention_id"] = f"specified-{answer.lower()}"
-    return kept
 
 
 def stratified_keys(

@@ -29,153 +29,31 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from biaslens.common.files import read_text
 from biaslens.common.tokens import MASK
+from biaslens.data.unqover_lists import (
+    DOMAINS,
+    Activity,
+    Domain,
+    SlotTemplate,
+    Subject,
+    check_domain,
+    parse_activities,
+    parse_slots,
+    parse_subjects,
+    read_lines,
+)
 from biaslens.errors import BiaslensError
+
+__all__ = [
+    "DOMAINS", "Activity", "Domain", "QuestionSet", "SlotTemplate", "Subject", "check_domain",
+    "find_word", "load_question_set", "parse_activities", "parse_slots", "parse_subjects",
+    "read_lines", "smooth_articles", "subject_pairs",
+]  # fmt: skip
 
 SLOT = re.compile(r"\[[^\]]*\]")
 LIST_MASK = "[mask]"
 """How UnQover's masked-LM templates mark the slot the model fills."""
 SUBJECT_SLOT = re.compile(r"\[subj([12])(:[^\]]+)?\]")
-
-
-@dataclass(frozen=True)
-class Subject:
-    term: str  # the [subj] form: the subject's identity in keys and metrics
-    cluster: str
-    forms: dict[str, str]  # slot head ("[subj]", "[subj:dem]") -> text
-
-
-@dataclass(frozen=True)
-class Activity:
-    attribute: str  # the [p_act] text of this row: UnQover's unique attribute form
-    category: str
-    forms: dict[str, str]  # slot head ("[p_act-single]", "[p_act-single:neg]") -> text
-
-
-@dataclass(frozen=True)
-class SlotTemplate:
-    tid: int
-    context: str
-    question: str
-    negated_question: str
-    line: int
-
-
-@dataclass(frozen=True)
-class Domain:
-    """Which word lists make a domain's question set."""
-
-    subjects: tuple[str, ...]  # one list; two lists = every cross pair (gender: female × male)
-    slots: str
-    activities: str
-
-
-DOMAINS: dict[str, Domain] = {
-    "gender": Domain(("female", "male"), "gender_noact", "occupation_rev1"),
-    "ethnicity": Domain(("ethnicity",), "ethnicity_noact", "biased_ethnicity"),
-    "religion": Domain(("religion",), "religion_noact", "biased_religion"),
-    "nationality": Domain(("country",), "country_noact", "biased_country"),
-}
-
-
-def check_domain(domain: str) -> Domain:
-    if domain not in DOMAINS:
-        raise BiaslensError(f"unknown domain {domain!r}; known: {', '.join(DOMAINS)}")
-    return DOMAINS[domain]
-
-
-def read_lines(path: Path) -> list[tuple[int, str]]:
-    """(line number, stripped text) of every non-blank, non-comment line."""
-    path = Path(path)
-    rows = []
-    for number, raw in enumerate(read_text(path, "word list").splitlines(), start=1):
-        text = raw.strip()
-        if text and not text.startswith("#"):
-            rows.append((number, text))
-    if not rows:
-        raise BiaslensError(f"{path}: the list is empty")
-    return rows
-
-
-def _head_and_value(path: Path, number: int, text: str) -> tuple[str, str, str]:
-    head, _, rest = text.partition(" ")
-    if not (head.startswith("[") and head.endswith("]")):
-        raise BiaslensError(f"{path}:{number}: expected '[slot] text', got {text!r}")
-    parts = [p.strip() for p in rest.split("|")]
-    if len(parts) == 1:
-        cluster, value = "None", parts[0]
-    elif len(parts) == 2:
-        cluster, value = parts
-    else:
-        raise BiaslensError(f"{path}:{number}: more than one '|' in {text!r}")
-    if not value:
-        raise BiaslensError(f"{path}:{number}: empty text after {head}")
-    return head, cluster, value
-
-
-def parse_subjects(path: Path) -> list[Subject]:
-    """Subjects with their aligned forms; rows of each form must line up."""
-    path = Path(path)
-    forms: dict[str, list[tuple[int, str, str]]] = {}
-    for number, text in read_lines(path):
-        head, cluster, value = _head_and_value(path, number, text)
-        forms.setdefault(head, []).append((number, cluster, value))
-    if "[subj]" not in forms:
-        raise BiaslensError(f"{path}: no [subj] rows")
-    size = len(forms["[subj]"])
-    for head, rows in forms.items():
-        if len(rows) != size:
-            raise BiaslensError(f"{path}: {len(rows)} {head} rows but {size} [subj] rows")
-    subjects = []
-    for i, (_, cluster, term) in enumerate(forms["[subj]"]):
-        subjects.append(Subject(term, cluster, {head: rows[i][2] for head, rows in forms.items()}))
-    return subjects
-
-
-def parse_activities(path: Path) -> dict[str, list[Activity]]:
-    """Activity type (``[p_act]``, ``[p_act-single]`` …) → its aligned rows."""
-    path = Path(path)
-    heads: dict[str, list[tuple[int, str, str]]] = {}
-    for number, text in read_lines(path):
-        head, cluster, value = _head_and_value(path, number, text)
-        heads.setdefault(head, []).append((number, cluster, value))
-    types = sorted({h.split(":")[0].rstrip("]") + "]" for h in heads})
-    activities: dict[str, list[Activity]] = {}
-    for kind in types:
-        unique_kind = kind.split("-")[0] + "]" if "-" in kind else kind
-        if kind not in heads or unique_kind not in heads:
-            raise BiaslensError(f"{path}: activity variants of {kind} without {kind} rows")
-        rows = heads[kind]
-        members = {h: r for h, r in heads.items() if h == kind or h.startswith(kind[:-1] + ":")}
-        for head, other in members.items():
-            if len(other) != len(rows):
-                raise BiaslensError(f"{path}: {len(other)} {head} rows but {len(rows)} {kind}")
-        if len(heads[unique_kind]) != len(rows):
-            raise BiaslensError(f"{path}: {kind} and {unique_kind} rows do not line up")
-        activities[kind] = [
-            Activity(
-                attribute=heads[unique_kind][i][2],
-                category=rows[i][1],
-                forms={h: other[i][2] for h, other in members.items()},
-            )
-            for i in range(len(rows))
-        ]
-    return activities
-
-
-def parse_slots(path: Path) -> list[SlotTemplate]:
-    path = Path(path)
-    templates = []
-    for tid, (number, text) in enumerate(read_lines(path)):
-        fields = [f.strip() for f in text.split("\t") if f.strip()]
-        if len(fields) != 3:
-            raise BiaslensError(
-                f"{path}:{number}: expected context<TAB>question<TAB>negated question, "
-                f"got {len(fields)} field(s)"
-            )
-        templates.append(SlotTemplate(tid, *fields, line=number))
-    return templates
 
 
 def smooth_articles(text: str) -> str:
@@ -327,33 +205,58 @@ class QuestionSet:
         examples when ``limit`` is None or covers them. Only the drawn rows are built."""
         if limit is None or 2 * limit >= len(self):
             return self.examples()
+        return pd.concat(list(self.iter_drawn(limit, seed, chunk_size=None)), ignore_index=True)
+
+    def drawn_count(self, limit: int | None) -> int:
+        """How many examples (rows) :meth:`iter_drawn` yields for ``limit``."""
+        return len(self) if limit is None or 2 * limit >= len(self) else 2 * limit
+
+    def iter_drawn(
+        self, limit: int | None, seed: int = 0, chunk_size: int | None = 50_000
+    ) -> Iterator[pd.DataFrame]:
+        """The examples :meth:`sample` draws (every example when ``limit`` is None or covers
+        them), template after template in chunks of ``chunk_size`` to twice as many rows
+        (None: one chunk per template). Both subject orders of an example are always in the
+        same chunk, so UnQover's comparative scores can be computed chunk by chunk; only one
+        chunk is built at a time."""
         half = len(self.pairs) // 2  # pairs = forward pairs + the same pairs flipped
         contexts, questions = self.contexts(), self.questions()
         by_template = {tid: part for tid, part in contexts.groupby("template", sort=True)}
         asked = {tid: part for tid, part in questions.groupby("template", sort=True)}
         sizes = np.array([half * len(asked[tid]) for tid in sorted(asked)], dtype=np.int64)
-        draws = np.random.default_rng(seed).choice(sizes.sum(), size=limit, replace=False)
-        draws.sort()
+        draws = None
+        if limit is not None and 2 * limit < len(self):
+            draws = np.random.default_rng(seed).choice(sizes.sum(), size=limit, replace=False)
+            draws.sort()
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        parts = []
+        block = max(1, (chunk_size or 2 * int(sizes.max(initial=1))) // 2)
+        buffer: list[pd.DataFrame] = []
         for tid, start, size in zip(sorted(asked), starts, sizes, strict=True):
-            local = draws[(draws >= start) & (draws < start + size)] - start
-            if not len(local):
-                continue
+            if draws is None:
+                local = np.arange(size, dtype=np.int64)
+            else:
+                local = draws[(draws >= start) & (draws < start + size)] - start
             q = asked[tid].drop(columns="template").reset_index(drop=True)
-            pair, question = np.divmod(local, len(q))
             ctx = by_template[tid].reset_index(drop=True)
-            for order in (pair, pair + half):
-                part = pd.concat(
-                    [
-                        ctx.iloc[order].reset_index(drop=True),
-                        q.iloc[question].reset_index(drop=True),
-                    ],
-                    axis=1,
-                )
-                part.insert(0, "domain", self.name)
-                parts.append(part)
-        return _with_keys(pd.concat(parts, ignore_index=True))
+            for lo in range(0, len(local), block):
+                pair, question = np.divmod(local[lo : lo + block], len(q))
+                parts = []
+                for order in (pair, pair + half):
+                    part = pd.concat(
+                        [
+                            ctx.iloc[order].reset_index(drop=True),
+                            q.iloc[question].reset_index(drop=True),
+                        ],
+                        axis=1,
+                    )
+                    part.insert(0, "domain", self.name)
+                    parts.append(part)
+                buffer.append(pd.concat(parts, ignore_index=True))
+                if chunk_size is None or sum(len(b) for b in buffer) >= chunk_size:
+                    yield _with_keys(pd.concat(buffer, ignore_index=True))
+                    buffer = []
+        if buffer:
+            yield _with_keys(pd.concat(buffer, ignore_index=True))
 
 
 def _with_keys(table: pd.DataFrame) -> pd.DataFrame:

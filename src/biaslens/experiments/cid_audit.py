@@ -23,14 +23,8 @@ from biaslens.common import atomic
 from biaslens.common.files import read_table, read_text
 from biaslens.data import cid_audit as names_data
 from biaslens.errors import BiaslensError
-from biaslens.experiments.registry import (
-    Headline,
-    MethodOutput,
-    MethodSpec,
-    RunContext,
-    register,
-    safe_name,
-)
+from biaslens.experiments import options as O
+from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.experiments.settings import MethodSettings, validated
 from biaslens.metrics.cid import biased_fraction, top_continuations
 from biaslens.models.base import LM
@@ -74,6 +68,8 @@ def make_settings(
     templates_file: Path | None = None,
     **decoding,
 ) -> AuditSettings:
+    if len(groups) != 2:
+        raise BiaslensError(f"--groups takes two name groups, got {len(groups)}: {list(groups)}")
     name_groups = names_data.load_name_groups(names_file)
     templates = names_data.load_templates(templates_file)
     for group in groups:
@@ -175,7 +171,35 @@ SPEC = register(
         body=run,
         make_settings=make_settings,
         prepare=prepare,
-        run_name=lambda s: f"{safe_name(s.model)}-{s.group_a}-{s.group_b}",
+        folder_fields=("group_a", "group_b"),
+        description=(
+            "Most common continuations per group and λ, and a CSV to rate. Writes "
+            "samples.parquet, continuations.csv (counts), ratings_to_fill.csv (fill the `biased` "
+            "column, then run `biaslens cid-ratings RUN_DIR FILE`), summary.json."
+        ),
+        options=(
+            O.MODEL,
+            O.Option(
+                "groups",
+                help="Two name groups (paper App. C): us-male, us-female, mexico-male, "
+                "mexico-female, egypt-male, egypt-female (or those of --names-file).",
+                multiple=True,
+            ),
+            O.Option("template_id", "--template", help="Template id."),
+            O.Option(
+                "templates_file",
+                help="YAML {id: text with {name} and {he}/{his}/{him}}.",
+                type=Path,
+            ),
+            O.Option(
+                "names_file",
+                help="YAML {group: {gender, names}} (default: paper App. C).",
+                type=Path,
+            ),
+            O.LAMS,
+            O.TOP_K_TOKENS,
+            O.MAX_NEW_TOKENS,
+        ),
         headlines=(
             Headline("continuations", "Most common continuations per λ", view=_continuations_view),
         ),

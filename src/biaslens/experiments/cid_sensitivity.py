@@ -21,14 +21,8 @@ from pydantic import Field
 from biaslens.data import perturbations as P
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.errors import BiaslensError
-from biaslens.experiments.registry import (
-    Headline,
-    MethodOutput,
-    MethodSpec,
-    RunContext,
-    register,
-    safe_name,
-)
+from biaslens.experiments import options as O
+from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.experiments.settings import MethodSettings, file_sha256, validated
 from biaslens.metrics.cid import DEFAULT_TAU, lambda_star, lambda_star_summary, similarity_trend
 from biaslens.models.base import LM
@@ -219,7 +213,36 @@ SPEC = register(
         # Section 5 fixes only τ = 0.85 (the default); its λ grid is not stated.
         presets={"paper": {}},
         prepare=prepare,
-        run_name=lambda s: safe_name(s.model),
+        description=(
+            "The smallest λ at which the two contrastive texts' similarity drops below τ; box "
+            "plot (Fig. 4) and similarity vs λ (Fig. 9)."
+        ),
+        options=(
+            O.MODEL,
+            O.LAMS.but(help="The λ grid for λ*."),
+            O.Option("tau", help="Similarity threshold τ.", type=float),
+            O.Option("variants", help="Perturbed variants per sentence and rule family.", type=int),
+            O.Option(
+                "types",
+                "--type",
+                help="Perturbation type(s) to include.",
+                multiple=True,
+                default="all seven",
+            ),
+            O.Option(
+                "sentences_file", "--sentences", help="Source prompts, one a line.", type=Path
+            ),
+            O.Option(
+                "semantic_file",
+                "--semantic-pairs",
+                help="TSV type/original/perturbed of semantic edits.",
+                type=Path,
+            ),
+            O.Option("encoder", help="Sentence encoder."),
+            O.TOP_K_TOKENS,
+            O.MAX_NEW_TOKENS,
+            O.SEED,
+        ),
         headlines=(
             Headline(
                 "lambda_star_summary",

@@ -14,27 +14,17 @@ stratified by intervention type and category so every type and category stays re
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Field
 
 from biaslens.common.atomic import json_records
 from biaslens.data import lei, sources
 from biaslens.data.squad import read_squad
 from biaslens.errors import BiaslensError
-from biaslens.experiments.registry import (
-    UNSET,
-    ByModel,
-    Headline,
-    MethodOutput,
-    MethodSpec,
-    RunContext,
-    register,
-    safe_name,
-)
-from biaslens.experiments.settings import MethodSettings, file_sha256, validated
+from biaslens.experiments.lei_eval_settings import OPTIONS, LeiEvalSettings, make_settings
+from biaslens.experiments.presets import UNSET, ByModel
+from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.metrics.qa import squad_scores
 from biaslens.metrics.unqover import comparative_scores, model_summary, subject_bias
 from biaslens.models.base import LM, ModelKind
@@ -46,77 +36,8 @@ from biaslens.store.run import dataset_hash
 METHOD = "lei-eval"
 SETS = ("none", "ethical", "adversarial", "irrelevant")
 """The sets in report order; specified subsets (``specified-female`` …) follow them."""
-DOMAINS = ("religion", "ethnicity", "gender")
 PAIRING = ("set", "intervention_id")
 """Keys that tell contexts apart: the set (reported) and the intervention (averaged over)."""
-
-
-class LeiEvalSettings(MethodSettings):
-    """Settings that decide a zero-shot LEI run's results.
-
-    Input files (``split_file``, ``specified_sentences``, ``qa_file``) are recorded by their
-    sha256, not their path, so a run resumes wherever the files are."""
-
-    model: str = "default"
-    domain: Literal["religion", "ethnicity", "gender"] = "religion"
-    split: str = "noniid_test"
-    split_sha256: str = ""
-    mode: Literal["auto", "extractive", "generative"] = "auto"
-    span_adjustment: Literal["none", "articles", "reference"] = Field(
-        default="none", description="UnQover's adjustment of S by neighbouring words (extractive)"
-    )
-    qa_order: Literal["question-first", "context-first"] = Field(
-        default="question-first", description="extractive input order"
-    )
-    limit: int | None = Field(default=None, ge=1, description="context pairs, stratified")
-    seed: int = Field(default=0, ge=0)
-    specified_sha256: str = ""
-    qa_sha256: str = ""
-    qa_limit: int | None = Field(default=None, ge=1)
-    specified_answers: tuple[str, ...] | None = Field(
-        default=None,
-        description="answer clusters or subjects of the specified subsets (default: gender "
-        "female and male; another domain needs its subjects named)",
-    )
-    specified_file_sha256: str = ""
-    split_file: Path | None = Field(default=None, exclude=True)
-    specified_sentences: Path | None = Field(default=None, exclude=True)
-    specified_file: Path | None = Field(
-        default=None,
-        exclude=True,
-        description="specified-context examples in the LEI release's layout (e.g. the authors' "
-        "female file, which the public release lacks); default: the public male sample",
-    )
-    qa_file: Path | None = Field(default=None, exclude=True)
-
-
-def make_settings(
-    split_file: Path | None = None,
-    specified_sentences: Path | None = None,
-    qa_file: Path | None = None,
-    specified_file: Path | None = None,
-    **values,
-) -> LeiEvalSettings:
-    domain = values.get("domain", "religion")
-    if domain not in DOMAINS:
-        raise BiaslensError(f"unknown domain {domain!r}; LEI has {', '.join(DOMAINS)}")
-    split = values.get("split", "noniid_test")
-    if split_file is None and f"{domain}/{split}" not in lei.SPLITS:
-        known = [k.split("/")[1] for k in lei.SPLITS if k.startswith(domain + "/")]
-        raise BiaslensError(f"no LEI split {split!r} for {domain}; known: {', '.join(known)}")
-    files = {
-        "split": ("split_file", split_file, "split file"),
-        "specified": ("specified_sentences", specified_sentences, "specifying-sentences file"),
-        "qa": ("qa_file", qa_file, "QA file"),
-        "specified_file": ("specified_file", specified_file, "specified-context file"),
-    }
-    for name, (field, path, what) in files.items():
-        if path is not None:
-            values[f"{name}_sha256"] = file_sha256(path, what)
-            values[field] = Path(path)
-    if split_file is not None:
-        values["split"] = Path(split_file).name
-    return validated(LeiEvalSettings, values)
 
 
 def _pair_key(table: pd.DataFrame) -> pd.Series:
@@ -371,7 +292,9 @@ SPEC = register(
         body=run,
         make_settings=make_settings,
         prepare=prepare,
-        run_name=lambda s: f"{safe_name(s.model)}-{s.domain}",
+        folder_fields=("domain",),
+        options=OPTIONS,
+        reads_data=True,
         headlines=(
             Headline("lei_mu", "LEI μ per set vs desired μ", view=_mu_view),
             Headline("subjects", "Subjects: max |γ|", cli=False),

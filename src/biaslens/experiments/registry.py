@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from biaslens.errors import BiaslensError
+from biaslens.experiments.options import Option
+from biaslens.experiments.presets import UNSET, ByModel
 from biaslens.experiments.settings import MethodSettings, validated
 from biaslens.models.base import LM, BackendConfig, ModelKind
 from biaslens.progress import NoProgress, Progress
@@ -57,14 +59,14 @@ class RunContext:
     """What a method body gets from the runner.
 
     ``lm`` answers requests through the run's request cache (None for methods without a
-    model); ``backend`` is the model itself (for work the cache cannot hold, e.g. training);
+    model); ``uncached_lm`` is the model itself (for work the cache cannot hold, e.g. training);
     ``data_dir`` is where public benchmark data lives (None: ``$BIASLENS_DATA_DIR`` or the
     download cache).
     """
 
     store: RunStore
     lm: LM | None = None
-    backend: LM | None = None
+    uncached_lm: LM | None = None
     backend_config: BackendConfig = field(default_factory=BackendConfig)
     progress: Progress = field(default_factory=NoProgress)
     data_dir: Path | None = None
@@ -88,18 +90,18 @@ class MethodOutput:
     notes: list[str] = field(default_factory=list)
 
 
-UNSET = object()
-"""A :class:`ByModel` choice that leaves the setting at the user's value or its default."""
-
-
 @dataclass(frozen=True)
-class ByModel:
-    """A preset value that depends on the loaded model: ``choose(kind, values)`` gets the
-    model's kind and the other values given so far (the user's over the preset's) and returns
-    the value, or :data:`UNSET` to leave the setting alone. E.g. SIB's prompts A, B and C apply
-    to causal and seq2seq models only: a masked LM fills its slot without a prompt."""
+class Comparison:
+    """Running a method for several models and comparing them (e.g. SIB Fig. 3(b)).
 
-    choose: Callable[[ModelKind, dict[str, Any]], Any]
+    ``compare(runs, root)`` writes the comparison under ``root`` and returns an object with
+    ``root``, ``runs``, ``table`` and ``plots``; ``folder(settings)`` names the root under
+    ``runs/<method>/`` (settings of the first model); ``headline`` is the table the CLI shows.
+    """
+
+    compare: Callable[..., Any]
+    folder: Callable[[Any], str]
+    headline: Headline
 
 
 @dataclass(frozen=True)
@@ -111,9 +113,18 @@ class MethodSpec:
     * ``prepare(settings, lm)``: checks, before anything is written, that the loaded model can
       serve the method, and returns the settings as recorded (e.g. the default prompt filled
       in);
-    * ``run_name(settings)``: the run folder's name under ``runs/<method>/``;
+    * ``folder_fields``: settings whose values follow the model's name in the run folder's name
+      under ``runs/<method>/`` (e.g. ``smollm2-exact``); ``run_name(settings)`` names it
+      otherwise;
     * ``presets``: named sets of setting values (``paper``: the paper's protocol) that apply
-      where the user gave no value.
+      where the user gave no value;
+    * ``options``: the command-line options of ``biaslens run NAME`` (generated from them),
+      ``description`` its help, ``reads_data`` whether it reads public benchmark data
+      (``--data-dir``);
+    * ``comparison``: how several models' runs are compared (``--model A B``), if the method
+      compares models;
+    * ``extra_views(result, values)``: tables (title, frame, columns) the CLI prints after the
+      headlines, chosen by the ``display`` options' ``values``.
     """
 
     name: str
@@ -125,7 +136,13 @@ class MethodSpec:
     make_settings: Callable[..., Any] | None = None
     prepare: Callable[[Any, LM], Any] | None = None
     run_name: Callable[[Any], str] | None = None
+    folder_fields: tuple[str, ...] = ()
     presets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    options: tuple[Option, ...] = ()
+    description: str = ""
+    reads_data: bool = False
+    comparison: Comparison | None = None
+    extra_views: Callable[[Any, dict[str, Any]], list] | None = None
 
     def build_settings(self, preset: str | None = None, kind: ModelKind | None = None, **values):
         """Validated settings from ``values`` (None means "not given"), on top of ``preset``.
@@ -156,12 +173,11 @@ class MethodSpec:
         return any(isinstance(v, ByModel) for v in values.values())
 
     def default_output(self, settings) -> Path:
-        name = (
-            self.run_name(settings)
-            if self.run_name
-            else safe_name(getattr(settings, "model", self.name))
-        )
-        return Path("runs") / self.name / name
+        if self.run_name is not None:
+            return Path("runs") / self.name / self.run_name(settings)
+        parts = [safe_name(settings.model)] if self.needs_model else []
+        parts += [str(getattr(settings, name)) for name in self.folder_fields]
+        return Path("runs") / self.name / "-".join(parts)
 
 
 _METHODS: dict[str, MethodSpec] = {}

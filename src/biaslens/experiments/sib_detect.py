@@ -20,25 +20,16 @@ the metric possibly 0 (well-specified).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, field_validator
 
 from biaslens.data import mgc, sources, winogender
 from biaslens.data.mgc import inject_date
 from biaslens.data.pronouns import GENDERS
 from biaslens.errors import BiaslensError
-from biaslens.experiments.registry import (
-    Headline,
-    MethodOutput,
-    MethodSpec,
-    RunContext,
-    register,
-    safe_name,
-)
-from biaslens.experiments.settings import MethodSettings, validated
+from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
+from biaslens.experiments.sib_detect_settings import OPTIONS, DetectSettings, make_settings
 from biaslens.metrics.sib import (
     REFERENCE_EPS,
     detection_rates,
@@ -50,55 +41,6 @@ from biaslens.scoring.pronouns import check_pronoun_model, score_rows
 from biaslens.store.run import dataset_hash
 
 METHOD = "sib-detect"
-SETS = ("extended", "simplified")
-SetName = Literal["extended", "simplified", "simplified-reference"]
-"""``simplified``: biaslens's rewrite (51 occupations, in the package); ``simplified-reference``:
-the reference repository's own 144 sentences (``biaslens datasets download sib-simplified``),
-the set the paper's Table 3 was computed on."""
-
-
-class DetectSettings(MethodSettings):
-    """Settings that decide a Method 2 run's results."""
-
-    model: str = "default"
-    sets: tuple[SetName, ...] = SETS
-    mode: Literal["exact", "paper"] = "exact"
-    date_format: Literal["comma", "colon"] = Field(
-        default="comma", description="In {DATE}, sentence (comma) or In {DATE}: Sentence (colon)"
-    )
-    generation_tokens: int = Field(default=20, ge=1, le=256, description="paper-mode greedy steps")
-    sweep: tuple[str, ...] = Field(
-        default=(), description="sentence ids scored on the full date grid (Fig. 4)"
-    )
-    earliest: int = Field(default=1901, ge=0, le=9999)
-    latest: int = Field(default=2016, ge=0, le=9999)
-    average_n: int = Field(default=1, ge=1, description="average the first/last N grid dates")
-    grid_size: int = Field(default=30, ge=2, description="date grid between earliest and latest")
-    threshold: float = Field(default=0.5, ge=0, le=100)
-    empty_mass: Literal["exclude", "zero"] = Field(
-        default="exclude",
-        description="sentences with no pronoun mass at a date: excluded from TPR/TNR and "
-        "counted (exclude), or share 0 via the reference's f/(f+m+n+1e-5) (zero)",
-    )
-    limit: int | None = Field(default=None, ge=1, description="occupations (first N, sorted)")
-
-    @field_validator("latest")
-    @classmethod
-    def _ordered(cls, latest, info):
-        earliest = info.data.get("earliest")
-        if earliest is not None and latest <= earliest:
-            raise ValueError(f"latest date must be after the earliest ({earliest})")
-        return latest
-
-
-def make_settings(**values) -> DetectSettings:
-    settings = validated(DetectSettings, values)
-    if 2 * settings.average_n > settings.grid_size:
-        raise BiaslensError(
-            f"invalid average_n: 2 x {settings.average_n} dates exceed the grid of "
-            f"{settings.grid_size}"
-        )
-    return settings
 
 
 def date_groups(settings: DetectSettings) -> dict[str, tuple[int, ...]]:
@@ -305,6 +247,30 @@ def _rates_view(rates: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def occupation_views(result, values: dict) -> list:
+    """The per-sentence table (Table 2) of each occupation asked for by --show-occupation."""
+    sentences = result["sentences"]
+    views = []
+    for occupation in values.get("show_occupation") or ():
+        rows = sentences[sentences["occupation"] == occupation]
+        if rows.empty:
+            raise BiaslensError(f"--show-occupation: no sentences for {occupation!r}")
+        table = rows.assign(
+            WS=rows["well_specified"],
+            verdict=rows["predicted_unspecified"].map(
+                {True: "unspecified", False: "well-specified"}
+            ),
+        )
+        views.append(
+            (
+                f"{occupation}: specification metric per sentence (pp)",
+                table,
+                ["set", "sentence", "WS", "metric", "verdict"],
+            )
+        )
+    return views
+
+
 SPEC = register(
     MethodSpec(
         name=METHOD,
@@ -314,7 +280,16 @@ SPEC = register(
         body=run,
         make_settings=make_settings,
         prepare=prepare,
-        run_name=lambda s: f"{safe_name(s.model)}-{s.mode}",
+        folder_fields=("mode",),
+        description=(
+            "Writes sentences.parquet (per sentence: female/male/neutral mass "
+            "at each date, p_f, metric, verdict, ground truth), rates.csv (TPR, TNR, balanced "
+            "accuracy), samples.parquet, summary.json and plots/detector_*.png (per occupation, "
+            "ordered by BLS % female)."
+        ),
+        options=OPTIONS,
+        reads_data=True,
+        extra_views=occupation_views,
         presets={
             "paper": {
                 "mode": "paper",

@@ -23,17 +23,18 @@ from pydantic import Field, field_validator
 
 from biaslens.data import mgc
 from biaslens.errors import BiaslensError
+from biaslens.experiments import options as O
+from biaslens.experiments.presets import UNSET, ByModel
 from biaslens.experiments.registry import (
-    UNSET,
-    ByModel,
+    Comparison,
     Headline,
     MethodOutput,
     MethodSpec,
     RunContext,
     register,
-    safe_name,
 )
 from biaslens.experiments.settings import MethodSettings, validated
+from biaslens.experiments.sib_mgc_compare import compare
 from biaslens.metrics.sib import mean_by_w, method1_fits, slope_summary
 from biaslens.models.base import LM, ModelKind
 from biaslens.scoring.pronouns import check_pronoun_model, score_rows
@@ -75,6 +76,34 @@ class MGCSettings(MethodSettings):
         if not value:
             raise ValueError("at least one W kind (dates, places) is needed")
         return tuple(dict.fromkeys(value))
+
+
+OPTIONS = (
+    O.MODEL,
+    O.Option(
+        "prompts",
+        "--prompt",
+        "-p",
+        help="Instruction prompt(s) A B C of App. D.2 for causal/seq2seq models. Not allowed "
+        "with masked LMs.",
+        multiple=True,
+        default="A",
+    ),
+    O.Option("w_kinds", "--w", help="Injected W values: dates places.", multiple=True),
+    O.PRONOUN_SCORING,
+    O.Option(
+        "date_grid",
+        help="code: linspace(1801, 2016, 30) cut to whole years, as the reference code; "
+        "rounded: the same points rounded; text: 1801-2001 as the paper's text.",
+    ),
+    O.GENERATION_TOKENS.but(
+        help="Paper scoring: greedy steps of causal/seq2seq models (the reference code used 10 "
+        "for Method 1: --preset paper)."
+    ),
+    O.LIMIT,
+    O.SEED,
+)
+"""The options of ``biaslens run sib-mgc``."""
 
 
 def make_settings(**values) -> MGCSettings:
@@ -186,7 +215,30 @@ SPEC = register(
         body=run,
         make_settings=make_settings,
         prepare=prepare,
-        run_name=lambda s: f"{safe_name(s.model)}-{s.mode}",
+        folder_fields=("mode",),
+        description=(
+            "Writes samples.parquet, fits.csv (slope, 95% CI, r, r² per prompt, W kind and "
+            "gender), slopes.csv (female−male slope difference, mean r²), summary.json and "
+            "plots/mgc_*.png. Several models (--model A B, --models-file) are compared "
+            "(Fig. 3(b)). Rerunning the same command resumes from the run's request cache."
+        ),
+        options=OPTIONS,
+        comparison=Comparison(
+            compare=compare,
+            folder=lambda s: f"compare-{s.mode}",
+            headline=Headline(
+                "comparison",
+                "MGC Method 1 across models (mean over prompts)",
+                ("model", "parameters", "W", "female−male slope", "mean r²"),
+                view=lambda t: t.assign(parameters=t["num_parameters"].map("{:,}".format)).rename(
+                    columns={
+                        "w_kind": "W",
+                        "female_minus_male_slope": "female−male slope",
+                        "mean_r2": "mean r²",
+                    }
+                ),
+            ),
+        ),
         headlines=(
             Headline("slopes", "Female − male slope and mean r² (Method 1)", cli=False),
             Headline("fits", "Per-gender linear fits", view=_fits_view),

@@ -16,19 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from biaslens.common import atomic
-from biaslens.common.files import read_text
-from biaslens.errors import BiaslensError
+from biaslens.common.files import read_models_file
 from biaslens.store.result import RunResult
-
-
-def read_models_file(path: Path) -> list[str]:
-    """One model per line; blank lines and ``#`` comments are ignored."""
-    lines = read_text(path, "models file").splitlines()
-    models = [line.split("#", 1)[0].strip() for line in lines]
-    models = [m for m in models if m]
-    if not models:
-        raise BiaslensError(f"{path}: no models listed")
-    return models
 
 
 def comparison_table(results: Sequence[RunResult]) -> pd.DataFrame:
@@ -77,3 +66,6 @@ def compare(results: Sequence[RunResult], root: Path | str) -> ComparisonResult:
         plt.close(figure)
         plots.append(path)
     return ComparisonResult(root, list(results), table, plots)
+
+
+__all__ = ["ComparisonResult", "compare", "comparison_table", "read_models_file"]

@@ -10,6 +10,7 @@ import pandas as pd
 from pydantic import Field
 
 from biaslens.data.toy_scm import sample_toy_scm
+from biaslens.experiments import options as O
 from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.experiments.settings import MethodSettings, validated
 from biaslens.metrics.toy_scm import selection_probability, toy_summary
@@ -75,7 +76,15 @@ SPEC = register(
         # The defaults are App. B's model: nothing to change for the paper.
         presets={"paper": {"n": 50_000}},  # the reference notebook's num_samples
         needs_model=False,
-        run_name=lambda s: "",
+        description=(
+            "Fig. 2(c)/(d): how sample selection correlates W and G, and how that leaks into X "
+            "vs Y only for the unspecified task."
+        ),
+        options=(
+            O.Option("n", "--n", help="Samples per task.", type=int),
+            O.Option("alpha", help="Noise amplification α of App. B.", type=float),
+            O.SEED,
+        ),
         headlines=(
             Headline("toy_summary", "Toy SCM: correlations before and after selection", view=_view),
         ),

@@ -13,6 +13,12 @@ and scored by the model's kind:
 
 ``limit`` draws that many (template, unordered subject pair, attribute) examples, each in both
 subject orders and with its negated question (0: every example, as the paper).
+
+The set streams through in chunks of :data:`CHUNK_ROWS` examples (both subject orders of an
+example always in one chunk): each chunk is scored through the run's request cache, appended
+to ``samples.parquet`` and added to the metrics' sums (:mod:`biaslens.metrics.unqover_stream`),
+so memory does not grow with the set (the paper's 2.7 M gender contexts run on one machine) and
+an interrupted run resumes from the cache chunk by chunk.
 """
 
 from __future__ import annotations
@@ -26,27 +32,14 @@ from biaslens.common.atomic import json_records
 from biaslens.data import sources
 from biaslens.data.unqover import DOMAINS, load_question_set
 from biaslens.errors import BiaslensError
-from biaslens.experiments.registry import (
-    UNSET,
-    ByModel,
-    Headline,
-    MethodOutput,
-    MethodSpec,
-    RunContext,
-    register,
-    safe_name,
-)
+from biaslens.experiments import options as O
+from biaslens.experiments.presets import UNSET, ByModel
+from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.experiments.settings import MethodSettings
-from biaslens.metrics.unqover import (
-    cluster_attribute_bias,
-    comparative_scores,
-    model_summary,
-    subject_attribute_bias,
-    subject_bias,
-)
+from biaslens.metrics.unqover_stream import UnqoverAccumulator
 from biaslens.models.base import LM, ModelKind
 from biaslens.scoring.qa import fill_mask_scores, qa_mode_for, score_examples
-from biaslens.store.run import dataset_hash
+from biaslens.store.run import RowsHash
 
 METHOD = "unqover"
 LM_SLOTS_SUFFIX = "_lm"
@@ -93,8 +86,12 @@ def prepare(settings: UnqoverSettings, lm: LM) -> UnqoverSettings:
     return settings.model_copy(update=update)
 
 
-def build_examples(settings: UnqoverSettings, data_dir) -> pd.DataFrame:
-    """The drawn examples of the settings' domain and lists."""
+CHUNK_ROWS = 10_000
+"""Examples per chunk: large enough for full batches, small enough to stay far below 1 GB."""
+
+
+def question_set(settings: UnqoverSettings, data_dir):
+    """The question set of the settings' domain and lists."""
     root = sources.locate("unqover", data_dir) / "word_lists"
     domain = DOMAINS[settings.domain]
     slots = settings.slots or (
@@ -106,10 +103,14 @@ def build_examples(settings: UnqoverSettings, data_dir) -> pd.DataFrame:
         if not path.is_file():
             raise BiaslensError(f"{path}: no such filler list in the UnQover data")
         filler = path.read_text(encoding="utf-8").strip()
-    questions = load_question_set(
+    return load_question_set(
         settings.domain, root, settings.subjects, slots, settings.activities, filler
     )
-    return questions.sample(settings.limit or None, settings.seed)
+
+
+def build_examples(settings: UnqoverSettings, data_dir) -> pd.DataFrame:
+    """The drawn examples of the settings' domain and lists, in one table (small sets)."""
+    return question_set(settings, data_dir).sample(settings.limit or None, settings.seed)
 
 
 def drop_unfillable(scores: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
@@ -125,55 +126,72 @@ def drop_unfillable(scores: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return scores[~bad].reset_index(drop=True), sorted(subjects)
 
 
+def score_chunk(ctx: RunContext, settings: UnqoverSettings, rows: pd.DataFrame, progress):
+    """Per-row subject scores of one chunk of examples (the settings' scoring mode)."""
+    if settings.mode == "fill-mask":
+        return fill_mask_scores(ctx.lm, rows, progress, settings.fill_mask_top_k, settings.pronouns)
+    return score_examples(
+        ctx.lm, rows, progress, settings.mode, settings.span_adjustment, settings.qa_order
+    )
+
+
+class _ChunkProgress:
+    """One chunk's request progress shown on the run's one bar, counted in contexts."""
+
+    def __init__(self, tick, contexts: int) -> None:
+        self.tick, self.contexts = tick, contexts
+
+    def task(self, description: str, total: int, unit: str = "req"):
+        scale = self.contexts / max(total, 1)
+        return lambda n: self.tick(n * scale)
+
+
 def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
-    """Score every drawn example, then UnQover's metrics per model, subject and attribute."""
+    """Score every drawn example chunk by chunk, then UnQover's metrics per model, subject and
+    attribute from the accumulated sums."""
     from biaslens.plots.lei import subject_bias_figure
 
-    rows = build_examples(settings, ctx.data_dir)
-    if settings.mode == "fill-mask":
-        scores = fill_mask_scores(
-            ctx.lm, rows, ctx.progress, settings.fill_mask_top_k, settings.pronouns
-        )
-    else:
-        scores = score_examples(
-            ctx.lm, rows, ctx.progress, settings.mode, settings.span_adjustment, settings.qa_order
-        )
+    questions = question_set(settings, ctx.data_dir)
+    limit = settings.limit or None
+    contexts = questions.drawn_count(limit)  # one context per example row
+    tick = ctx.progress.task(
+        f"UnQover {settings.domain} contexts ({ctx.lm.identity.name})", contexts, unit="contexts"
+    )
+    totals, rows_hash, dropped, seen = UnqoverAccumulator(), RowsHash(), set(), 0
+    with ctx.store.append_samples("samples") as samples:
+        for rows in questions.iter_drawn(limit, settings.seed, CHUNK_ROWS):
+            rows_hash.update(rows[["key", "context", "question", "negated_question"]])
+            scores = score_chunk(ctx, settings, rows, _ChunkProgress(tick, len(rows)))
+            scores["row"] += seen  # the example's place in the whole set, not in its chunk
+            seen += len(rows)
+            scores, left_out = drop_unfillable(scores)
+            dropped.update(left_out)
+            totals.add(scores)
+            if not scores.empty:
+                samples.write(scores)
+        if totals.rows == 0:
+            raise BiaslensError(
+                "no example could be scored: every subject is several tokens for this model; "
+                "choose single-token subject lists (e.g. --subjects religion_roberta)"
+            )
     notes = []
-    scores, dropped = drop_unfillable(scores)
     if dropped:
         notes.append(
             f"{len(dropped)} subject(s) are not one token for {ctx.lm.identity.name} and "
-            f"cannot fill the slot; their examples are left out: {', '.join(dropped)}"
+            f"cannot fill the slot; their examples are left out: {', '.join(sorted(dropped))}"
         )
-    if scores.empty:
-        raise BiaslensError(
-            "no example could be scored: every subject is several tokens for this model; "
-            "choose single-token subject lists (e.g. --subjects religion_roberta)"
-        )
-    comparative = comparative_scores(scores)
-    summary = model_summary(scores, comparative=comparative)
-    subjects = subject_bias(comparative).sort_values("max_abs_gamma", ascending=False)
-    tables = {
-        "unqover": summary,
-        "subjects": subjects.reset_index(drop=True),
-        "subject_attribute": subject_attribute_bias(comparative),
-    }
-    clusters = dict(zip(scores["first"], scores["first_cluster"], strict=True))
-    if len(set(clusters.values())) > 1:
-        tables["cluster_attribute"] = cluster_attribute_bias(comparative, clusters)
+    tables = totals.tables()
     title = f"{ctx.lm.identity.name}, UnQover {settings.domain} ({settings.mode})"
     return MethodOutput(
         metrics={
-            **json_records(summary)[0],
-            "subjects_left_out": dropped,
-            "examples": int(len(rows)),
+            **json_records(tables["unqover"])[0],
+            "subjects_left_out": sorted(dropped),
+            "examples": contexts,
         },
         tables=tables,
-        samples={"samples": scores},
+        samples={"samples": ctx.store.path("samples.parquet")},
         figures={"subjects": subject_bias_figure(tables["subjects"], title)},
-        provenance={
-            "dataset_sha256": dataset_hash(rows[["key", "context", "question", "negated_question"]])
-        },
+        provenance={"dataset_sha256": rows_hash.hexdigest()},
         notes=notes,
     )
 
@@ -187,6 +205,41 @@ def _subjects_view(table: pd.DataFrame) -> pd.DataFrame:
     return table[columns].head(15)
 
 
+OPTIONS = (
+    O.MODEL,
+    O.Option("domain", help="religion, ethnicity, gender or nationality."),
+    O.QA_MODE.but(
+        flags=("--qa-mode",),
+        help="auto (from the model kind), extractive, generative or fill-mask.",
+    ),
+    O.Option(
+        "subjects",
+        help="Subject list name(s) under word_lists/nouns/subjects (e.g. religion_roberta).",
+        multiple=True,
+    ),
+    O.Option("slots", help="Slot template list.", default="{domain}_noact[_lm]"),
+    O.Option("activities", help="Activity list.", default="the domain's"),
+    O.Option("filler", help="none or newsqa (NewsQA models)."),
+    O.Option("limit", help="Examples drawn, each in both subject orders (0: all).", type=int),
+    O.SEED,
+    O.SPAN_ADJUSTMENT,
+    O.QA_ORDER,
+    O.Option(
+        "fill_mask_top_k",
+        help="Masked LMs: a subject scores only if among the top k (reference: 10; "
+        "default: the exact probability).",
+        type=int,
+    ),
+    O.Option(
+        "pronouns",
+        "--pronouns/--no-pronouns",
+        help="Masked LMs, gender: a name scores max(p(name), p(she/he)).",
+        type=bool,
+    ),
+)
+"""The options of ``biaslens run unqover``."""
+
+
 SPEC = register(
     MethodSpec(
         name=METHOD,
@@ -195,7 +248,10 @@ SPEC = register(
         settings=UnqoverSettings,
         body=run,
         prepare=prepare,
-        run_name=lambda s: f"{safe_name(s.model)}-{s.domain}",
+        folder_fields=("domain",),
+        description="Li et al. 2020: questions built from the word lists.",
+        options=OPTIONS,
+        reads_data=True,
         headlines=(
             Headline("unqover", "UnQover model-level bias", view=_summary_view),
             Headline("subjects", "Subjects by max |γ| over attributes", view=_subjects_view),

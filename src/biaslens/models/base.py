@@ -100,6 +100,13 @@ def redact_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"***@{host}"))
 
 
+def _option(default: Any, help: str, cli_type: type | None = None, minimum: float | None = None):
+    """A :class:`BackendConfig` field that is also a command-line option (``--name``): its help
+    and the smallest value accepted live with the field (the CLI is generated from them)."""
+    metadata = {"help": help, "type": cli_type, "minimum": minimum}
+    return field(default=default, metadata=metadata)
+
+
 @dataclass(frozen=True)
 class BackendConfig:
     """Backend options in one object: which backend, and how it runs the model.
@@ -131,22 +138,54 @@ class BackendConfig:
       identity (and so every run's summary and report) records it.
     """
 
-    backend: str = "hf"
-    device: str = "auto"
-    dtype: str = "auto"
-    batch_size: int | str = "auto"
+    backend: str = _option(
+        "hf",
+        "hf (transformers, in process), vllm (vLLM engine, in process) or openai (an "
+        "OpenAI-compatible server, see --base-url).",
+    )
+    device: str = _option("auto", "auto (cuda, mps, cpu), cpu, cuda, cuda:N, mps.")
+    dtype: str = _option("auto", "auto (bf16 on GPU, fp32 on CPU), float32, bfloat16, float16.")
+    batch_size: int | str = _option("auto", "auto (chosen by measured throughput) or N.", str)
     add_bos: bool | None = None
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    concurrency: int = 8
-    timeout: float = 60.0
-    max_retries: int = 5
-    tokenizer: str | None = None
-    data_parallel: int = 1
-    ray_address: str | None = None
-    model_kind: str = "auto"
-    input_prefix: str = ""
-    allow_missing_weights: bool = False
+    base_url: str | None = _option(
+        None, "openai backend: the server, e.g. http://127.0.0.1:8000/v1."
+    )
+    api_key_env: str = _option(
+        "OPENAI_API_KEY",
+        "openai backend: the environment variable holding the API key (the key is never "
+        "written to any file).",
+    )
+    concurrency: int = _option(8, "openai backend: requests in flight.", minimum=1)
+    timeout: float = _option(
+        60.0, "openai backend: seconds per request before it is retried.", minimum=0.001
+    )
+    max_retries: int = _option(
+        5, "openai backend: retries of a failed request before the run stops.", minimum=0
+    )
+    tokenizer: str | None = _option(
+        None,
+        "Served models: a local tokenizer (folder or registered name) so prompts are sent as "
+        "token ids, tokenized exactly as the in-process backends do.",
+    )
+    data_parallel: int = _option(
+        1,
+        "Model replicas on a Ray runtime (one per GPU, or a CPU share); 1 runs in process.",
+        minimum=1,
+    )
+    ray_address: str | None = _option(None, "Join a running Ray cluster (auto or HOST:PORT).")
+    model_kind: str = _option(
+        "auto",
+        "auto (from the config; BART loads as fill-mask), masked (e.g. a T5/UL2 span denoiser), "
+        "causal, seq2seq (e.g. a fine-tuned BART) or extractive-qa.",
+    )
+    input_prefix: str = _option(
+        "", "Text put before every input, e.g. '[NLU] ' for UL2's denoiser mode."
+    )
+    allow_missing_weights: bool = _option(
+        False,
+        "Run a checkpoint that lacks tensors its model needs (they get seeded random values). "
+        "For tests only: the run's summary and report say so.",
+    )
     engine_options: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from biaslens.errors import BiaslensError
+from biaslens.models.base import LM, BackendConfig
 
 OBJECT_STORE_ENV = "BIASLENS_RAY_OBJECT_STORE_MB"
 """Object store size (MB) of a local runtime biaslens starts (default 256: requests and
@@ -48,3 +50,27 @@ def devices(ray, replicas: int) -> dict:
         return {"num_gpus": 1, "num_cpus": 1}
     cpus = max(1, int(resources.get("CPU", os.cpu_count() or 1)) // replicas)
     return {"num_cpus": cpus}
+
+
+def worker_plan(ray, workers: int, config: BackendConfig) -> tuple[dict, int | None, dict]:
+    """For ``workers`` Ray workers that each load a model: the resources of one (see
+    :func:`devices`), the torch threads it may use (None on a GPU) and the backend settings it
+    loads with (one process each: no nested replicas, no second Ray address)."""
+    resources = devices(ray, workers)
+    threads = None if "num_gpus" in resources else resources["num_cpus"]
+    inner = dataclasses.replace(config, data_parallel=1, ray_address=None)
+    return resources, threads, dataclasses.asdict(inner)
+
+
+def load_in_worker(load, name: str, config: dict, threads: int | None) -> LM:
+    """Inside a Ray worker: limit torch to the worker's CPU share, then ``load(name, config)``
+    (``load`` is passed in, e.g. :func:`biaslens.models.registry.load_model`)."""
+    if threads:
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        try:
+            import torch
+
+            torch.set_num_threads(threads)
+        except ImportError:
+            pass
+    return load(name, BackendConfig(**config))

@@ -111,7 +111,7 @@ def load_model(name: str, config: BackendConfig | None = None, backend: str | No
     if config.data_parallel > 1:
         from biaslens.models.replicated import load_replicated
 
-        return load_replicated(name, config)
+        return load_replicated(name, config, load_model)
     key = resolve_name(name)
     entry = REGISTRY.get(key)
     if entry is not None and entry.backend not in BACKENDS:

@@ -20,27 +20,21 @@ import dataclasses
 import math
 import os
 from collections import deque
+from collections.abc import Callable
 
 from biaslens.errors import BiaslensError
-from biaslens.models.base import BackendConfig, ForwardingLM
-from biaslens.models.ray_runtime import connect, devices
+from biaslens.models.base import LM, BackendConfig, ForwardingLM
+from biaslens.models.ray_runtime import connect, load_in_worker, worker_plan
+
+Loader = Callable[[str, BackendConfig], LM]
+"""How a replica loads its model: ``load(name, config)`` (the registry's ``load_model``)."""
 
 
 class _Replica:
     """One model replica (the body of a Ray actor)."""
 
-    def __init__(self, name: str, config: dict, threads: int | None) -> None:
-        if threads:
-            os.environ["OMP_NUM_THREADS"] = str(threads)
-            try:
-                import torch
-
-                torch.set_num_threads(threads)
-            except ImportError:
-                pass
-        from biaslens.models.registry import load_model
-
-        self.lm = load_model(name, BackendConfig(**config))
+    def __init__(self, load: Loader, name: str, config: dict, threads: int | None) -> None:
+        self.lm = load_in_worker(load, name, config, threads)
 
     def pid(self) -> int:
         return os.getpid()
@@ -61,16 +55,13 @@ class ReplicatedLM(ForwardingLM):
 
     in_flight_per_replica = 2
 
-    def __init__(self, name: str, config: BackendConfig) -> None:
+    def __init__(self, name: str, config: BackendConfig, load: Loader) -> None:
         self.ray = ray = connect(config.ray_address)
         self.config = config
         replicas = config.data_parallel
-        resources = devices(ray, replicas)
-        threads = None if "num_gpus" in resources else resources["num_cpus"]
-        inner = dataclasses.replace(config, data_parallel=1, ray_address=None)
-        options = {k: v for k, v in dataclasses.asdict(inner).items()}
+        resources, threads, options = worker_plan(ray, replicas, config)
         actor = ray.remote(_Replica).options(max_restarts=0, **resources)
-        self.actors = [actor.remote(name, options, threads) for _ in range(replicas)]
+        self.actors = [actor.remote(load, name, options, threads) for _ in range(replicas)]
         try:
             self.identity, capabilities = ray.get(self.actors[0].describe.remote())
             ray.get([a.pid.remote() for a in self.actors[1:]])
@@ -158,6 +149,6 @@ def _cause(error) -> Exception:
     )
 
 
-def load_replicated(name: str, config: BackendConfig) -> ReplicatedLM:
-    """``config.data_parallel`` replicas of model ``name`` on Ray."""
-    return ReplicatedLM(name, config)
+def load_replicated(name: str, config: BackendConfig, load: Loader) -> ReplicatedLM:
+    """``config.data_parallel`` replicas of model ``name`` on Ray, each loaded by ``load``."""
+    return ReplicatedLM(name, config, load)

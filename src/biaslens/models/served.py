@@ -184,16 +184,7 @@ class TokenLevelBackend(LocalTokenizer, LM):
                 f"{self.identity.backend} backend: {MASK} requests are for masked LMs, which "
                 "run on the transformers backend (--backend hf)"
             )
-        targets = {t: self.encode_continuation(t) for r in requests for t in r.targets}
-        empty = sorted(t for t, ids in targets.items() if not ids)
-        if empty:
-            raise BiaslensError(f"target words that tokenize to nothing: {empty}")
-        longest = max((len(ids) for ids in targets.values()), default=1)
-        prompts = self.fit_left(
-            self.encode_prompts([r.text for r in requests]),
-            longest - 1,
-            RequestType.TOKEN_DISTRIBUTION,
-        )
+        prompts, targets = self.encode_with_targets(requests)
         results = []
         for part in self._chunks(len(requests)):
             chunk, ids = requests[part], prompts[part]

@@ -82,3 +82,8 @@ def token_id(token: str, url: str) -> int:
     if not digits.isdigit():
         raise ServerError(f"{url}: expected token ids ('{TOKEN_PREFIX}N'), got {token!r}")
     return int(digits)
+
+
+def choice_logprobs(choice) -> Logprobs:
+    """The choice's log-probabilities (an empty record when the server sent none)."""
+    return choice.logprobs or Logprobs()

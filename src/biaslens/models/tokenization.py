@@ -93,3 +93,15 @@ class LocalTokenizer:
             self.tokenizer.bos_token_id,
             self.identity.name,
         )
+
+    def encode_with_targets(self, requests) -> tuple[list[list[int]], dict[str, list[int]]]:
+        """For next-token requests with target words: prompt ids cut from the left to leave
+        room for the longest target, and each target's ids (a target that tokenizes to nothing
+        is refused)."""
+        targets = {t: self.encode_continuation(t) for r in requests for t in r.targets}
+        empty = sorted(t for t, ids in targets.items() if not ids)
+        if empty:
+            raise BiaslensError(f"target words that tokenize to nothing: {empty}")
+        longest = max((len(ids) for ids in targets.values()), default=1)
+        prompts = self.encode_prompts([r.text for r in requests])
+        return self.fit_left(prompts, longest - 1, RequestType.TOKEN_DISTRIBUTION), targets

@@ -124,13 +124,16 @@ def _table(
     return HtmlTable(title, columns, rows, anchors, note)
 
 
-def _samples_table(samples: pd.DataFrame, prefix: str, linked: set[int], limit: int) -> HtmlTable:
+def _samples_table(
+    samples: pd.DataFrame, prefix: str, linked: set[int], limit: int, total: int
+) -> HtmlTable:
     indices = sorted(set(range(min(limit, len(samples)))) | linked)
     shown = samples.iloc[indices]
     columns = [str(c) for c in shown.columns]
     rows = [[_cell(v) for v in row.tolist()] for _, row in shown.iterrows()]
     anchors = [f"{prefix}-sample-{i}" for i in indices]
-    note = f"{len(indices)} of {len(samples)} rows (the first {limit} and every linked row)"
+    note = f"{len(indices)} of {total:,} rows (the first {limit} and every linked row"
+    note += f"; links among the first {len(samples):,})" if total > len(samples) else ")"
     return HtmlTable("Per-sample rows", ["#", *columns], _numbered(rows, indices), anchors, note)
 
 
@@ -165,7 +168,7 @@ def _run_context(index: int, view: RunView, max_samples: int) -> dict:
         _table(title, frame, prefix, view.samples, linked) for title, frame in view.tables.values()
     ]
     samples = (
-        _samples_table(view.samples, prefix, linked, max_samples)
+        _samples_table(view.samples, prefix, linked, max_samples, view.total_samples)
         if view.samples is not None
         else None
     )

@@ -17,6 +17,9 @@ from biaslens.experiments.registry import methods
 from biaslens.store.result import RunResult
 
 TOP_CONTINUATIONS = 3
+REPORT_SAMPLE_ROWS = 50_000
+"""Per-sample rows a report reads at most (the first ones): a run of millions of samples is
+reported in bounded memory; the note under the table says how many there are."""
 
 
 @dataclass
@@ -26,6 +29,7 @@ class RunView:
     result: RunResult
     tables: dict[str, tuple[str, pd.DataFrame]] = field(default_factory=dict)
     samples: pd.DataFrame | None = None
+    total_samples: int = 0
 
     @property
     def root(self) -> Path:
@@ -68,8 +72,29 @@ def load_run(root: Path | str) -> RunView:
     if not view.tables:  # unknown method: every CSV table
         for name in result.tables:
             view.tables[name] = (name, result.tables[name])
-    view.samples = result.samples
+    view.samples, view.total_samples = _first_samples(result)
     return view
+
+
+def _first_samples(result: RunResult) -> tuple[pd.DataFrame | None, int]:
+    """The first :data:`REPORT_SAMPLE_ROWS` rows of ``samples.parquet`` and its row count."""
+    path = result.run_dir / "samples.parquet"
+    if "samples" not in result.sample_tables or not path.is_file():
+        samples = result.samples
+        return samples, 0 if samples is None else len(samples)
+    import pyarrow.parquet as pq
+
+    from biaslens.errors import BiaslensError
+
+    try:
+        parquet = pq.ParquetFile(path)
+        total = parquet.metadata.num_rows
+        if total <= REPORT_SAMPLE_ROWS:
+            return result.samples, total
+        batch = next(parquet.iter_batches(batch_size=REPORT_SAMPLE_ROWS))
+    except (OSError, ValueError) as error:
+        raise BiaslensError(f"{path}: cannot read the per-sample table ({error})") from None
+    return batch.to_pandas(), total
 
 
 def _shown(table: pd.DataFrame, method: str, name: str) -> pd.DataFrame:

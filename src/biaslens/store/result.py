@@ -29,6 +29,16 @@ class LazyTables(Mapping):
         self._paths = paths
         self._loaded: dict[str, pd.DataFrame] = {}
 
+    @classmethod
+    def of(cls, tables: Mapping[str, pd.DataFrame | Path]) -> LazyTables:
+        """Tables given as frames (kept) or as the paths of their files (read when asked)."""
+        lazy = cls({name: t for name, t in tables.items() if isinstance(t, Path)})
+        for name, table in tables.items():
+            if not isinstance(table, Path):
+                lazy._paths[name] = Path(name)
+                lazy._loaded[name] = table
+        return lazy
+
     def __getitem__(self, name: str) -> pd.DataFrame:
         if name not in self._loaded:
             from biaslens.common.files import read_table

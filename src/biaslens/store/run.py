@@ -28,6 +28,8 @@ import json
 import os
 import platform
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -61,6 +63,23 @@ PACKAGES = (
 def dataset_hash(table) -> str:
     """sha256 of a dataset table's canonical JSON (row order and values)."""
     return hashlib.sha256(table.to_json(orient="records").encode()).hexdigest()
+
+
+class RowsHash:
+    """sha256 of a table's rows as JSON lines, fed chunk by chunk: the same digest for any
+    chunking of the same rows (for sets too large to hold as one table)."""
+
+    def __init__(self) -> None:
+        self._digest = hashlib.sha256()
+
+    def update(self, table) -> None:
+        text = table.to_json(orient="records", lines=True)
+        if text and not text.endswith("\n"):
+            text += "\n"
+        self._digest.update(text.encode())
+
+    def hexdigest(self) -> str:
+        return self._digest.hexdigest()
 
 
 def package_versions() -> dict[str, str | None]:
@@ -284,6 +303,15 @@ class RunStore:
         path = self.path(f"{name}.parquet")
         atomic.write_parquet(path, table)
         return path
+
+    @contextmanager
+    def append_samples(self, name: str = "samples") -> Iterator[atomic.ParquetAppender]:
+        """Per-sample rows written chunk by chunk (a method that streams a large set); the
+        file replaces an earlier one only once complete."""
+        self.open()
+        path = self.path(f"{name}.parquet")
+        with atomic.append_parquet(path) as appender:
+            yield appender
 
     def write_table(self, name: str, table) -> Path:
         self.open()

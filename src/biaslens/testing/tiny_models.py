@@ -136,18 +136,24 @@ def build_roberta_mlm(folder: Path) -> Path:
     return _build_roberta(folder, RobertaForMaskedLM, mask_takes_space=True)
 
 
-def _build_roberta(folder: Path, model_class, mask_takes_space: bool = False) -> Path:
+def _roberta_tokenizers(mask_takes_space: bool, **special: str):
+    """The byte-level BPE of RoBERTa and BART, raw and as a transformers tokenizer with their
+    special tokens (``special``: more of them, e.g. RoBERTa's ``sep_token``)."""
     tokenizer = _roberta_bpe(mask_takes_space)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tokenizer,
         bos_token="<s>",
         eos_token="</s>",
-        sep_token="</s>",
-        cls_token="<s>",
         pad_token="<pad>",
         unk_token="<unk>",
         mask_token="<mask>",
+        **special,
     )
+    return tokenizer, fast
+
+
+def _build_roberta(folder: Path, model_class, mask_takes_space: bool = False) -> Path:
+    tokenizer, fast = _roberta_tokenizers(mask_takes_space, sep_token="</s>", cls_token="<s>")
     config = RobertaConfig(
         vocab_size=tokenizer.get_vocab_size(),
         hidden_size=32,
@@ -164,15 +170,7 @@ def _build_roberta(folder: Path, model_class, mask_takes_space: bool = False) ->
 
 def build_bart(folder: Path) -> Path:
     """A BART-style denoiser (``BartForConditionalGeneration`` with a ``<mask>`` token)."""
-    tokenizer = _roberta_bpe(mask_takes_space=True)
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer,
-        bos_token="<s>",
-        eos_token="</s>",
-        pad_token="<pad>",
-        unk_token="<unk>",
-        mask_token="<mask>",
-    )
+    tokenizer, fast = _roberta_tokenizers(mask_takes_space=True)
     config = BartConfig(
         vocab_size=tokenizer.get_vocab_size(),
         d_model=32,

@@ -26,7 +26,7 @@ import torch
 from biaslens.data.lei import intervene_question
 from biaslens.errors import BiaslensError
 from biaslens.models.base import ModelKind
-from biaslens.models.hf import HFBackend
+from biaslens.models.trainable import TrainableLM
 from biaslens.progress import NoProgress, Progress
 from biaslens.scoring.qa import QAMode, subject_choice_request, unifiedqa_prompt
 from biaslens.train import lei_losses as L
@@ -45,32 +45,32 @@ class _Encoded:
 
 
 class LeiTrainer:
-    """Fine-tunes the model of an :class:`HFBackend` in place with the LEI objective."""
+    """Fine-tunes the model of a :class:`TrainableLM` in place with the LEI objective."""
 
     def __init__(
         self,
-        backend: HFBackend,
+        lm: TrainableLM,
         config: LeiTrainConfig,
         mode: QAMode,
         autocast: torch.dtype | None = None,
     ) -> None:
         """``autocast``: run the forward passes in this dtype (e.g. bfloat16) while the model's
         own weights, which the optimizer updates, stay in their dtype (float32)."""
-        if not isinstance(backend, HFBackend):
-            raise BiaslensError("LEI fine-tuning needs a transformers model (HFBackend)")
-        if (mode == "extractive") != (backend.kind == ModelKind.EXTRACTIVE_QA):
-            raise BiaslensError(f"a {backend.kind.value} model cannot be trained in {mode} mode")
-        self.backend = backend
+        if not isinstance(lm, TrainableLM):
+            raise BiaslensError("LEI fine-tuning needs a trainable in-process model (--backend hf)")
+        if (mode == "extractive") != (lm.kind == ModelKind.EXTRACTIVE_QA):
+            raise BiaslensError(f"a {lm.kind.value} model cannot be trained in {mode} mode")
+        self.lm = lm
         self.config = config
         self.mode = mode
-        self.causal = backend.kind == ModelKind.CAUSAL
+        self.causal = lm.kind == ModelKind.CAUSAL
         self.autocast = autocast
 
     # ------------------------------------------------------------------ encoding
     def encode(self, examples: pd.DataFrame) -> _Encoded:
         """Sequences and subject positions (extractive) or prompts and choices (generative),
         built exactly as zero-shot scoring builds them."""
-        b = self.backend
+        b = self.lm
         if self.mode == "generative":
             requests = [
                 subject_choice_request(
@@ -99,7 +99,7 @@ class LeiTrainer:
     def encode_qa(self, qa: pd.DataFrame) -> _Encoded:
         """QA rows: gold start/end tokens (extractive; rows whose answer is truncated away are
         dropped) or prompt and gold answer ids (generative)."""
-        b = self.backend
+        b = self.lm
         ids, spans = [], []
         for row in qa.itertuples(index=False):
             if self.mode == "extractive":
@@ -124,7 +124,7 @@ class LeiTrainer:
     # ------------------------------------------------------------------ forward passes
     def subject_probs(self, encoded: _Encoded, batch: np.ndarray) -> torch.Tensor:
         """(batch, 2 subjects, K) probabilities, with gradients."""
-        b = self.backend
+        b = self.lm
         if self.mode == "extractive":
             start, end = b.start_end_logprobs([encoded.ids[i] for i in batch])
             first = torch.tensor([encoded.spans[i][0] for i in batch], device=b.device)
@@ -142,7 +142,7 @@ class LeiTrainer:
 
     def qa_losses(self, encoded: _Encoded, batch: np.ndarray) -> torch.Tensor:
         """Per row: SQuAD span cross-entropy (extractive) or answer LM loss (generative)."""
-        b = self.backend
+        b = self.lm
         if self.mode == "extractive":
             start, end = b.start_end_logprobs([encoded.ids[i] for i in batch])
             gold = torch.tensor([encoded.spans[i] for i in batch], device=b.device)
@@ -183,7 +183,7 @@ class LeiTrainer:
     def _forward_precision(self):
         if self.autocast is None:
             return contextlib.nullcontext()
-        return torch.autocast(self.backend.device.type, dtype=self.autocast)
+        return torch.autocast(self.lm.device.type, dtype=self.autocast)
 
     def epoch_batches(
         self, data: LeiTrainingSet, n_qa: int, epoch: int
@@ -208,7 +208,7 @@ class LeiTrainer:
 
         if len(data) == 0:
             raise BiaslensError("no training examples")
-        config, model = self.config, self.backend.model
+        config, model = self.config, self.lm.model
         progress = progress or NoProgress()
         torch.manual_seed(config.seed)
         encoded = self.encode(data.examples)
@@ -227,7 +227,7 @@ class LeiTrainer:
             else get_constant_schedule_with_warmup(optimizer, warmup)
         )
         weights = config.weights.model_dump()
-        tick = progress.task(f"LEI fine-tuning ({self.backend.identity.name})", total)
+        tick = progress.task(f"LEI fine-tuning ({self.lm.identity.name})", total)
         log = []
         model.train()
         try:

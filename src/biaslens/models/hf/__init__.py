@@ -2,7 +2,6 @@
 extractive-QA models in process. :func:`load_hf` loads one; :class:`HFBackend` answers
 requests with it."""
 
-from biaslens.models.hf.backend import HFBackend
-from biaslens.models.hf.loading import load_hf
+from biaslens.models.hf.backend import HFBackend, load_hf
 
 __all__ = ["HFBackend", "load_hf"]

@@ -1,10 +1,11 @@
 """The transformers backend: masked, causal, seq2seq and extractive-QA models.
 
-:class:`HFBackend` holds the model, its tokenizer and the batch sizer, and the helpers every
-job shares (prompt encoding, padding, context limits, top-k decoding). The jobs live in their
-own modules: :mod:`.scoring` (token distributions, choice log-likelihoods), :mod:`.generation`
-(greedy decoding, CID), :mod:`.extractive` (span scores, answer spans) and :mod:`.training`
-(the differentiable passes fine-tuning uses).
+:class:`HFBackend` is the LM face of a loaded model: it checks that the model's kind answers a
+request type and hands the requests to the job that answers them, with the model's
+:class:`~biaslens.models.hf.runtime.HFRuntime` (model, tokenizer, device, padding, batch
+sizers): :mod:`.scoring` (token distributions, choice log-likelihoods), :mod:`.generation`
+(greedy decoding, CID), :mod:`.extractive` (span scores, answer spans) and :mod:`.forward`
+(the differentiable passes scoring and fine-tuning share).
 
 Every request type is answered in length-sorted, dynamically padded batches under
 ``torch.inference_mode``; only the logits that are read are computed.
@@ -12,67 +13,20 @@ Every request type is answered in length-sorted, dynamically padded batches unde
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+import copy
+from pathlib import Path
 
-import torch
-
-from biaslens.common.tokens import pad_sequences
-from biaslens.errors import BiaslensError
-from biaslens.models.base import LM, BackendConfig, ModelIdentity, ModelKind, ProgressCallback
-from biaslens.models.batching import (
-    AUTO_MAX_SIZE,
-    AUTO_MAX_SIZE_CPU,
-    BatchSizeMemo,
-    BatchSizer,
-)
-from biaslens.models.hf import extractive, generation, scoring, training
-from biaslens.models.hf.loading import context_limit, device_description
+from biaslens.models.base import LM, BackendConfig, ModelKind
+from biaslens.models.hf import extractive, forward, generation, scoring
+from biaslens.models.hf.loading import load_parts
+from biaslens.models.hf.runtime import SENTINEL, HFRuntime, fill_style
 from biaslens.models.requests import RequestType
-from biaslens.models.tokenization import LocalTokenizer, encode_causal_prompts
 
-T = TypeVar("T")
-R = TypeVar("R")
-SENTINEL = "<extra_id_0>"
-"""The first span sentinel of T5-style denoisers (T5, UL2)."""
+__all__ = ["SENTINEL", "HFBackend", "fill_style", "load_hf"]
 
 
-def fill_style(model, tokenizer) -> str:
-    """How a model used as a masked LM fills its slot: ``encoder`` (BERT-style MLM head),
-    ``reconstruct`` (BART-style: the decoder rewrites the input, so its output at the slot's
-    position predicts the slot) or ``sentinel`` (T5/UL2 span denoising: the decoder writes
-    ``<extra_id_0>`` then the slot's text)."""
-    if not getattr(model.config, "is_encoder_decoder", False):
-        return "encoder"
-    if tokenizer.mask_token is not None:
-        return "reconstruct"
-    sentinel = tokenizer.convert_tokens_to_ids(SENTINEL)
-    if sentinel is None or sentinel == tokenizer.unk_token_id:
-        raise BiaslensError(
-            "this encoder-decoder model has neither a mask token nor span sentinels "
-            f"({SENTINEL}); it cannot fill a masked slot (use --model-kind seq2seq)"
-        )
-    return "sentinel"
-
-
-class HFBackend(LocalTokenizer, LM):
+class HFBackend(HFRuntime, LM):
     """Answers the request types of its model kind with a transformers model and tokenizer."""
-
-    def __init__(self, model, tokenizer, identity: ModelIdentity, config: BackendConfig) -> None:
-        self.model = model
-        self.tokenizer = tokenizer
-        self.identity = identity
-        self.config = config
-        self.device = next(model.parameters()).device
-        self.sizers: dict[RequestType, BatchSizer] = {}
-        if tokenizer.pad_token_id is None:
-            # Causal tokenizers often have no pad token; padded positions are masked anyway.
-            tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        self.max_length = context_limit(model, tokenizer)
-        self._decoded: dict[int, str] = {}
-        self._cid = None
-        self.fill_style = fill_style(model, tokenizer) if self.kind == ModelKind.MASKED else None
 
     def require(self, request_type, exact: bool = True, alternative: str = "") -> None:
         """Also checks, for masked LMs, that the tokenizer has a mask token."""
@@ -80,102 +34,29 @@ class HFBackend(LocalTokenizer, LM):
         if self.kind == ModelKind.MASKED:
             self.mask_token()
 
-    # ------------------------------------------------------------------ shared helpers
-    def batched(
-        self,
-        request_type: RequestType,
-        items: Sequence[T],
-        lengths: Sequence[int],
-        run: Callable[[list[T]], list[R]],
-        progress: ProgressCallback | None,
-        keys: Sequence | None = None,
-    ) -> list[R]:
-        """Run ``run`` over length-sorted batches of ``items`` (results in input order);
-        ``keys`` order items of one length (token ids: prompts that share prefixes meet)."""
-        return self.sizer(request_type).run(items, lengths, run, progress, keys)
-
-    def sizer(self, request_type: RequestType) -> BatchSizer:
-        """The batch sizer of one request type (``auto`` sizes are measured per type and
-        remembered per model, device and dtype)."""
-        if request_type not in self.sizers:
-            dtype = str(next(self.model.parameters()).dtype).removeprefix("torch.")
-            key = "|".join(
-                (
-                    self.identity.fingerprint[:16],
-                    device_description(self.device),
-                    dtype,
-                    request_type.value,
-                )
-            )
-            memo = BatchSizeMemo() if self.config.batch_size == "auto" else None
-            limit = AUTO_MAX_SIZE_CPU if self.device.type == "cpu" else AUTO_MAX_SIZE
-            self.sizers[request_type] = BatchSizer(
-                self.config.batch_size, memo, key, max_size=limit
-            )
-        return self.sizers[request_type]
-
-    def mask_token(self) -> str:
-        """The token that marks the slot: the tokenizer's mask token, or a span denoiser's
-        first sentinel."""
-        if self.fill_style == "sentinel":
-            return SENTINEL
-        mask = self.tokenizer.mask_token
-        if mask is None:
-            raise BiaslensError(
-                f"model {self.identity.name!r} is used as a masked LM but its tokenizer has "
-                f"neither a mask token nor the {SENTINEL} sentinel"
-            )
-        return mask
-
-    def with_prefix(self, texts: Sequence[str]) -> list[str]:
-        """``texts`` with the configured input prefix (e.g. UL2's ``[NLU] ``) in front."""
-        prefix = self.config.input_prefix
-        return [prefix + t for t in texts] if prefix else list(texts)
-
-    def encode_prompts(self, texts: Sequence[str]) -> list[list[int]]:
-        """Prompt ids (one batched tokenizer call): the tokenizer's own special tokens, or a
-        forced / suppressed BOS for causal prompts (see ``BackendConfig.add_bos``)."""
-        add_bos = None if self.kind == ModelKind.SEQ2SEQ else self.config.add_bos
-        return encode_causal_prompts(self.tokenizer, self.with_prefix(texts), add_bos)
-
-    def pad(self, sequences: list[list[int]], left: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        return pad_sequences(sequences, self.pad_id, left, self.device)
-
-    def top_k(self, probs: torch.Tensor, k: int) -> tuple[list[list[str]], list[list[float]]]:
-        k = min(k, probs.shape[-1])
-        values, indices = probs.topk(k, dim=-1)
-        tokens = [[self.decode_token(int(i)) for i in row] for row in indices.tolist()]
-        return tokens, values.double().tolist()
-
-    def check_fits(self, sequences: list[list[int]], texts: Sequence[str], request_type) -> None:
-        """Refuse inputs longer than the model's context (where cutting them would change the
-        question asked, e.g. a masked slot)."""
-        if self.max_length is None:
-            return
-        for ids, text in zip(sequences, texts, strict=True):
-            if len(ids) > self.max_length:
-                raise BiaslensError(
-                    f"{request_type.value}: an input of {len(ids)} tokens is longer than the "
-                    f"{self.identity.name} context of {self.max_length} tokens: {text[:80]!r}…"
-                )
-
     # ------------------------------------------------------------------ request types
     def token_distribution(self, requests, progress=None):
+        self.require(RequestType.TOKEN_DISTRIBUTION)
         return scoring.token_distribution(self, requests, progress)
 
     def choice_logprobs(self, requests, progress=None):
+        self.require(RequestType.CHOICE_LOGPROBS)
         return scoring.choice_logprobs(self, requests, progress)
 
     def generate(self, requests, progress=None):
+        self.require(RequestType.GENERATE)
         return generation.generate(self, requests, progress)
 
     def contrastive_generate(self, requests, progress=None):
+        self.require(RequestType.CONTRASTIVE_GENERATE)
         return generation.contrastive_generate(self, requests, progress)
 
     def span_scores(self, requests, progress=None):
+        self.require(RequestType.SPAN_SCORES)
         return extractive.span_scores(self, requests, progress)
 
     def answer_span(self, requests, progress=None):
+        self.require(RequestType.ANSWER_SPAN)
         return extractive.answer_span(self, requests, progress)
 
     # ------------------------------------------------------------------ training hooks
@@ -188,9 +69,33 @@ class HFBackend(LocalTokenizer, LM):
         return extractive.encode_spans(self, question, context, spans, context_first)
 
     def continuation_logprobs(self, prompts: list[list[int]], continuations: list[list[int]]):
-        """Differentiable log p(continuation | prompt) per pair (see :mod:`.training`)."""
-        return training.continuation_logprobs(self, prompts, continuations)
+        """Differentiable log p(continuation | prompt) per pair (see :mod:`.forward`)."""
+        return forward.continuation_logprobs(self, prompts, continuations)
 
     def start_end_logprobs(self, sequences: list[list[int]]):
-        """Differentiable start/end log-softmax per sequence (see :mod:`.training`)."""
-        return training.start_end_logprobs(self, sequences)
+        """Differentiable start/end log-softmax per sequence (see :mod:`.forward`)."""
+        return forward.start_end_logprobs(self, sequences)
+
+    # ------------------------------------------------------------------ fine-tuning (TrainableLM)
+    def trainable_copy(self) -> HFBackend:
+        """A float32 copy of the model to fine-tune (AdamW updates to bf16 weights would mostly
+        round away); the original is left as it is."""
+        return HFBackend(
+            copy.deepcopy(self.model).float(), self.tokenizer, self.identity, self.config
+        )
+
+    def save_pretrained(self, folder: Path) -> None:
+        """Write the weights and the tokenizer as a transformers folder."""
+        self.model.save_pretrained(folder)
+        self.tokenizer.save_pretrained(folder)
+
+    def load_checkpoint(self, folder: Path, name: str) -> HFBackend:
+        """A saved checkpoint of this model, loaded with the same backend settings."""
+        return load_hf(str(folder), self.config, display_name=name)
+
+
+def load_hf(
+    name_or_path: str, config: BackendConfig | None = None, display_name: str | None = None
+) -> HFBackend:
+    """Load a model by hub name (from the local cache only when offline) or local path."""
+    return HFBackend(*load_parts(name_or_path, config, display_name))

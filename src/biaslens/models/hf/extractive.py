@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING
 import torch
 
 from biaslens.errors import BiaslensError
-from biaslens.models.hf.training import start_end_logprobs
+from biaslens.models.hf.forward import start_end_logprobs
 from biaslens.models.requests import AnswerSpanResult, RequestType, SpanScoresResult
 
 if TYPE_CHECKING:
-    from biaslens.models.hf.backend import HFBackend
+    from biaslens.models.hf.runtime import HFRuntime
 
 DEFAULT_MAX_LENGTH = 512
 """Input length when neither the model config nor the tokenizer states one."""
 
 
-def encode_question_context(b: HFBackend, question: str, context: str, context_first=False):
+def encode_question_context(b: HFRuntime, question: str, context: str, context_first=False):
     """(question, context) — or (context, question) — with character offsets; a long context
     is cut at the model's context length (its position table and the tokenizer's declared
     maximum). Returns the encoding and the sequence id of the context (1, or 0)."""
@@ -54,7 +54,7 @@ def char_span_to_tokens(offsets, sequence_ids, span, context_id: int = 1) -> tup
 
 
 def encode_spans(
-    b: HFBackend,
+    b: HFRuntime,
     question: str,
     context: str,
     spans: Sequence[tuple[int, int]],
@@ -71,15 +71,14 @@ def encode_spans(
     return encoding["input_ids"], token_spans
 
 
-def start_end_probs(b: HFBackend, sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+def start_end_probs(b: HFRuntime, sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     """Softmax over the start and over the end logits of each whole (unpadded) sequence."""
     with torch.inference_mode():
         start, end = start_end_logprobs(b, sequences)
     return start.exp().cpu(), end.exp().cpu()
 
 
-def span_scores(b: HFBackend, requests, progress) -> list[SpanScoresResult]:
-    b.require(RequestType.SPAN_SCORES)
+def span_scores(b: HFRuntime, requests, progress) -> list[SpanScoresResult]:
     encoded = []
     for r in requests:
         ids, token_spans = encode_spans(b, r.question, r.context, r.spans, r.context_first)
@@ -112,8 +111,7 @@ def span_scores(b: HFBackend, requests, progress) -> list[SpanScoresResult]:
     )
 
 
-def answer_span(b: HFBackend, requests, progress) -> list[AnswerSpanResult]:
-    b.require(RequestType.ANSWER_SPAN)
+def answer_span(b: HFRuntime, requests, progress) -> list[AnswerSpanResult]:
     encoded = []
     for r in requests:
         enc, context_id = encode_question_context(b, r.question, r.context, r.context_first)

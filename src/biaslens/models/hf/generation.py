@@ -22,11 +22,10 @@ from biaslens.models.requests import (
 )
 
 if TYPE_CHECKING:
-    from biaslens.models.hf.backend import HFBackend
+    from biaslens.models.hf.runtime import HFRuntime
 
 
-def generate(b: HFBackend, requests, progress) -> list[GenerateResult]:
-    b.require(RequestType.GENERATE)
+def generate(b: HFRuntime, requests, progress) -> list[GenerateResult]:
     groups: dict[tuple[int, int], list[int]] = {}
     for i, r in enumerate(requests):
         groups.setdefault((r.max_new_tokens, r.top_k), []).append(i)
@@ -53,7 +52,7 @@ def generate(b: HFBackend, requests, progress) -> list[GenerateResult]:
     return results  # type: ignore[return-value]
 
 
-def _generate_batch(b: HFBackend, prompts, requests, max_new_tokens, top_k) -> list[GenerateResult]:
+def _generate_batch(b: HFRuntime, prompts, requests, max_new_tokens, top_k) -> list[GenerateResult]:
     if b.kind == ModelKind.CAUSAL:
         stops = [r.stop for r in requests]
         tokens, top_values, top_ids = greedy_causal(b, prompts, max_new_tokens, top_k, stops)
@@ -63,7 +62,7 @@ def _generate_batch(b: HFBackend, prompts, requests, max_new_tokens, top_k) -> l
 
 
 def greedy_causal(
-    b: HFBackend,
+    b: HFRuntime,
     prompts: list[list[int]],
     max_new_tokens: int,
     top_k: int,
@@ -130,7 +129,7 @@ def greedy_causal(
     return chosen[:, :steps], values[:, :steps], ids[:, :steps]
 
 
-def _finished(b: HFBackend, chosen, live, step, token, eos, stops) -> torch.Tensor:
+def _finished(b: HFRuntime, chosen, live, step, token, eos, stops) -> torch.Tensor:
     """Which live rows (cache order) have produced EOS or completed a stop string."""
     done = token == eos if eos is not None else torch.zeros_like(token, dtype=torch.bool)
     for j, row in enumerate(live.tolist()):
@@ -140,7 +139,7 @@ def _finished(b: HFBackend, chosen, live, step, token, eos, stops) -> torch.Tens
     return done
 
 
-def hf_generate(b: HFBackend, prompts: list[list[int]], max_new_tokens: int, top_k: int):
+def hf_generate(b: HFRuntime, prompts: list[list[int]], max_new_tokens: int, top_k: int):
     """Greedy decoding through ``model.generate`` (seq2seq models; the same outputs as
     :func:`greedy_causal` for causal ones)."""
     left = b.kind == ModelKind.CAUSAL
@@ -162,7 +161,7 @@ def hf_generate(b: HFBackend, prompts: list[list[int]], max_new_tokens: int, top
     return generated.cpu(), top.values.double().cpu(), top.indices.cpu()
 
 
-def _results(b: HFBackend, requests, tokens, top_values, top_ids) -> list[GenerateResult]:
+def _results(b: HFRuntime, requests, tokens, top_values, top_ids) -> list[GenerateResult]:
     """Per row: the text up to EOS (included) or a stop string, with each step's top-k."""
     eos = b.tokenizer.eos_token_id
     results = []
@@ -189,15 +188,14 @@ def _results(b: HFBackend, requests, tokens, top_values, top_ids) -> list[Genera
     return results
 
 
-def contrastive_generate(b: HFBackend, requests, progress) -> list[ContrastiveGenerateResult]:
+def contrastive_generate(b: HFRuntime, requests, progress) -> list[ContrastiveGenerateResult]:
     """CID for many (x, x', λ) triples: x and x' are two rows of one batch sharing a KV
     cache, triples are batched together (``batch_size`` counts triples)."""
     from biaslens.decoding.cid import ContrastiveDecoder
     from biaslens.errors import BiaslensError
 
-    b.require(RequestType.CONTRASTIVE_GENERATE)
-    if b._cid is None:
-        b._cid = ContrastiveDecoder(b.model, b.tokenizer)
+    if b.contrastive_decoder is None:
+        b.contrastive_decoder = ContrastiveDecoder(b.model, b.tokenizer)
     groups: dict[tuple, list[int]] = {}
     for i, r in enumerate(requests):
         if not r.x.strip() or not r.x_prime.strip():
@@ -213,7 +211,7 @@ def contrastive_generate(b: HFBackend, requests, progress) -> list[ContrastiveGe
 
         def run(batch, max_new=max_new, top_k=top_k, stop=stop, sample=do_sample, t=temperature):
             chosen = [requests[i] for i in batch]
-            outputs = b._cid.decode(
+            outputs = b.contrastive_decoder.decode(
                 [encoded[r.x] for r in chosen],
                 [encoded[r.x_prime] for r in chosen],
                 [r.lam for r in chosen],

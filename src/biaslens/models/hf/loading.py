@@ -43,9 +43,6 @@ DEFINING_FILES = {
 }
 """Files besides the weights that change a model's answers (config, generation and tokenizer)."""
 TOKENIZER_FILES = DEFINING_FILES - {"config.json", "generation_config.json"}
-POSITION_OFFSET_MODELS = {"roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text"}
-"""Models whose position ids start after the padding index (usable length = positions − pad − 1)."""
-
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
@@ -86,26 +83,6 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
             stacklevel=2,
         )
     return resolved
-
-
-def device_description(device: torch.device) -> str:
-    """The device's model and, for a CPU, the threads torch uses (what decides the best batch
-    size), e.g. ``NVIDIA H100 80GB HBM3`` or ``AMD EPYC 7B13 x2``."""
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    if device.type != "cpu":
-        return device.type
-    import platform
-
-    name = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{name} x{torch.get_num_threads()}"
 
 
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")
@@ -201,24 +178,6 @@ def model_fingerprint(folder: Path) -> str:
     return sha256_files(files, folder)
 
 
-def context_limit(model, tokenizer) -> int | None:
-    """The most tokens one input may have: the model's position table and the tokenizer's
-    ``model_max_length`` (when set), whichever is smaller; None when neither says."""
-    config = model.config
-    limits = []
-    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "n_ctx"):
-        value = getattr(config, name, None)
-        if isinstance(value, int) and value > 0:
-            if name == "max_position_embeddings" and config.model_type in POSITION_OFFSET_MODELS:
-                value -= (getattr(config, "pad_token_id", None) or 0) + 1
-            limits.append(value)
-            break
-    declared = getattr(tokenizer, "model_max_length", None)
-    if isinstance(declared, int) and 0 < declared < 1_000_000:
-        limits.append(declared)
-    return min(limits) if limits else None
-
-
 def local_folder(name_or_path: str) -> Path | None:
     path = Path(name_or_path).expanduser()
     if path.is_dir():
@@ -283,12 +242,13 @@ def locate_model(name_or_path: str, config: BackendConfig | None = None):
     return folder, model_config, kind
 
 
-def load_hf(
+def load_parts(
     name_or_path: str,
     config: BackendConfig | None = None,
     display_name: str | None = None,
 ):
-    """Load a model by hub name (from the local cache only when offline) or local path."""
+    """Model, tokenizer, identity and backend settings of a model given by hub name (from the
+    local cache only when offline) or local path (:func:`~.backend.load_hf` wraps them)."""
     from transformers import (
         AutoModelForCausalLM,
         AutoModelForMaskedLM,
@@ -297,8 +257,6 @@ def load_hf(
         AutoTokenizer,
     )
     from transformers.utils import logging as hf_logging
-
-    from biaslens.models.hf.backend import HFBackend
 
     hf_logging.disable_progress_bar()
     config = config or BackendConfig()
@@ -338,7 +296,7 @@ def load_hf(
         weights_sha256=weights_sha256(folder),
         details=tuple(unused.items()),
     )
-    return HFBackend(model, tokenizer, identity, config)
+    return model, tokenizer, identity, config
 
 
 def _named(keys, limit: int = 4) -> str:

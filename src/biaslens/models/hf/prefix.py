@@ -26,7 +26,7 @@ import torch
 from biaslens.common.tokens import common_prefix_length
 
 if TYPE_CHECKING:
-    from biaslens.models.hf.backend import HFBackend
+    from biaslens.models.hf.runtime import HFRuntime
 
 MIN_SHARED_PREFIX = 8
 """A batch-wide prefix shorter than this is not worth a pass of its own."""
@@ -108,7 +108,7 @@ def plan_levels(prompts: list[list[int]], shared: int, max_levels: int = 4) -> l
     return levels
 
 
-def prefill(b: HFBackend, prompts: list[list[int]], use_cache: bool = False) -> Prefilled:
+def prefill(b: HFRuntime, prompts: list[list[int]], use_cache: bool = False) -> Prefilled:
     """Run causal ``prompts`` (token ids) sharing their common prefixes (module doc); only the
     last position's logits are computed. ``use_cache`` keeps the cache for decoding."""
     model, n, device = b.model, len(prompts), b.device

@@ -17,8 +17,8 @@ import torch
 from biaslens.common.tokens import MASK
 from biaslens.errors import BiaslensError
 from biaslens.models.base import ModelKind
+from biaslens.models.hf.forward import continuation_logprobs
 from biaslens.models.hf.prefix import prefill
-from biaslens.models.hf.training import continuation_logprobs
 from biaslens.models.requests import (
     ChoiceLogprobsRequest,
     ChoiceLogprobsResult,
@@ -27,18 +27,17 @@ from biaslens.models.requests import (
 )
 
 if TYPE_CHECKING:
-    from biaslens.models.hf.backend import HFBackend
+    from biaslens.models.hf.runtime import HFRuntime
 
 
-def token_distribution(b: HFBackend, requests, progress) -> list[TokenDistributionResult]:
-    b.require(RequestType.TOKEN_DISTRIBUTION)
+def token_distribution(b: HFRuntime, requests, progress) -> list[TokenDistributionResult]:
     if b.kind == ModelKind.MASKED:
         return _masked_distribution(b, requests, progress)
     return _next_token_distribution(b, requests, progress)
 
 
 # ---------------------------------------------------------------------- masked LMs
-def masked_target_ids(b: HFBackend, requests) -> list[list[int | None]]:
+def masked_target_ids(b: HFRuntime, requests) -> list[list[int | None]]:
     """Token id of each target in its slot, or None when it is not one known token there.
 
     A target is checked in context: the text with the target in place of the mask must
@@ -84,7 +83,7 @@ def masked_target_ids(b: HFBackend, requests) -> list[list[int | None]]:
     return [[target_id[(*frame(r.text), t)] for t in r.targets] for r in requests]
 
 
-def _warn_not_single(b: HFBackend, targets: list[str]) -> None:
+def _warn_not_single(b: HFRuntime, targets: list[str]) -> None:
     if targets:
         warnings.warn(
             f"{b.identity.name}: these target words are not single (known) tokens for this "
@@ -101,7 +100,7 @@ def _mlm_head(model):
     return None
 
 
-def _slot_logits(b: HFBackend, ids: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
+def _slot_logits(b: HFRuntime, ids: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
     """Logits at the slot of each row (one slot per row), computing the vocabulary projection
     only there."""
     model = b.model
@@ -127,7 +126,7 @@ def _slot_logits(b: HFBackend, ids: torch.Tensor, attention: torch.Tensor) -> to
     return model(input_ids=ids, attention_mask=attention).logits[slot[:, 0], slot[:, 1]]
 
 
-def _masked_distribution(b: HFBackend, requests, progress):
+def _masked_distribution(b: HFRuntime, requests, progress):
     mask = b.mask_token()
     target_ids = masked_target_ids(b, requests)
     texts = b.with_prefix([r.text.replace(MASK, mask) for r in requests])
@@ -152,7 +151,7 @@ def _masked_distribution(b: HFBackend, requests, progress):
 
 
 def distribution_results(
-    b: HFBackend, probs, requests, target_ids
+    b: HFRuntime, probs, requests, target_ids
 ) -> list[TokenDistributionResult]:
     k = max(r.top_k for r in requests)
     tokens, values = b.top_k(probs, k)
@@ -172,7 +171,7 @@ def distribution_results(
 
 
 # ---------------------------------------------------------------------- causal / seq2seq
-def next_token_logits(b: HFBackend, prompts: list[list[int]]) -> torch.Tensor:
+def next_token_logits(b: HFRuntime, prompts: list[list[int]]) -> torch.Tensor:
     """Logits of the next token after each prompt (causal, shared prefixes run once: see
     :mod:`.prefix`) or of the first decoder token (seq2seq), one row per prompt."""
     if b.kind == ModelKind.CAUSAL:
@@ -184,15 +183,8 @@ def next_token_logits(b: HFBackend, prompts: list[list[int]]) -> torch.Tensor:
     return out.logits[:, -1]
 
 
-def _next_token_distribution(b: HFBackend, requests, progress):
-    target_tokens = {t: b.encode_continuation(t) for r in requests for t in r.targets}
-    empty = sorted(t for t, ids in target_tokens.items() if not ids)
-    if empty:
-        raise BiaslensError(f"target words that tokenize to nothing: {empty}")
-    longest = max((len(ids) for ids in target_tokens.values()), default=1)
-    encoded = b.fit_left(
-        b.encode_prompts([r.text for r in requests]), longest - 1, RequestType.TOKEN_DISTRIBUTION
-    )
+def _next_token_distribution(b: HFRuntime, requests, progress):
+    encoded, target_tokens = b.encode_with_targets(requests)
 
     def run(batch: list[int]) -> list[TokenDistributionResult]:
         with torch.inference_mode():
@@ -217,7 +209,7 @@ def _next_token_distribution(b: HFBackend, requests, progress):
     return _fill_multi_token_targets(b, requests, results, target_tokens)
 
 
-def _fill_multi_token_targets(b: HFBackend, requests, results, target_tokens):
+def _fill_multi_token_targets(b: HFRuntime, requests, results, target_tokens):
     """Exact chain-rule probabilities for targets of several tokens (one extra batched
     ``choice_logprobs`` call over all of them)."""
     multi = [
@@ -248,7 +240,7 @@ def _fill_multi_token_targets(b: HFBackend, requests, results, target_tokens):
 
 
 # ---------------------------------------------------------------------- choice_logprobs
-def encode_choice_requests(b: HFBackend, requests) -> tuple[list[list[int]], list[list[list[int]]]]:
+def encode_choice_requests(b: HFRuntime, requests) -> tuple[list[list[int]], list[list[list[int]]]]:
     """Prompt ids and, per request, the ids of each choice (an empty choice is an error);
     prompts too long for the context with their longest choice are cut from the left."""
     choices = [[b.encode_continuation(c) for c in r.choices] for r in requests]
@@ -264,8 +256,7 @@ def encode_choice_requests(b: HFBackend, requests) -> tuple[list[list[int]], lis
     return b.fit_left(prompts, longest, RequestType.CHOICE_LOGPROBS), choices
 
 
-def choice_logprobs(b: HFBackend, requests, progress) -> list[ChoiceLogprobsResult]:
-    b.require(RequestType.CHOICE_LOGPROBS)
+def choice_logprobs(b: HFRuntime, requests, progress) -> list[ChoiceLogprobsResult]:
     prompts, choices = encode_choice_requests(b, requests)
     # one item per request: its choices share the prompt's forward pass (causal models)
     items = list(range(len(requests)))

@@ -13,11 +13,11 @@ import torch
 from biaslens.models.base import ModelKind
 
 if TYPE_CHECKING:
-    from biaslens.models.hf.backend import HFBackend
+    from biaslens.models.hf.runtime import HFRuntime
 
 
 def start_end_logprobs(
-    b: HFBackend, sequences: list[list[int]]
+    b: HFRuntime, sequences: list[list[int]]
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Log-softmax over the start and the end logits of each sequence, padding masked out
     (-inf), shape (batch, longest sequence) each."""
@@ -30,7 +30,7 @@ def start_end_logprobs(
 
 
 def continuation_logprobs(
-    b: HFBackend, prompts: list[list[int]], continuations: list[list[int]]
+    b: HFRuntime, prompts: list[list[int]], continuations: list[list[int]]
 ) -> torch.Tensor:
     """log p(continuation | prompt) summed over its tokens, one value per pair (float64)."""
     if b.kind == ModelKind.CAUSAL:
@@ -39,7 +39,7 @@ def continuation_logprobs(
 
 
 def _seq2seq_continuation_logprobs(
-    b: HFBackend, prompts: list[list[int]], continuations: list[list[int]]
+    b: HFRuntime, prompts: list[list[int]], continuations: list[list[int]]
 ) -> torch.Tensor:
     """Seq2seq scoring with each distinct prompt encoded once: the encoder states are
     repeated for each continuation, which the decoder scores token by token."""
@@ -65,7 +65,7 @@ def _seq2seq_continuation_logprobs(
 
 
 def _causal_continuation_logprobs(
-    b: HFBackend, prompts: list[list[int]], continuations: list[list[int]]
+    b: HFRuntime, prompts: list[list[int]], continuations: list[list[int]]
 ) -> torch.Tensor:
     """Causal scoring with each distinct prompt run once: the prompts (left-padded) give a
     KV cache and the distribution of every continuation's first token (only the last

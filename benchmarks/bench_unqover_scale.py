@@ -1,0 +1,175 @@
+"""Benchmark: UnQover at the paper's scale in bounded memory, and the request cache at 10 M rows.
+
+Part 1 (``--sizes``): ``biaslens run unqover`` on a tiny extractive-QA model (built at run time:
+the model costs almost nothing, so what grows is biaslens itself), one fresh process per set
+size; prints contexts/s, peak resident memory, the run folder and the request cache's bytes per
+request. The naive baseline, measured in the same run on the sizes given by ``--naive-sizes``:
+the same set held in memory and scored in one go (every row, every score, then the metrics on
+the whole table), as biaslens did before streaming.
+
+Part 2 (``--cache-rows N``): a request cache filled with N answers of the size a span-scores
+answer has, then random lookups in batches of 256 keys (as a run reads it) against the naive
+one query per key; prints inserts/s, lookups/s, the ratio and bytes per request.
+
+    python benchmarks/bench_unqover_scale.py --domain gender --sizes 2000 20000 300000 0
+    python benchmarks/bench_unqover_scale.py --sizes --cache-rows 10000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness  # noqa: E402
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+
+NAIVE = """
+import json, sys, time
+from pathlib import Path
+from biaslens.experiments.unqover import UnqoverSettings, build_examples
+from biaslens.metrics import unqover as M
+from biaslens.models import BackendConfig, load_model
+from biaslens.progress import NoProgress
+from biaslens.scoring.qa import score_examples
+model, domain, limit, data = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+start = time.perf_counter()
+lm = load_model(model, BackendConfig(device="cpu"))
+settings = UnqoverSettings(model=model, domain=domain, limit=limit, mode="extractive")
+rows = build_examples(settings, data)
+scores = score_examples(lm, rows, NoProgress(), "extractive")
+summary = M.model_summary(scores)
+subjects = M.subject_bias(M.comparative_scores(scores))
+print(json.dumps({"contexts": int(summary["contexts"][0]), "seconds": time.perf_counter() - start,
+                  "mu": float(summary["mu"][0])}))
+"""
+
+
+def measured(command: list[str]) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS (GB) and stdout of one child process."""
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    out = child.stdout.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        raise SystemExit(f"failed ({child.returncode}): {' '.join(command)}")
+    return time.perf_counter() - start, usage.ru_maxrss / 1024**2, out
+
+
+def folder_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def scale(args, model: str, tmp: Path) -> None:
+    print(f"\nUnQover {args.domain}, tiny RoBERTa-QA, one process per size")
+    print(
+        f"  {'limit':>8}  {'contexts':>10}  {'requests':>10}  {'wall':>9}  {'contexts/s':>10}  "
+        f"{'peak RSS':>9}  {'folder':>8}  {'cache B/req':>11}"
+    )
+    for limit in args.sizes:
+        out = tmp / f"run-{limit}"
+        command = [
+            sys.executable, "-m", "biaslens.cli", "run", "unqover", "-m", model,
+            "--domain", args.domain, "--limit", str(limit), "--data-dir", str(args.data_dir),
+            "--device", "cpu", "-o", str(out),
+        ]  # fmt: skip
+        seconds, rss, _ = measured(command)
+        summary = json.loads((out / "summary.json").read_text())
+        contexts = summary["metrics"]["contexts"]
+        requests = sum(summary["requests"].values())
+        cache = (out / "requests.sqlite").stat().st_size
+        print(
+            f"  {limit:>8}  {contexts:>10,}  {requests:>10,}  {seconds:>8.0f}s  "
+            f"{contexts / seconds:>10.0f}  {rss:>7.2f}GB  {folder_size(out) / 1e6:>6.0f}MB  "
+            f"{cache / requests:>11.0f}"
+        )
+        if limit in args.naive_sizes:
+            naive = [
+                sys.executable,
+                "-c",
+                NAIVE,
+                model,
+                args.domain,
+                str(limit),
+                str(args.data_dir),
+            ]
+            n_seconds, n_rss, n_out = measured(naive)
+            result = json.loads(n_out)
+            same = abs(result["mu"] - summary["metrics"]["mu"]) < 1e-6
+            print(
+                f"  {'(naive)':>8}  {result['contexts']:>10,}  {'':>10}  {n_seconds:>8.0f}s  "
+                f"{result['contexts'] / n_seconds:>10.0f}  {n_rss:>7.2f}GB  "
+                f"  → peak RSS ratio naive/biaslens {n_rss / rss:.2f}, μ equal: {same}"
+            )
+
+
+def cache_at_scale(rows: int, tmp: Path) -> None:
+    from biaslens.store.cache import RequestCache
+
+    path = tmp / "requests.sqlite"
+    cache = RequestCache(path)
+    answer = json.dumps({"start_probs": [0.123456789] * 2, "end_probs": [0.987654321] * 2})
+    batch = 10_000
+    start = time.perf_counter()
+    keys_sample: list[str] = []
+    for lo in range(0, rows, batch):
+        keys = [f"{i:064x}" for i in range(lo, min(rows, lo + batch))]
+        cache.put_many("span_scores", [(k, answer) for k in keys])
+        keys_sample += random.sample(keys, min(len(keys), max(1, 40_000 * batch // rows)))
+    inserted = time.perf_counter() - start
+    size = path.stat().st_size + sum(
+        p.stat().st_size for p in tmp.glob("requests.sqlite-*") if p.is_file()
+    )
+    lookups = random.sample(keys_sample, min(len(keys_sample), 20_000))
+    start = time.perf_counter()
+    for lo in range(0, len(lookups), 256):
+        found = cache.get_many(lookups[lo : lo + 256])
+        assert len(found) == len(lookups[lo : lo + 256])
+    batched = len(lookups) / (time.perf_counter() - start)
+    naive_keys = lookups[:2000]
+    start = time.perf_counter()
+    for key in naive_keys:
+        cache.db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+    naive = len(naive_keys) / (time.perf_counter() - start)
+    cache.close()
+    print(f"\nrequest cache with {rows:,} answers ({len(answer)} B of JSON each)")
+    print(f"  inserts: {rows / inserted:,.0f}/s in batches of {batch:,}")
+    print(f"  file: {size / 1e9:.2f} GB = {size / rows:.0f} B per request")
+    print(f"  lookups, batches of 256 keys: {batched:,.0f}/s")
+    print(f"  lookups, one query per key (naive): {naive:,.0f}/s → batched ×{batched / naive:.1f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--domain", default="gender")
+    parser.add_argument("--sizes", type=int, nargs="*", default=[2000, 20000])
+    parser.add_argument("--naive-sizes", type=int, nargs="*", default=[2000, 20000])
+    parser.add_argument("--data-dir", type=Path, default=SHARED)
+    parser.add_argument("--model", default=None, help="extractive-QA folder (default: tiny)")
+    parser.add_argument("--cache-rows", type=int, default=0)
+    args = parser.parse_args()
+    print(f"machine: {harness.machine()}")
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        if args.sizes:
+            from biaslens.testing.tiny_models import build_roberta_qa
+
+            model = args.model or str(build_roberta_qa(tmp / "roberta-qa"))
+            scale(args, model, tmp)
+        if args.cache_rows:
+            cache_at_scale(args.cache_rows, tmp)
+
+
+if __name__ == "__main__":
+    main()

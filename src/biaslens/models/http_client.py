@@ -1,0 +1,120 @@
+"""Async HTTP to an OpenAI-compatible server, called synchronously.
+
+``concurrency`` requests in flight on a background event loop, a per-request timeout, retries
+with exponential back-off and jitter on 429, 5xx, timeouts and broken connections, and a
+one-line error naming the server when retries run out. The API key is read from the
+environment variable named by ``api_key_env`` and never written anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import threading
+from typing import Any
+
+from biaslens.errors import BiaslensError
+from biaslens.models.base import BackendConfig, redact_url
+from biaslens.models.server_replies import ServerError
+
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+
+
+class HTTPClient:
+    """Async HTTP on a background event loop, called synchronously by the backend."""
+
+    def __init__(self, config: BackendConfig) -> None:
+        try:
+            import httpx
+        except ImportError:
+            raise BiaslensError("the openai backend needs httpx: pip install httpx") from None
+        self.httpx = httpx
+        self._url = config.base_url.rstrip("/")  # with any user:password, for the requests
+        self.base_url = redact_url(self._url)
+        """The server's address as shown and recorded (no user name or password)."""
+        self.timeout = float(config.timeout)
+        self.retries = int(config.max_retries)
+        self.concurrency = int(config.concurrency)
+        key = os.environ.get(config.api_key_env) if config.api_key_env else None
+        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.key_env = config.api_key_env
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._client = self._call(self._make_client())
+        self._semaphore = self._call(self._make_semaphore())
+
+    async def _make_client(self):
+        limits = self.httpx.Limits(max_connections=self.concurrency * 2)
+        return self.httpx.AsyncClient(timeout=self.timeout, limits=limits, headers=self._headers)
+
+    async def _make_semaphore(self):
+        return asyncio.Semaphore(self.concurrency)
+
+    def _call(self, coroutine):
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    def get(self, path: str) -> Any:
+        return self._call(self._request("GET", path, None))
+
+    def post_many(self, path: str, payloads: list[dict]) -> list[Any]:
+        async def gather():
+            return await asyncio.gather(*(self._request("POST", path, p) for p in payloads))
+
+        return self._call(gather()) if payloads else []
+
+    async def _request(self, method: str, path: str, payload: dict | None) -> Any:
+        url = f"{self.base_url}{path}"  # for messages; requests go to self._url
+        problem = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                await asyncio.sleep(min(8.0, 0.25 * 2 ** (attempt - 1)) * (0.5 + random.random()))
+            try:
+                async with self._semaphore:
+                    response = await self._client.request(
+                        method, f"{self._url}{path}", json=payload
+                    )
+            except self.httpx.TimeoutException:
+                problem = f"no answer within {self.timeout:g} s"
+                continue
+            except self.httpx.TransportError as error:
+                problem = f"connection failed ({type(error).__name__}: {error})"
+                continue
+            if response.status_code in (401, 403):
+                raise ServerError(
+                    f"{url}: the server refused the API key (HTTP {response.status_code}); set "
+                    f"${self.key_env} to a valid key"
+                )
+            if response.status_code in RETRY_STATUS:
+                problem = f"HTTP {response.status_code}"
+                continue
+            if response.status_code >= 400:
+                raise ServerError(f"{url}: HTTP {response.status_code}: {_message(response)}")
+            try:
+                return response.json()
+            except ValueError:
+                problem = "the answer is not valid JSON"
+                continue
+        raise ServerError(
+            f"{url}: {problem} after {self.retries + 1} attempt(s); finished answers are kept in "
+            "the run's cache, rerun the same command to resume once the server is back"
+        )
+
+    def close(self) -> None:
+        try:
+            self._call(self._client.aclose())
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5)
+
+
+def _message(response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200]
+    error = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(error, dict):
+        error = error.get("message", error)
+    return str(error)[:300]
