@@ -101,3 +101,36 @@ def test_cache_key_includes_model_identity_and_request_type(tmp_path):
     assert len(other.computed) == 2
     scored = lm.choice_logprobs([ChoiceLogprobsRequest("p", (" a", " bb"))])
     assert scored[0].logprobs == (-2.0, -3.0)
+
+
+def test_cache_keys_and_stored_answers_are_those_of_dataclasses_asdict():
+    """The request key and the stored answer are built from ``as_fields`` (no deep copy): the
+    JSON must stay byte-identical to ``dataclasses.asdict``'s, or every existing cache would
+    be silently missed."""
+    import dataclasses
+    import json
+
+    from biaslens.models import requests as R
+    from biaslens.store.cache import request_key
+
+    examples = [
+        R.TokenDistributionRequest("The [MASK] ran.", ("she", "he"), 5),
+        R.SpanScoresRequest("Who?", "Ann met Bob.", ((0, 3), (8, 11)), True),
+        R.AnswerSpanRequest("Who?", "Ann met Bob.", 12),
+        R.ChoiceLogprobsRequest("Q:", (" a", " b c")),
+        R.GenerateRequest("Hi", 3, 2, ("\n",)),
+        R.ContrastiveGenerateRequest("x", "y", 5.0, 4, 10, ("!",), True, 0.7, 3),
+        R.TokenDistributionResult((0.1,), ((1, 2),), ("a",), (0.5,)),
+        R.GenerateResult("t", ("t",), (("t", "u"),), ((0.9, 0.1),)),
+    ]
+    for value in examples:
+        assert json.dumps(R.as_fields(value)) == json.dumps(dataclasses.asdict(value))
+        if hasattr(type(value), "request_type"):
+            expected = json.dumps(
+                ["m", type(value).request_type.value, dataclasses.asdict(value)],
+                sort_keys=True,
+                ensure_ascii=False,
+            )
+            import hashlib
+
+            assert request_key("m", value) == hashlib.sha256(expected.encode()).hexdigest()

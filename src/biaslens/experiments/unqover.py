@@ -249,7 +249,12 @@ SPEC = register(
         body=run,
         prepare=prepare,
         folder_fields=("domain",),
-        description="Li et al. 2020: questions built from the word lists.",
+        description=(
+            "Li et al. 2020, questions built from the word lists. --limit 0 takes the whole "
+            "set (the paper's scale: gender has 2.7 M examples), streamed chunk by chunk in "
+            "bounded memory. Writes unqover.csv, subjects.csv, subject_attribute.csv, "
+            "samples.parquet and plots/subjects.png; a rerun resumes from the request cache."
+        ),
         options=OPTIONS,
         reads_data=True,
         headlines=(

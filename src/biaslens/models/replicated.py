@@ -16,7 +16,6 @@ answers are cached under the same key as a single process's.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 from collections import deque
@@ -25,6 +24,7 @@ from collections.abc import Callable
 from biaslens.errors import BiaslensError
 from biaslens.models.base import LM, BackendConfig, ForwardingLM
 from biaslens.models.ray_runtime import connect, load_in_worker, worker_plan
+from biaslens.models.requests import as_fields
 
 Loader = Callable[[str, BackendConfig], LM]
 """How a replica loads its model: ``load(name, config)`` (the registry's ``load_model``)."""
@@ -47,7 +47,7 @@ class _Replica:
 
 
 def _size(request) -> int:
-    return sum(len(v) for v in dataclasses.asdict(request).values() if isinstance(v, str))
+    return sum(len(v) for v in as_fields(request).values() if isinstance(v, str))
 
 
 class ReplicatedLM(ForwardingLM):

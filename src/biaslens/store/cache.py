@@ -14,7 +14,6 @@ seconds, 60 by default), then stops with a one-line error and leaves the file as
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -27,6 +26,7 @@ from pathlib import Path
 from biaslens.common.files import make_dir
 from biaslens.errors import BiaslensError
 from biaslens.models.base import LM, ForwardingLM, ProgressCallback
+from biaslens.models.requests import as_fields
 
 CHUNK = 256
 BUSY_TIMEOUT_ENV = "BIASLENS_CACHE_BUSY_TIMEOUT"
@@ -63,7 +63,7 @@ def _tuples(value):
 
 def request_key(model_key: str, request) -> str:
     payload = json.dumps(
-        [model_key, type(request).request_type.value, dataclasses.asdict(request)],
+        [model_key, type(request).request_type.value, as_fields(request)],
         sort_keys=True,
         ensure_ascii=False,
     )
@@ -71,7 +71,7 @@ def request_key(model_key: str, request) -> str:
 
 
 def _request_size(request) -> int:
-    return sum(len(v) for v in dataclasses.asdict(request).values() if isinstance(v, str))
+    return sum(len(v) for v in as_fields(request).values() if isinstance(v, str))
 
 
 class RequestCache:
@@ -222,10 +222,7 @@ class CachedLM(ForwardingLM):
             answers = compute([requests[missing[k][0]] for k in chunk])
             self.cache.put_many(
                 request_type.value,
-                [
-                    (k, json.dumps(dataclasses.asdict(a)))
-                    for k, a in zip(chunk, answers, strict=True)
-                ],
+                [(k, json.dumps(as_fields(a))) for k, a in zip(chunk, answers, strict=True)],
             )
             for key, answer in zip(chunk, answers, strict=True):
                 for i in missing[key]:
