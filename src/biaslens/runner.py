@@ -77,51 +77,55 @@ def run_method(
     if output is not None:
         _check_output_method(Path(output), spec.name)
     base = None
-    if spec.needs_model:
-        base = lm if lm is not None else load_model(settings.model, backend)
-        if from_values and spec.preset_depends_on_model(preset):
-            settings = spec.build_settings(
-                preset, kind=base.kind, **{**values, "model": settings.model}
+    try:
+        if spec.needs_model:
+            base = lm if lm is not None else load_model(settings.model, backend)
+            if from_values and spec.preset_depends_on_model(preset):
+                settings = spec.build_settings(
+                    preset, kind=base.kind, **{**values, "model": settings.model}
+                )
+            if spec.prepare is not None:
+                settings = spec.prepare(settings, base)
+            settings = settings.model_copy(update={"model": resolve_name(settings.model)})
+        output = Path(output) if output is not None else spec.default_output(settings)
+        runtime = backend.describe() if spec.needs_model else {}
+        with RunStore(output, spec.name, settings.recorded(), runtime) as store:
+            cached = CachedLM(base, lambda: store.cache) if base is not None else None
+            context = RunContext(
+                store=store,
+                lm=cached,
+                uncached_lm=base,
+                backend_config=backend,
+                progress=progress,
+                data_dir=Path(data_dir) if data_dir is not None else None,
             )
-        if spec.prepare is not None:
-            settings = spec.prepare(settings, base)
-        settings = settings.model_copy(update={"model": resolve_name(settings.model)})
-    output = Path(output) if output is not None else spec.default_output(settings)
-    runtime = backend.describe() if spec.needs_model else {}
-    with RunStore(output, spec.name, settings.recorded(), runtime) as store:
-        cached = CachedLM(base, lambda: store.cache) if base is not None else None
-        context = RunContext(
-            store=store,
-            lm=cached,
-            uncached_lm=base,
-            backend_config=backend,
-            progress=progress,
-            data_dir=Path(data_dir) if data_dir is not None else None,
-        )
-        out = spec.body(context, settings)
-        for name, table in out.tables.items():
-            store.write_table(name, table)
-        for name, table in out.samples.items():
-            if not isinstance(table, Path):  # a Path: streamed into the run folder already
-                store.write_samples(table, name)
-        plots = [_write_figure(store, name, figure) for name, figure in out.figures.items()]
-        provenance: dict[str, Any] = {}
-        if base is not None:
-            provenance = {
-                "model": base.identity.describe(),
-                "backend": backend.describe(),
-                "requests": dict(cached.stats),
-            }
-        random_tensors = dict(base.identity.details).get("random_tensors") if base else None
-        if random_tensors:
-            out.notes.insert(
-                0,
-                f"the model has {random_tensors} random tensor(s) (--allow-missing-weights): "
-                "its numbers are not the checkpoint's",
+            out = spec.body(context, settings)
+            for name, table in out.tables.items():
+                store.write_table(name, table)
+            for name, table in out.samples.items():
+                if not isinstance(table, Path):  # a Path: streamed into the run folder already
+                    store.write_samples(table, name)
+            plots = [_write_figure(store, name, figure) for name, figure in out.figures.items()]
+            provenance: dict[str, Any] = {}
+            if base is not None:
+                provenance = {
+                    "model": base.identity.describe(),
+                    "backend": backend.describe(),
+                    "requests": dict(cached.stats),
+                }
+            random_tensors = dict(base.identity.details).get("random_tensors") if base else None
+            if random_tensors:
+                out.notes.insert(
+                    0,
+                    f"the model has {random_tensors} random tensor(s) (--allow-missing-weights): "
+                    "its numbers are not the checkpoint's",
+                )
+            summary = store.write_summary(
+                out.metrics, **provenance, **out.provenance, notes=list(out.notes)
             )
-        summary = store.write_summary(
-            out.metrics, **provenance, **out.provenance, notes=list(out.notes)
-        )
+    finally:
+        if base is not None and lm is None:  # a model the run loaded, the run releases
+            base.close()
     result = RunResult(
         run_dir=output,
         method=spec.name,

@@ -88,13 +88,18 @@ def print_cache_stats(stats: dict) -> None:
 
 @contextmanager
 def collected_warnings() -> Iterator[None]:
-    """Hold warnings back while progress bars draw; print each distinct one once after."""
+    """Hold warnings back while progress bars draw; print each distinct one once after.
+
+    ``ResourceWarning``s are left out: the garbage collector raises them for objects of
+    earlier work (an unclosed file or event loop) whenever it happens to run, not about this
+    command's results."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             yield
         finally:
-            for message in dict.fromkeys(str(w.message) for w in caught):
+            shown = (w for w in caught if not issubclass(w.category, ResourceWarning))
+            for message in dict.fromkeys(str(w.message) for w in shown):
                 print_warning(message)
 
 

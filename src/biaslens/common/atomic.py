@@ -90,6 +90,7 @@ class ParquetAppender:
     def close(self) -> None:
         if self._writer is not None:
             self._writer.close()
+            self._writer = None
 
 
 @contextmanager
@@ -98,8 +99,10 @@ def append_parquet(path: Path) -> Iterator[ParquetAppender]:
     file appears at ``path`` only when the block ends without an error."""
     with atomic_file(path) as handle:
         appender = ParquetAppender(handle)
-        yield appender
-        appender.close()
+        try:
+            yield appender
+        finally:  # the writer lets go of the file before it is kept or removed
+            appender.close()
 
 
 def remove_stale_temporaries(root: Path) -> int:

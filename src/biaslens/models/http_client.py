@@ -107,6 +107,8 @@ class HTTPClient:
         finally:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=5)
+            if not self._thread.is_alive():
+                self._loop.close()
 
 
 def _message(response) -> str:
