@@ -8,6 +8,7 @@ saved to a temporary folder and is loaded back by tests through the same path us
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -43,6 +44,20 @@ def full_data_dir() -> Path:
     if os.environ.get(REQUIRE_FULL_DATA_ENV) == "1":
         pytest.fail(message)
     pytest.skip(message)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_user_cache(tmp_path_factory) -> Iterator[Path]:
+    """The suite's own user cache (batch-size memo, file hashes): tests neither read what the
+    user's runs remembered nor leave sizes measured while the suite loads the machine."""
+    folder = tmp_path_factory.mktemp("user-cache")
+    previous = os.environ.get("BIASLENS_CACHE_DIR")
+    os.environ["BIASLENS_CACHE_DIR"] = str(folder)
+    yield folder
+    if previous is None:
+        os.environ.pop("BIASLENS_CACHE_DIR", None)
+    else:
+        os.environ["BIASLENS_CACHE_DIR"] = previous
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from biaslens.errors import BiaslensError
-from biaslens.models.batching import AUTO_FIRST_SIZE, BatchSizeMemo, BatchSizer
+from biaslens.models.batching import AUTO_FIRST_SIZE, BatchSizeMemo, BatchSizer, length_bucket
 
 
 def test_results_come_back_in_input_order_and_batches_are_length_sorted():
@@ -19,45 +19,110 @@ def test_results_come_back_in_input_order_and_batches_are_length_sorted():
 
 
 class FakeClock:
-    """Time that advances only when a batch runs: ``tokens / rate(batch size)`` seconds."""
+    """Time that advances only when a batch runs: ``tokens / rate(batch size)`` seconds, times
+    a load factor per batch (``loads``, consumed in order; 1 when exhausted) that stands for
+    other work sharing the cores."""
 
-    def __init__(self, rates: dict[int, float]) -> None:
-        self.now, self.rates = 0.0, rates
+    def __init__(self, rates: dict[int, float], loads=()) -> None:
+        self.now, self.rates, self.loads = 0.0, rates, iter(loads)
 
     def __call__(self) -> float:
         return self.now
 
     def work(self, batch: list) -> list:
-        self.now += len(batch) / self.rates.get(len(batch), 1.0)
+        load = next(self.loads, 1.0)
+        self.now += len(batch) / (self.rates.get(len(batch), 1.0) * load)
         return batch
 
 
-def test_auto_batch_size_doubles_while_throughput_rises_then_settles(tmp_path):
-    # tokens/s by batch size: rises to 32, falls after (a CPU's usual shape)
-    clock = FakeClock({8: 100.0, 16: 150.0, 32: 180.0, 64: 170.0, 128: 120.0})
-    memo = BatchSizeMemo(tmp_path / "sizes.json")
-    sizer = BatchSizer("auto", memo, "model|cpu|float32|token_distribution", clock)
+CPU_SHAPE = {8: 100.0, 16: 150.0, 32: 180.0, 64: 170.0, 128: 120.0}
+"""tokens/s by batch size: rises to 32, falls after (a CPU's usual shape)"""
+KEY = "model|cpu|float32|token_distribution"
+
+
+def recording(clock):
     seen = []
 
     def fn(batch):
         seen.append(len(batch))
         return clock.work(batch)
 
+    return seen, fn
+
+
+def test_auto_batch_size_doubles_while_throughput_rises_then_settles(tmp_path):
+    clock = FakeClock(CPU_SHAPE)
+    memo = BatchSizeMemo(tmp_path / "sizes.json")
+    sizer = BatchSizer("auto", memo, KEY, clock)
+    seen, fn = recording(clock)
     items = list(range(600))
     assert sizer.run(items, [1] * 600, fn) == items
-    # 8 (warm-up, untimed), 8, 16, 32, 64, 128 (clearly slower than 32): settle at 32
-    assert seen[:7] == [8, 8, 16, 32, 64, 128, 32]
-    assert set(seen[6:-1]) == {32} and sizer.settled and sizer.size == 32
-    assert memo.get("model|cpu|float32|token_distribution") == 32
-    # a later run of the same model on the same device starts at 32 without probing
-    again = BatchSizer("auto", memo, "model|cpu|float32|token_distribution", clock)
-    assert again.settled and again.size == 32
+    # 8 (warm-up, untimed), each size twice: 8, 16, 32, 64, 128 (clearly slower than 32)
+    assert seen[:12] == [8, 8, 8, 16, 16, 32, 32, 64, 64, 128, 128, 32]
+    assert set(seen[11:-1]) == {32} and sizer.settled and sizer.size == 32
+    assert memo.get(KEY + "|len1") == 32  # remembered per length bucket
+    assert not sizer.search.revalidated
+    # other request types and other lengths start afresh
     other = BatchSizer("auto", memo, "model|cpu|float32|choice_logprobs", clock)
-    assert not other.settled and other.size == AUTO_FIRST_SIZE
+    other.run(list(range(10)), [1] * 10, clock.work)
+    assert other.search.remembered is None and other.size == AUTO_FIRST_SIZE
+    longer = BatchSizer("auto", memo, KEY, clock)
+    longer.run(list(range(10)), [40] * 10, clock.work)
+    assert longer.search.remembered is None and longer.search.bucket == 32
+
+
+def test_a_remembered_size_is_revalidated_against_its_neighbours(tmp_path):
+    clock = FakeClock(CPU_SHAPE)
+    memo = BatchSizeMemo(tmp_path / "sizes.json")
+    memo.put(KEY + "|len1", 32)
+    sizer = BatchSizer("auto", memo, KEY, clock)
+    seen, fn = recording(clock)
+    sizer.run(list(range(1000)), [1] * 1000, fn)
+    # starts at 32 (warm-up, 2 measures), goes up to 64 and 128 (slower), then down to 16
+    assert seen[:11] == [32, 32, 32, 64, 64, 128, 128, 16, 16, 32, 32]
+    assert sizer.search.revalidated and sizer.size == 32
+    assert set(sizer.rates) == {16, 32, 64, 128}
+
+
+@pytest.mark.parametrize("poisoned", [8, 16, 128, 256])
+def test_a_poisoned_memo_is_corrected_by_the_next_run(tmp_path, poisoned):
+    # a size remembered from a run that shared the cores (or from another machine)
+    clock = FakeClock(CPU_SHAPE)
+    memo = BatchSizeMemo(tmp_path / "sizes.json")
+    memo.put(KEY + "|len1", poisoned)
+    sizer = BatchSizer("auto", memo, KEY, clock, max_size=256)
+    seen, fn = recording(clock)
+    items = list(range(3000))
+    assert sizer.run(items, [1] * 3000, fn) == items
+    assert seen[0] == poisoned  # the remembered size was the starting point
+    assert sizer.search.revalidated and poisoned in sizer.rates and 32 in sizer.rates
+    assert sizer.settled and sizer.size == 32
+    assert memo.get(KEY + "|len1") == 32
+
+
+def test_a_measure_slowed_by_other_work_is_measured_again():
+    # the second batch at 16 runs while other work halves the rate: one more measure is taken
+    clock = FakeClock(CPU_SHAPE, loads=[1, 1, 1, 0.5, 1, 1, 1, 1, 1, 1, 1])
+    sizer = BatchSizer("auto", clock=clock)
+    seen, fn = recording(clock)
+    sizer.run(list(range(1000)), [1] * 1000, fn)
+    assert seen[:7] == [8, 8, 8, 16, 16, 16, 32]
+    assert sizer.search.measures[16] == pytest.approx([75.0, 150.0, 150.0])
+    assert sizer.rates[16] == pytest.approx(150.0) and sizer.size == 32 and sizer.search.stable
+
+
+def test_a_size_settled_under_unsteady_load_is_not_remembered(tmp_path):
+    loads = [0.7**k for k in range(60)]  # other work takes ever more of the cores
+    clock = FakeClock(CPU_SHAPE, loads=loads)
+    memo = BatchSizeMemo(tmp_path / "sizes.json")
+    sizer = BatchSizer("auto", memo, KEY, clock)
+    sizer.run(list(range(2000)), [1] * 2000, clock.work)
+    assert sizer.settled and not sizer.search.stable
+    assert memo.get(KEY + "|len1") is None
 
 
 def test_a_gain_within_noise_keeps_the_smaller_size():
-    clock = FakeClock({8: 100.0, 16: 80.0, 32: 103.0, 64: 60.0})
+    clock = FakeClock({8: 100.0, 16: 90.0, 32: 103.0, 64: 60.0})
     sizer = BatchSizer("auto", clock=clock)
     sizer.run(list(range(300)), [1] * 300, clock.work)
     # 16 is slower but not clearly: probing goes on; 64 is clearly slower and ends it;
@@ -69,7 +134,7 @@ def test_probing_uses_token_counts_not_item_counts():
     # long items first: a batch's throughput is its tokens per second
     clock = FakeClock({})
     sizer = BatchSizer("auto", clock=clock)
-    lengths = [10] * 16 + [1] * 3000
+    lengths = [10] * 16 + [1] * 6000
 
     def fn(batch):
         clock.now += sum(lengths[i] for i in batch) / 100.0  # 100 tokens/s at any size
@@ -77,7 +142,11 @@ def test_probing_uses_token_counts_not_item_counts():
 
     sizer.run(list(range(len(lengths))), lengths, fn)
     assert list(sizer.rates.values()) == pytest.approx([100.0] * len(sizer.rates))  # per token
-    assert sizer.size == 8  # no size is faster: the smallest
+    assert sizer.settled and sizer.size == 8  # no size is faster: the smallest
+
+
+def test_length_buckets():
+    assert [length_bucket(x) for x in ([1], [3], [10, 14], [100] * 5, [])] == [1, 4, 16, 128, 1]
 
 
 def test_auto_batch_size_halves_on_out_of_memory():
@@ -89,8 +158,7 @@ def test_auto_batch_size_halves_on_out_of_memory():
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate")
         return [x * 2 for x in batch]
 
-    clock = FakeClock({})
-    clock.rates = {8: 1.0, 16: 2.0, 32: 4.0, 64: 8.0}  # bigger is always faster
+    clock = FakeClock({8: 1.0, 16: 2.0, 32: 4.0, 64: 8.0})  # bigger is always faster
 
     def timed(batch):
         out = fn(batch)
@@ -101,8 +169,8 @@ def test_auto_batch_size_halves_on_out_of_memory():
     ticks = []
     out = sizer.run(list(range(200)), [1] * 200, timed, ticks.append)
     assert out == [x * 2 for x in range(200)]
-    # 8 (warm-up), 8, 16, 32, 64 fails -> 32 and settled for the rest
-    assert calls[:6] == [8, 8, 16, 32, 64, 32]
+    # 8 (warm-up), 8, 8, 16, 16, 32, 32, 64 fails -> 32 and settled for the rest
+    assert calls[:9] == [8, 8, 8, 16, 16, 32, 32, 64, 32]
     assert sizer.size == 32 and sizer.settled
     assert sum(ticks) == 200
 
@@ -128,3 +196,37 @@ def test_fixed_batch_size_does_not_swallow_errors():
 def test_invalid_batch_size(bad):
     with pytest.raises(BiaslensError, match="batch size"):
         BatchSizer(bad)
+
+
+def test_a_model_run_starts_at_a_poisoned_memo_and_revalidates_it(tiny_models, tmp_path):
+    from biaslens.models import BackendConfig, load_model
+    from biaslens.models.requests import RequestType, TokenDistributionRequest
+
+    requests = [
+        TokenDistributionRequest(f"The worker number {i} said that", (" she", " he"))
+        for i in range(300)
+    ]
+    first = load_model(str(tiny_models["llama"]), BackendConfig(device="cpu"))
+    first.token_distribution(requests[:4])
+    sizer = first.sizer(RequestType.TOKEN_DISTRIBUTION)
+    key = sizer.memo_key(sizer.search.bucket)
+    sizer.memo.put(key, 2)  # a size far too small, as if measured while the cores were busy
+
+    again = load_model(str(tiny_models["llama"]), BackendConfig(device="cpu"))
+    again.token_distribution(requests)
+    search = again.sizer(RequestType.TOKEN_DISTRIBUTION).search
+    assert search.remembered == 2 and search.revalidated
+    assert {2, 4} <= set(search.rates)  # the remembered size and its neighbour were measured
+
+
+def test_work_that_ends_before_settling_leaves_its_best_size_as_a_starting_point(tmp_path):
+    clock = FakeClock(CPU_SHAPE)
+    memo = BatchSizeMemo(tmp_path / "sizes.json")
+    sizer = BatchSizer("auto", memo, KEY, clock)
+    seen, fn = recording(clock)
+    sizer.run(list(range(72)), [1] * 72, fn)  # warm-up, 8, 8, 16, 16, 16 (cut short)
+    assert seen == [8, 8, 8, 16, 16, 16] and not sizer.settled
+    assert memo.get(KEY + "|len1") == 16  # measured twice, faster than 8
+    following = BatchSizer("auto", memo, KEY, clock)
+    following.run(list(range(1000)), [1] * 1000, clock.work)
+    assert following.search.remembered == 16 and following.size == 32

@@ -3,17 +3,27 @@
 ``--batch-size auto`` must be fast, not only safe: on a CPU a batch of 256 is slower than 32
 (padding and cache traffic grow faster than the per-call overhead shrinks), on a GPU the
 opposite holds. So the sizer measures instead of guessing: the first batches of real work run
-at growing sizes (8, 16, 32, …), each timed in tokens per second, until a size is clearly
-slower than the best so far (or memory runs out: an out-of-memory error halves the size); the
-size settles at the fastest one measured, preferring the smaller of two within timing noise.
-The chosen size is remembered per model, device and request type in the user cache, so later
-runs start at it without probing. Results never depend on the batch size.
+at growing sizes (8, 16, 32, …), each size timed on :data:`MEASURES` full batches in tokens per
+second (its rate is the best of them: other work on the machine only ever slows a batch down;
+when the two best disagree by more than :data:`UNSTABLE` one more is taken), until a size is
+clearly slower than the best so far (or memory runs out: an out-of-memory error halves the
+size); the size settles at the fastest one measured, preferring the smaller of two within timing
+noise.
+
+The chosen size is remembered per model, device, dtype, request type and request length (a
+power-of-two bucket of the mean length) in the user cache. A remembered size is where the next
+run starts, not a verdict: it is measured again against its neighbours (twice and half the
+size), and the search moves on in whichever direction is faster, so a size remembered from a
+run that shared the cores with other work is corrected by the next one. Only a size settled on
+stable measures is remembered; work that ends before the search settles leaves its best
+measured size as the next run's starting point. Results never depend on the batch size.
 """
 
 from __future__ import annotations
 
 import gc
 import json
+import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -33,6 +43,13 @@ NOISE = 0.05
 """Sizes whose tokens/s differ by less than this fraction count as equally fast."""
 SLOWER = 0.85
 """Probing stops at a size below this fraction of the best rate measured."""
+MEASURES = 2
+"""Full batches timed per size; the size's rate is the best of them."""
+MAX_MEASURES = 4
+UNSTABLE = 0.25
+"""The two best measures of a size further apart than this fraction are unstable: one more is
+taken (up to :data:`MAX_MEASURES`; a measure slowed by other work is thus left behind), and a
+search that ends on unstable measures is not remembered."""
 MEMO_FILE = "batch_sizes.json"
 
 
@@ -103,14 +120,110 @@ class BatchSizeMemo:
             pass  # a read-only cache only costs a new measurement next time
 
 
+def length_bucket(lengths: Sequence[int]) -> int:
+    """The power of two nearest the mean request length: sizes are remembered per bucket, since
+    the best batch of short prompts is not that of long ones."""
+    mean = sum(lengths) / max(1, len(lengths))
+    return 2 ** round(math.log2(max(1.0, mean)))
+
+
+class SizeSearch:
+    """The batch-size search for requests of one length bucket (module doc).
+
+    ``remembered``: the size a previous run settled on (or its best so far), where the search
+    starts and which it re-validates against its neighbours; None: start at
+    :data:`AUTO_FIRST_SIZE` and double.
+    """
+
+    def __init__(self, remembered: int | None, max_size: int, bucket: int = 0) -> None:
+        self.remembered, self.bucket = remembered, bucket
+        self.max_size = max_size
+        self.size = min(remembered, max_size) if remembered else AUTO_FIRST_SIZE
+        self.settled = False
+        self.stable = True
+        self.warmed = False
+        self.going_up = True
+        self.measures: dict[int, list[float]] = {}  # tokens/s by size, every full batch timed
+
+    @property
+    def rates(self) -> dict[int, float]:
+        """Each measured size's rate: the best of its measures."""
+        return {size: max(rates) for size, rates in self.measures.items()}
+
+    @property
+    def revalidated(self) -> bool:
+        """Whether a remembered size was measured again against a neighbour."""
+        return self.remembered is not None and len(self.measures) > 1
+
+    def best_so_far(self) -> int | None:
+        """The fastest size among those measured fully and steadily (None if none): what a run
+        that ends before the search settles leaves as the next run's starting point."""
+        done = {
+            size: max(rates)
+            for size, rates in self.measures.items()
+            if len(rates) >= MEASURES and _steady(rates)
+        }
+        if not done:
+            return None
+        best = max(done.values())
+        return min(s for s, r in done.items() if r >= best * (1 - NOISE))
+
+    def settle(self, size: int) -> None:
+        self.size, self.settled = size, True
+
+    def observe(self, tokens: int, seconds: float) -> None:
+        """One full batch at the current size took ``seconds``: measure again, move, or settle."""
+        measures = self.measures.setdefault(self.size, [])
+        measures.append(tokens / max(seconds, 1e-9))
+        if len(measures) < MEASURES:
+            return
+        if not _steady(measures):  # the two best disagree: a slowed batch among them
+            if len(measures) < MAX_MEASURES:
+                return
+            self.stable = False
+        following = self._next_size()
+        if following is None:
+            rates = self.rates
+            best = max(rates.values())
+            self.settle(min(s for s, r in rates.items() if r >= best * (1 - NOISE)))
+        else:
+            self.size = following
+
+    def _next_size(self) -> int | None:
+        rates = self.rates
+        best = max(rates.values())
+        here = rates[self.size]
+        if self.going_up:
+            if here >= best * SLOWER and self.size * 2 <= self.max_size:
+                return self.size * 2
+            self.going_up = False
+            smallest = min(rates)
+            # from a remembered size, also look below it while the smallest measured is best
+            if self.remembered is not None and smallest > 1 and rates[smallest] == best:
+                return smallest // 2
+            return None
+        if self.size > 1 and here == best and here > _best_other(rates, self.size) * (1 + NOISE):
+            return self.size // 2
+        return None
+
+
+def _steady(measures: list[float]) -> bool:
+    """Whether the two best measures of a size agree within :data:`UNSTABLE`."""
+    first, second = sorted(measures, reverse=True)[:2]
+    return first <= second * (1 + UNSTABLE)
+
+
+def _best_other(rates: dict[int, float], size: int) -> float:
+    others = [r for s, r in rates.items() if s != size]
+    return max(others) if others else 0.0
+
+
 class BatchSizer:
     """Holds the batch size of one request type of one model.
 
-    A fixed size is used as given. ``"auto"`` measures (module doc): until it settles, each
-    full batch is timed and the next one doubles until one is clearly slower than the best;
-    then the fastest size is kept. An out-of-memory error halves the size and settles.
-    ``memo`` and ``key``
-    remember the settled size across runs; ``clock`` is injectable for tests.
+    A fixed size is used as given. ``"auto"`` searches per length bucket (:class:`SizeSearch`,
+    module doc); an out-of-memory error halves the size and settles. ``memo`` and ``key``
+    remember settled sizes across runs; ``clock`` is injectable for tests.
     """
 
     def __init__(
@@ -123,28 +236,41 @@ class BatchSizer:
     ) -> None:
         parsed = parse_batch_size(batch_size)
         self.auto = parsed == "auto"
+        self.fixed = None if self.auto else int(parsed)
         self.memo, self.key, self.clock, self.max_size = memo, key, clock, max_size
-        remembered = memo.get(key) if (self.auto and memo is not None and key) else None
-        self.size = int(parsed) if not self.auto else remembered or AUTO_FIRST_SIZE
-        self.settled = not self.auto or remembered is not None
-        self.warmed = False
-        self.rates: dict[int, float] = {}  # tokens/s by size
+        self.searches: dict[int, SizeSearch] = {}
+        self.search: SizeSearch | None = None
+        """The search of the latest :meth:`run` (None before the first, or for a fixed size)."""
 
-    def _settle(self, size: int) -> None:
-        self.size, self.settled = size, True
-        if self.memo is not None and self.key:
-            self.memo.put(self.key, size)
+    @property
+    def size(self) -> int:
+        if self.fixed is not None:
+            return self.fixed
+        return self.search.size if self.search is not None else AUTO_FIRST_SIZE
 
-    def _observe(self, tokens: int, seconds: float) -> None:
-        """Throughput of one full batch at the current size: double, or settle."""
-        rate = tokens / max(seconds, 1e-9)
-        self.rates[self.size] = rate
-        best = max(self.rates.values())
-        if rate < best * SLOWER or self.size * 2 > self.max_size:
-            # the smallest size within noise of the best
-            self._settle(min(s for s, r in self.rates.items() if r >= best * (1 - NOISE)))
-        else:
-            self.size *= 2
+    @property
+    def settled(self) -> bool:
+        return self.fixed is not None or (self.search is not None and self.search.settled)
+
+    @property
+    def rates(self) -> dict[int, float]:
+        return self.search.rates if self.search is not None else {}
+
+    def memo_key(self, bucket: int) -> str:
+        return f"{self.key}|len{bucket}"
+
+    def _search_for(self, lengths: Sequence[int]) -> SizeSearch:
+        bucket = length_bucket(lengths)
+        if bucket not in self.searches:
+            remembered = None
+            if self.memo is not None and self.key:
+                remembered = self.memo.get(self.memo_key(bucket))
+            self.searches[bucket] = SizeSearch(remembered, self.max_size, bucket)
+        return self.searches[bucket]
+
+    def _remember(self, search: SizeSearch) -> None:
+        if search.stable and self.memo is not None and self.key:
+            self.memo.put(self.memo_key(search.bucket), search.size)
 
     def run(
         self,
@@ -161,18 +287,22 @@ class BatchSizer:
             order = sorted(range(len(items)), key=lambda i: -lengths[i])
         else:
             order = sorted(range(len(items)), key=lambda i: (-lengths[i], keys[i]))
+        search = self._search_for(lengths) if self.auto and items else None
+        self.search = search if search is not None else self.search
         results: list[R | None] = [None] * len(items)
         start = 0
         while start < len(order):
-            index = order[start : start + self.size]
+            size = search.size if search is not None else self.size
+            index = order[start : start + size]
             began = self.clock()
             try:
                 outputs = fn([items[i] for i in index])
             except Exception as error:
-                if not (self.auto and is_out_of_memory(error)) or self.size == 1:
+                if search is None or not is_out_of_memory(error) or size == 1:
                     raise
                 _release_memory()
-                self._settle(max(1, self.size // 2))
+                search.settle(max(1, size // 2))
+                self._remember(search)
                 continue
             elapsed = self.clock() - began
             for i, output in zip(index, outputs, strict=True):
@@ -180,8 +310,20 @@ class BatchSizer:
             start += len(index)
             if progress is not None:
                 progress(len(index))
-            if not self.settled and len(index) == self.size:
-                if self.warmed:
-                    self._observe(sum(lengths[i] for i in index), elapsed)
-                self.warmed = True
+            if search is not None and not search.settled and len(index) == size:
+                if search.warmed:
+                    search.observe(sum(lengths[i] for i in index), elapsed)
+                    if search.settled:
+                        self._remember(search)
+                search.warmed = True
+        if search is not None and not search.settled:
+            self._remember_provisionally(search)
         return results  # type: ignore[return-value]
+
+    def _remember_provisionally(self, search: SizeSearch) -> None:
+        """Work that ends before the search settles still leaves its best measured size as the
+        next run's starting point (which that run re-validates)."""
+        best = search.best_so_far()
+        if best is not None and self.memo is not None and self.key:
+            if self.memo.get(self.memo_key(search.bucket)) != best:
+                self.memo.put(self.memo_key(search.bucket), best)
