@@ -11,3 +11,13 @@ class BiaslensError(Exception):
 
 class ConfigMismatchError(BiaslensError):
     """The output directory already holds a run with a different configuration."""
+
+
+def quoted(text: str) -> str:
+    """User text in quotes, shown verbatim (``repr`` would escape a name holding both quote
+    characters, and the user could no longer find what they typed in the message)."""
+    text = str(text)
+    for left, right in (("'", "'"), ('"', '"'), ("`", "`")):
+        if left not in text:
+            return f"{left}{text}{right}"
+    return f"«{text}»"

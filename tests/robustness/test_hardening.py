@@ -12,7 +12,7 @@ import time
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from biaslens.errors import BiaslensError
@@ -63,6 +63,7 @@ def test_user_text_in_errors_is_shown_verbatim(name, monkeypatch, capsys, tmp_pa
         max_size=40,
     )
 )
+@example("'\"")  # both quote characters: repr would escape one of them
 def test_any_model_text_is_shown_verbatim_in_one_line(monkeypatch, capsys, tmp_path, text):
     name = "zz-" + text.strip()  # never a registered name, an option or an existing path
     out = tmp_path / "out"
@@ -549,3 +550,11 @@ def test_a_linked_request_cache_is_refused(tiny_models, tmp_path):
     with pytest.raises(BiaslensError, match="symbolic link"):
         biaslens.run("sib-mgc", str(tiny_models["llama"]), output=out, **options)
     assert victim.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("text", ["plain", "it's", 'say "hi"', "'\"", "'\"`", "a\\b"])
+def test_quoted_keeps_user_text_verbatim(text):
+    from biaslens.errors import quoted
+
+    shown = quoted(text)
+    assert text in shown and shown[0] not in text

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from biaslens.errors import BiaslensError
+from biaslens.errors import BiaslensError, quoted
 from biaslens.models.base import BackendConfig, ModelIdentity, ModelKind
 from biaslens.models.served import TokenLevelBackend, TopK, model_eos_ids
 
@@ -140,8 +140,8 @@ def load_vllm(
     folder = local_folder(name_or_path)
     if folder is None:
         raise BiaslensError(
-            f"unknown model {name_or_path!r}: not a registered name, not a local folder, and not "
-            "in the local Hugging Face cache"
+            f"unknown model {quoted(name_or_path)}: not a registered name, not a local folder, "
+            "and not in the local Hugging Face cache"
         )
     try:
         kind = detect_kind(AutoConfig.from_pretrained(folder))

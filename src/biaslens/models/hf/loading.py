@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from biaslens.common.hashing import sha256_files
-from biaslens.errors import BiaslensError
+from biaslens.errors import BiaslensError, quoted
 from biaslens.models.base import KIND_NAMES, BackendConfig, ModelIdentity, ModelKind
 
 DTYPES = {
@@ -225,8 +225,8 @@ def locate_model(name_or_path: str, config: BackendConfig | None = None):
         ) from None
     if folder is None:
         raise BiaslensError(
-            f"unknown model {name_or_path!r}: not a registered name (see `biaslens models list`), "
-            "not a local folder, and not in the local Hugging Face cache"
+            f"unknown model {quoted(name_or_path)}: not a registered name (see `biaslens models "
+            "list`), not a local folder, and not in the local Hugging Face cache"
         )
     if not (folder / "config.json").is_file():
         raise BiaslensError(f"{folder}: no config.json; not a transformers model folder")
