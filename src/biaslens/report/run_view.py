@@ -91,10 +91,14 @@ def _first_samples(result: RunResult) -> tuple[pd.DataFrame | None, int]:
         total = parquet.metadata.num_rows
         if total <= REPORT_SAMPLE_ROWS:
             return result.samples, total
-        batch = next(parquet.iter_batches(batch_size=REPORT_SAMPLE_ROWS))
+        groups, rows = [], 0
+        while rows < REPORT_SAMPLE_ROWS:  # only the row groups that hold the first rows
+            groups.append(len(groups))
+            rows += parquet.metadata.row_group(groups[-1]).num_rows
+        first = parquet.read_row_groups(groups).slice(0, REPORT_SAMPLE_ROWS)
     except (OSError, ValueError) as error:
         raise BiaslensError(f"{path}: cannot read the per-sample table ({error})") from None
-    return batch.to_pandas(), total
+    return first.to_pandas(), total
 
 
 def _shown(table: pd.DataFrame, method: str, name: str) -> pd.DataFrame:
