@@ -43,3 +43,17 @@ def test_a_small_sample_table_is_read_whole(tmp_path, monkeypatch):
     result.samples = pd.read_parquet(tmp_path / "samples.parquet")
     first, total = run_view._first_samples(result)
     assert total == 20 and first["row"].tolist() == list(range(20))
+
+
+def test_asking_whether_a_run_has_a_table_does_not_read_it(tmp_path, monkeypatch):
+    from biaslens.store import result as result_module
+
+    path = tmp_path / "samples.parquet"
+    pd.DataFrame({"row": [1, 2]}).to_parquet(path)
+    tables = result_module.LazyTables({"samples": path})
+    monkeypatch.setattr(
+        "biaslens.common.files.read_table",
+        lambda *a, **k: (_ for _ in ()).throw(AssertionError("read")),
+    )
+    assert "samples" in tables and "other" not in tables
+    assert len(tables) == 1 and list(tables) == ["samples"]

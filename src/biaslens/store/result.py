@@ -46,6 +46,10 @@ class LazyTables(Mapping):
             self._loaded[name] = read_table(self._paths[name], f"run table {name!r}")
         return self._loaded[name]
 
+    def __contains__(self, name: object) -> bool:
+        """Whether the run has the table, without reading it (``Mapping``'s default would)."""
+        return name in self._paths
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._paths)
 
