@@ -163,10 +163,7 @@ class SizeSearch:
             for size, rates in self.measures.items()
             if len(rates) >= MEASURES and _steady(rates)
         }
-        if not done:
-            return None
-        best = max(done.values())
-        return min(s for s, r in done.items() if r >= best * (1 - NOISE))
+        return _smallest_near_best(done) if done else None
 
     def settle(self, size: int) -> None:
         self.size, self.settled = size, True
@@ -183,9 +180,7 @@ class SizeSearch:
             self.stable = False
         following = self._next_size()
         if following is None:
-            rates = self.rates
-            best = max(rates.values())
-            self.settle(min(s for s, r in rates.items() if r >= best * (1 - NOISE)))
+            self.settle(_smallest_near_best(self.rates))
         else:
             self.size = following
 
@@ -205,6 +200,12 @@ class SizeSearch:
         if self.size > 1 and here == best and here > _best_other(rates, self.size) * (1 + NOISE):
             return self.size // 2
         return None
+
+
+def _smallest_near_best(rates: dict[int, float]) -> int:
+    """The smallest size whose rate is within :data:`NOISE` of the best."""
+    best = max(rates.values())
+    return min(size for size, rate in rates.items() if rate >= best * (1 - NOISE))
 
 
 def _steady(measures: list[float]) -> bool:
