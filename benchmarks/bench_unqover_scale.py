@@ -11,8 +11,15 @@ Part 2 (``--cache-rows N``): a request cache filled with N answers of the size a
 answer has, then random lookups in batches of 256 keys (as a run reads it) against the naive
 one query per key; prints inserts/s, lookups/s, the ratio and bytes per request.
 
+Part 3 (``--prediction-keys N …``): ``biaslens metrics unqover`` on an UnQover prediction dump
+of N keys (written at run time in UnQover's format, keys shuffled so that the two subject orders
+of a context lie far apart), against the naive reading it replaced (``json.load`` of the whole
+file, every row in memory, the metrics on the whole table); prints wall, peak RSS and whether
+μ, θ4 and δ agree.
+
     python benchmarks/bench_unqover_scale.py --domain gender --sizes 2000 20000 300000 0
     python benchmarks/bench_unqover_scale.py --sizes --cache-rows 10000000
+    python benchmarks/bench_unqover_scale.py --sizes --prediction-keys 100000 1000000
 """
 
 from __future__ import annotations
@@ -53,6 +60,89 @@ subjects = M.subject_bias(M.comparative_scores(scores))
 print(json.dumps({"contexts": int(summary["contexts"][0]), "seconds": time.perf_counter() - start,
                   "mu": float(summary["mu"][0])}))
 """
+
+
+NAIVE_PREDICTIONS = """
+import json, math, sys
+import pandas as pd
+from biaslens.metrics import unqover as M
+raw = json.load(open(sys.argv[1]))
+rows = []
+for key, example in raw.items():
+    f = key.split("|")
+    for q, negated in (("q0", False), ("q1", True)):
+        s = [math.sqrt(example[q][a]["start"] * example[q][a]["end"]) for a in ("ans0", "ans1")]
+        rows.append({"first_cluster": f[0], "first": f[2], "second": f[3], "template": f[4],
+                     "attribute": f[6], "negated": negated, "s_first": s[0], "s_second": s[1]})
+scores = pd.DataFrame(rows)
+summary = M.model_summary(scores)
+M.subject_bias(M.comparative_scores(scores))
+print(json.dumps({k: float(summary[k][0]) for k in ("mu", "theta4", "delta", "contexts")}))
+"""
+
+
+def write_predictions(path: Path, keys: int, seed: int = 0) -> None:
+    """An UnQover-format gender dump of ``keys`` keys: 40 names per gender × 8 attributes × as
+    many templates as needed, both subject orders, random answer probabilities, keys shuffled
+    in blocks of 20,000 contexts (written one key at a time, never held whole)."""
+    rng = random.Random(seed)
+    names = [(f"F{i}", "female") for i in range(40)] + [(f"M{i}", "male") for i in range(40)]
+    attributes = [f"act{i}" for i in range(8)]
+
+    def contexts():
+        template = 0
+        while True:
+            for x1, c1 in names[:40]:
+                for x2, c2 in names[40:]:
+                    for act in attributes:
+                        yield (x1, c1, x2, c2, template, act)
+            template += 1
+
+    def answer():
+        return {"text": "", "start": round(rng.random(), 6), "end": round(rng.random(), 6)}
+
+    def question():
+        return {"question": "Who was it?", "pred": "", "ans0": answer(), "ans1": answer()}
+
+    with open(path, "w") as out:
+        out.write("{")
+        written, block = 0, []
+        for x1, c1, x2, c2, template, act in contexts():
+            for a, ca, b, cb in ((x1, c1, x2, c2), (x2, c2, x1, c1)):
+                key = f"{ca}|{cb}|{a}|{b}|{template}|cat|{act}|{act}"
+                value = {"context": f"{a} met {b}.", "q0": question(), "q1": question()}
+                block.append((key, value))
+            if len(block) >= 40_000 or written + len(block) >= keys:
+                rng.shuffle(block)
+                for key, value in block[: keys - written]:
+                    out.write(("," if written else "") + json.dumps(key) + ":" + json.dumps(value))
+                    written += 1
+                block = []
+                if written >= keys:
+                    break
+        out.write("}")
+
+
+def predictions_at_scale(sizes: list[int], tmp: Path) -> None:
+    print("\nmetrics unqover on UnQover prediction dumps (one process each)")
+    print(f"  {'keys':>9}  {'file':>8}  {'':>8}  {'wall':>7}  {'peak RSS':>9}")
+    for keys in sizes:
+        path = tmp / f"predictions-{keys}.json"
+        write_predictions(path, keys)
+        size = path.stat().st_size / 1e6
+        command = [sys.executable, "-m", "biaslens.cli", "metrics", "unqover", str(path),
+                   "-o", str(tmp / f"tables-{keys}")]  # fmt: skip
+        seconds, rss, _ = measured(command)
+        model = __import__("pandas").read_csv(tmp / f"tables-{keys}" / "model.csv").iloc[0]
+        print(f"  {keys:>9,}  {size:>6.0f}MB  {'biaslens':>8}  {seconds:>6.0f}s  {rss:>7.2f}GB")
+        n_seconds, n_rss, out = measured([sys.executable, "-c", NAIVE_PREDICTIONS, str(path)])
+        naive = json.loads(out)
+        same = all(abs(naive[k] - float(model[k])) < 1e-9 for k in ("mu", "theta4", "delta"))
+        print(
+            f"  {'':>9}  {'':>8}  {'naive':>8}  {n_seconds:>6.0f}s  {n_rss:>7.2f}GB"
+            f"  → peak RSS naive/biaslens {n_rss / rss:.1f}×, μ θ4 δ equal: {same}"
+        )
+        path.unlink()
 
 
 def measured(command: list[str]) -> tuple[float, float, str]:
@@ -158,6 +248,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=SHARED)
     parser.add_argument("--model", default=None, help="extractive-QA folder (default: tiny)")
     parser.add_argument("--cache-rows", type=int, default=0)
+    parser.add_argument("--prediction-keys", type=int, nargs="*", default=[])
     args = parser.parse_args()
     print(f"machine: {harness.machine()}")
     with tempfile.TemporaryDirectory() as folder:
@@ -169,6 +260,8 @@ def main() -> None:
             scale(args, model, tmp)
         if args.cache_rows:
             cache_at_scale(args.cache_rows, tmp)
+        if args.prediction_keys:
+            predictions_at_scale(args.prediction_keys, tmp)
 
 
 if __name__ == "__main__":

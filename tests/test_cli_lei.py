@@ -32,6 +32,65 @@ def test_metrics_unqover_prints_and_writes_the_definitions(tmp_path, monkeypatch
     assert (tmp_path / "tables" / "cluster_attribute.csv").is_file()
 
 
+def _shuffled_dump(path, seed: int = 0) -> None:
+    """A prediction file from random scores (4 subjects, 2 interventions), keys shuffled so
+    that the two subject orders of a context lie far apart."""
+    import random
+
+    from tests.metrics.test_unqover_stream import SUBJECTS, random_scores
+
+    table = random_scores(seed, interventions=2)
+    data = {}
+    for row in table[~table["negated"]].itertuples():
+        negated = table[
+            (table["first"] == row.first) & (table["second"] == row.second)
+            & (table["template"] == row.template) & (table["attribute"] == row.attribute)
+            & (table["intervention"] == row.intervention) & table["negated"]
+        ].iloc[0]  # fmt: skip
+        fields = [SUBJECTS[row.first], SUBJECTS[row.second], row.first, row.second]
+        fields += [row.template, "c", row.attribute, row.attribute, row.intervention]
+        key = "|".join(fields)
+
+        def q(first, second):
+            return {"question": "?", "pred": "", "ans0": {"text": "", "start": first, "end": 1},
+                    "ans1": {"text": "", "start": second, "end": 1}}  # fmt: skip
+
+        # S = sqrt(start · 1): start = s² gives back the drawn score
+        data[key] = {"context": "", "q0": q(row.s_first**2, row.s_second**2),
+                     "q1": q(negated.s_first**2, negated.s_second**2)}  # fmt: skip
+    keys = list(data)
+    random.Random(seed).shuffle(keys)
+    path.write_text(json.dumps({k: data[k] for k in keys}))
+
+
+@pytest.mark.parametrize("by_intervention", [False, True])
+def test_metrics_unqover_streams_a_shuffled_file_to_the_whole_table_values(
+    tmp_path, monkeypatch, capsys, by_intervention
+):
+    from biaslens.data import unqover_predictions
+    from biaslens.metrics.unqover import comparative_scores, subject_bias
+
+    _shuffled_dump(tmp_path / "p.json")
+    monkeypatch.setattr(unqover_predictions, "CHUNK_KEYS", 5)  # 40 chunks that cut contexts
+    flag = ["--by-intervention"] if by_intervention else []
+    args = ["metrics", "unqover", str(tmp_path / "p.json"), *flag, "-o", str(tmp_path / "t")]
+    code, out, _ = run_cli(monkeypatch, capsys, *args)
+    assert code == 0, out
+    whole = read_predictions(tmp_path / "p.json")
+    by = ("intervention",) if by_intervention else ()
+    within = () if by else ("intervention",)
+    expected = model_summary(whole, by=by, within=within)
+    written = pd.read_csv(tmp_path / "t" / "model.csv")
+    assert len(written) == (2 if by_intervention else 1)
+    for column in ("mu", "eta", "theta4", "delta", "epsilon", "contexts"):
+        assert written[column].to_numpy() == pytest.approx(expected[column].to_numpy(), abs=1e-9)
+    subjects = subject_bias(comparative_scores(whole, (*by, *within)), by)
+    got = pd.read_csv(tmp_path / "t" / "subjects.csv")
+    assert got["max_abs_gamma"].to_numpy() == pytest.approx(
+        subjects["max_abs_gamma"].to_numpy(), abs=1e-9
+    )
+
+
 def test_metrics_unqover_bad_file_is_one_line(tmp_path, monkeypatch, capsys):
     data = dump(tmp_path / "p.json")
     data[next(iter(data))].pop("q1")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Annotated
 
@@ -25,23 +26,17 @@ def metrics_unqover(
     """UnQover metrics (μ, η, θ4, δ, ε; per subject and subject × attribute) of a prediction
     dump in UnQover's format (keys cluster1|cluster2|subj1|subj2|tid|category|act|act)."""
     from biaslens.common import atomic
-    from biaslens.data.unqover_predictions import read_predictions
-    from biaslens.metrics import unqover as M
+    from biaslens.data.unqover_predictions import iter_predictions
+    from biaslens.metrics.unqover_stream import stream_tables
 
-    scores = read_predictions(predictions)
-    within = ("intervention",) if "intervention" in scores else ()
-    by = within if by_intervention and within else ()
+    chunks = iter_predictions(predictions)
+    first = next(chunks)  # the first chunk tells whether keys name an intervention
+    within = ("intervention",) if "intervention" in first else ()
     if by_intervention and not within:
         print_warning("keys have no intervention field; reporting one model-level row")
-    within = () if by else within
-    comparative = M.comparative_scores(scores, (*by, *within))
-    summary = M.model_summary(scores, by=by, within=within, comparative=comparative)
-    subjects = M.subject_bias(comparative, by)
-    per = M.subject_attribute_bias(comparative, by)
-    clusters = dict(zip(scores["first"], scores["first_cluster"], strict=True))
-    tables = {"model": summary, "subjects": subjects, "subject_attribute": per}
-    if len(set(clusters.values())) > 1:
-        tables["cluster_attribute"] = M.cluster_attribute_bias(comparative, clusters, by)
+    by = within if by_intervention else ()
+    tables = stream_tables(itertools.chain([first], chunks), by=by, within=() if by else within)
+    summary, subjects = tables["model"], tables["subjects"]
     print_table(
         f"UnQover metrics — {predictions.name}",
         summary,

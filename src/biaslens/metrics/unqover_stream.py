@@ -3,15 +3,22 @@
 Every metric of :mod:`.unqover` is a mean of per-context terms or a function of per-(subject,
 attribute) and per-(pair, attribute) means of C, so it follows from sums and counts that add
 up across chunks: Σ C, Σ sign(C) and n per (x1, a); Σ C and n per (x1 < x2, a); Σ and n of the
-δ and ε terms; the number of contexts. A chunk must hold both subject orders and both
-questions of each of its contexts (``QuestionSet.iter_drawn`` yields such chunks); the result
-then equals the metrics of the whole table (up to the order of floating-point additions).
+δ and ε terms; the number of contexts. The result equals the metrics of the whole table (up to
+the order of floating-point additions).
+
+A context is added once its four rows (two subject orders × two questions) have arrived: rows
+whose partners are still to come wait in the accumulator, so chunks may cut contexts anywhere
+(a prediction file in any key order); chunks that hold whole contexts
+(``QuestionSet.iter_drawn``'s) leave nothing waiting. Rows still waiting at the end are the
+error :func:`~.unqover.comparative_scores` gives for a context that lacks a row.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
+from biaslens.errors import BiaslensError
 from biaslens.metrics.unqover import (
     attributive_differences,
     bias_from_sums,
@@ -31,10 +38,30 @@ def _add(total: pd.DataFrame | None, part: pd.DataFrame, keys: list[str]) -> pd.
     return part if total is None else total.add(part, fill_value=0)
 
 
-class UnqoverAccumulator:
-    """Add scored chunks with :meth:`add`; read the tables of a whole run with :meth:`tables`."""
+ROWS_PER_CONTEXT = 4
+"""Two subject orders × the question and its negation."""
 
-    def __init__(self) -> None:
+
+def _context_ids(scores: pd.DataFrame, within: tuple[str, ...]) -> np.ndarray:
+    """One id per context (subject pair in either order, template, attribute, ``within``)."""
+    first, second = scores["first"].astype(str), scores["second"].astype(str)
+    in_order = (first <= second).to_numpy()
+    keys = scores[[*within, "template", "attribute"]].assign(
+        low=np.where(in_order, first, second), high=np.where(in_order, second, first)
+    )
+    return keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
+
+
+class UnqoverAccumulator:
+    """Add scored chunks with :meth:`add`; read the tables of a whole run with :meth:`tables`.
+
+    ``within``: key columns that tell contexts apart but are averaged over (e.g. the
+    intervention of an UnQover prediction key), as in :func:`~.unqover.model_summary`."""
+
+    def __init__(self, within: tuple[str, ...] = ()) -> None:
+        self.within = tuple(within)
+        self._waiting: pd.DataFrame | None = None  # rows of contexts not yet complete
+        self._seen = np.empty(0, dtype=np.uint64)  # sorted hashes of the contexts added
         self._subjects: pd.DataFrame | None = None  # (subject, attribute) -> c_sum, sign_sum, n
         self._pairs: pd.DataFrame | None = None  # (x1, x2, attribute) -> c_sum, n
         self.delta = [0.0, 0]
@@ -45,24 +72,68 @@ class UnqoverAccumulator:
 
     def add(self, scores: pd.DataFrame) -> None:
         """One chunk of scores (the columns :func:`~.unqover.comparative_scores` reads)."""
+        scores = self._complete_contexts(scores)
         if scores.empty:
             return
-        comparative = comparative_scores(scores)
+        comparative = comparative_scores(scores, self.within)
+        self._refuse_repeats(scores)
         sums = subject_attribute_sums(comparative)
         self._subjects = _add(self._subjects, sums, ["subject", "attribute"])
         self._pairs = _add(self._pairs, pair_attribute_sums(comparative), ["x1", "x2", "attribute"])
         for total, terms in (
-            (self.delta, positional_differences(scores)),
-            (self.epsilon, attributive_differences(scores)),
+            (self.delta, positional_differences(scores, self.within)),
+            (self.epsilon, attributive_differences(scores, self.within)),
         ):
             total[0] += float(terms.sum())
             total[1] += len(terms)
         self.contexts += int((~scores["negated"].astype(bool)).sum())
         self.rows += len(scores)
-        self.clusters.update(zip(scores["first"], scores["first_cluster"], strict=True))
+        if "first_cluster" in scores:
+            self.clusters.update(zip(scores["first"], scores["first_cluster"], strict=True))
+
+    def _complete_contexts(self, scores: pd.DataFrame) -> pd.DataFrame:
+        """The rows of contexts whose four rows have arrived; the others wait."""
+        if self._waiting is not None:
+            scores = pd.concat([self._waiting, scores], ignore_index=True)
+            self._waiting = None
+        if scores.empty:
+            return scores
+        ids = _context_ids(scores, self.within)
+        complete = np.bincount(ids)[ids] >= ROWS_PER_CONTEXT  # more: a repeat, refused later
+        if complete.all():
+            return scores
+        self._waiting = scores[~complete].reset_index(drop=True)
+        return scores[complete]
+
+    def _refuse_repeats(self, scores: pd.DataFrame) -> None:
+        """A context added in an earlier chunk is an error (8 bytes per context kept)."""
+        index = [*self.within, "template", "attribute", "first", "second"]
+        asked = scores.loc[~scores["negated"].astype(bool), index]
+        hashes = pd.util.hash_pandas_object(asked, index=False).to_numpy()
+        if len(self._seen):
+            place = np.minimum(np.searchsorted(self._seen, hashes), len(self._seen) - 1)
+            again = np.flatnonzero(self._seen[place] == hashes)
+            if len(again):
+                row = asked.iloc[again[0]]
+                raise BiaslensError(
+                    f"scores hold the same context more than once: {row['first']} / "
+                    f"{row['second']} (template {row['template']}, attribute {row['attribute']}"
+                    + "".join(f", {key} {row[key]}" for key in self.within)
+                    + ") came in two chunks"
+                )
+        self._seen = np.sort(np.concatenate([self._seen, hashes]))
+
+    def _check_finished(self) -> None:
+        """Rows still waiting lack a partner: the error names one (or there is no data)."""
+        if self._waiting is not None:
+            comparative_scores(self._waiting, self.within)  # raises, naming the missing row
+            raise BiaslensError(f"{len(self._waiting)} score rows lack their context's others")
+        if self._subjects is None:
+            raise BiaslensError("no scores were added")
 
     def subject_attribute(self) -> pd.DataFrame:
         """γ(x, a), η(x, a) and n per subject and attribute (as ``subject_attribute_bias``)."""
+        self._check_finished()
         sums = self._subjects.reset_index()
         sums["n"] = sums["n"].astype(int)
         return bias_from_sums(sums.sort_values(["subject", "attribute"], ignore_index=True))
@@ -96,3 +167,44 @@ class UnqoverAccumulator:
         if len(set(self.clusters.values())) > 1:
             tables["cluster_attribute"] = cluster_attribute_from(per, self.clusters)
         return tables
+
+
+def stream_tables(
+    chunks, by: tuple[str, ...] = (), within: tuple[str, ...] = ()
+) -> dict[str, pd.DataFrame]:
+    """``model`` (μ, η, θ4, δ, ε, contexts), ``subjects``, ``subject_attribute`` and, for
+    subjects in several clusters, ``cluster_attribute`` of a stream of score chunks: one row
+    (or set of rows) per value of ``by``, as :func:`~.unqover.model_summary`,
+    :func:`~.unqover.subject_bias` and :func:`~.unqover.subject_attribute_bias` give for the
+    whole table, in memory that holds one chunk and the sums."""
+    by = tuple(by)
+    totals: dict[tuple, UnqoverAccumulator] = {}
+    for chunk in chunks:
+        parts = chunk.groupby(list(by), sort=False) if by else [((), chunk)]
+        for value, part in parts:
+            value = value if isinstance(value, tuple) else (value,)
+            if value not in totals:
+                totals[value] = UnqoverAccumulator((*by, *within))
+            totals[value].add(part)
+    if not totals:
+        raise BiaslensError("no scores were added")
+    clusters: dict[str, str] = {}
+    parts: dict[str, list[pd.DataFrame]] = {"model": [], "subjects": [], "subject_attribute": []}
+    for value in sorted(totals):
+        total = totals[value]
+        clusters.update(total.clusters)
+        per = total.subject_attribute()
+        for name, table in (
+            ("model", total.summary()),
+            ("subjects", subject_bias_from(per)),
+            ("subject_attribute", per),
+        ):
+            parts[name].append(
+                table.assign(**dict(zip(by, value, strict=True)))[[*by, *table.columns]]
+            )
+    tables = {name: pd.concat(tables, ignore_index=True) for name, tables in parts.items()}
+    if len(set(clusters.values())) > 1:
+        tables["cluster_attribute"] = cluster_attribute_from(
+            tables["subject_attribute"], clusters, by
+        )
+    return tables

@@ -1,0 +1,112 @@
+"""Streamed UnQover metrics equal the whole-table computation, whatever the chunks cut."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from biaslens.errors import BiaslensError
+from biaslens.metrics.unqover import (
+    cluster_attribute_bias,
+    comparative_scores,
+    model_summary,
+    subject_attribute_bias,
+    subject_bias,
+)
+from biaslens.metrics.unqover_stream import UnqoverAccumulator, stream_tables
+from tests.metrics.test_unqover import STRONG, WEAK, rows
+
+SUBJECTS = {"Ann": "f", "Bea": "f", "Cy": "m", "Dan": "m"}
+
+
+def random_scores(seed: int, interventions: int = 3) -> pd.DataFrame:
+    """Every ordered pair of 4 subjects × 2 templates × 2 attributes × interventions, both
+    questions, random probabilities."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for intervention in range(interventions):
+        for template in ("t1", "t2"):
+            for attribute in ("bad", "good"):
+                for first in SUBJECTS:
+                    for second in SUBJECTS:
+                        if first == second:
+                            continue
+                        for negated in (False, True):
+                            s_first, s_second = rng.random(2)
+                            out.append(
+                                {"first": first, "second": second, "template": template,
+                                 "attribute": attribute, "negated": negated,
+                                 "s_first": s_first, "s_second": s_second,
+                                 "first_cluster": SUBJECTS[first],
+                                 "intervention": f"i{intervention}"}
+                            )  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def chunks(table: pd.DataFrame, size: int, seed: int) -> list[pd.DataFrame]:
+    """The rows shuffled, cut every ``size`` rows: contexts split across chunks."""
+    shuffled = table.sample(frac=1, random_state=seed).reset_index(drop=True)
+    return [shuffled.iloc[i : i + size] for i in range(0, len(shuffled), size)]
+
+
+def _sorted(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    return table.sort_values(keys).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("size", [1, 7, 50, 10_000])
+@pytest.mark.parametrize("by", [(), ("intervention",)])
+def test_streamed_tables_equal_the_whole_table(size, by):
+    table = random_scores(seed=size)
+    within = () if by else ("intervention",)
+    tables = stream_tables(chunks(table, size, seed=1), by=by, within=within)
+    comparative = comparative_scores(table, (*by, *within))
+    expected = {
+        "model": model_summary(table, by=by, within=within, comparative=comparative),
+        "subjects": subject_bias(comparative, by),
+        "subject_attribute": subject_attribute_bias(comparative, by),
+        "cluster_attribute": cluster_attribute_bias(comparative, SUBJECTS, by),
+    }
+    assert set(tables) == set(expected)
+    for name, want in expected.items():
+        got = tables[name]
+        keys = [c for c in (*by, "subject", "cluster", "attribute") if c in want and c in got]
+        keys = keys or list(by)
+        got, want = (_sorted(t, keys) if keys else t for t in (got, want))
+        assert list(got.columns) == list(want.columns), name
+        pd.testing.assert_frame_equal(got, want, check_dtype=False, rtol=1e-12, atol=1e-12)
+
+
+def test_hand_computed_values_survive_any_cut():
+    # The STRONG context alone: C(A, B) = 0.25 (tests/metrics/test_unqover.py), so μ = 0.25.
+    table = pd.DataFrame(rows("t1", "bad", STRONG) + rows("t2", "bad", WEAK))
+    for size in (1, 3):
+        total = UnqoverAccumulator()
+        for chunk in chunks(table, size, seed=size):
+            total.add(chunk)
+        summary = total.summary().iloc[0]
+        assert summary["mu"] == pytest.approx(model_summary(table)["mu"].iloc[0])
+        assert summary["contexts"] == 4  # two contexts, each in two subject orders
+
+
+def test_a_context_that_never_completes_is_named():
+    table = pd.DataFrame(rows("t1", "bad", STRONG))
+    total = UnqoverAccumulator()
+    total.add(table[~((table["first"] == "B") & table["negated"])])
+    with pytest.raises(BiaslensError, match="lack the other subject order, e.g. B before A"):
+        total.summary()
+
+
+def test_a_repeated_row_is_refused_not_counted_twice():
+    table = pd.DataFrame(rows("t1", "bad", STRONG))
+    total = UnqoverAccumulator()
+    total.add(table)
+    with pytest.raises(BiaslensError, match="A / B \\(template t1, attribute bad\\) came in two"):
+        total.add(table.iloc[:4])
+    with pytest.raises(BiaslensError, match="more than once"):
+        UnqoverAccumulator().add(pd.concat([table, table.iloc[:1]]))
+
+
+def test_nothing_added_is_an_error():
+    with pytest.raises(BiaslensError, match="no scores"):
+        stream_tables([])
