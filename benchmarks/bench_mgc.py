@@ -29,8 +29,16 @@ plus the LM head per scored row) against the fp32 matmul peak measured in the sa
 Goals on a CPU with SmolLM2: exact ≥ 5× the script and ≥ 80% of the matmul peak; paper ≥ 3×
 the previous implementation.
 
+**bf16** (``--bf16 auto|on|off``): the bf16 and fp32 matmul rates measured here, whether the CPU
+has bf16 matrix units (AVX-512 BF16 / AMX), and — where it has them, or with ``--bf16 on`` on
+``--bf16-prompts`` prompts — exact mode with the model in bf16: its rate and its agreement with
+fp32 (max |Δ p(target)|, the share of prompts whose most probable target word is the same, and
+Method 1's female − male slope per W kind in both dtypes), so a user can judge whether bf16 is
+good enough for the metrics.
+
     python benchmarks/bench_mgc.py                            # SmolLM2, 1200 prompts
     python benchmarks/bench_mgc.py --prompts 3000 --subset 64
+    python benchmarks/bench_mgc.py --mode exact --bf16 on --bf16-prompts 240 --no-lm-eval
 """
 
 from __future__ import annotations
@@ -152,7 +160,80 @@ def generation_agreement(results, reference) -> tuple[float, float]:
     return same / len(results), worst
 
 
-def exact_mode(args, lm, texts, counter, peak) -> None:
+def gender_slopes(sentences, results, genders) -> dict[str, float]:
+    """Method 1's female − male slope (points per W step) per W kind, from exact target
+    probabilities (the gender mass is the sum over that gender's target words)."""
+    import pandas as pd
+
+    from biaslens.data.pronouns import GENDERS
+    from biaslens.metrics.sib import method1_fits, slope_summary
+
+    samples = sentences[["w_kind", "w_index", "w"]].reset_index(drop=True).assign(prompt="A")
+    for gender in GENDERS:
+        samples[f"p_{gender}"] = [
+            sum(p for p, g in zip(r.target_probs, genders, strict=True) if g == gender)
+            for r in results
+        ]
+    kinds = samples.groupby("w_kind")["w_index"].nunique()
+    samples = samples[samples["w_kind"].isin(kinds[kinds >= 3].index)]
+    summary = slope_summary(method1_fits(samples)) if len(samples) else pd.DataFrame()
+    return dict(
+        zip(summary.get("w_kind", []), summary.get("female_minus_male_slope", []), strict=True)
+    )
+
+
+def bf16_mode(args, texts, sentences, reference, fp32_seconds) -> None:
+    """bf16 against fp32 on the same prompts: rate and agreement (see the module doc)."""
+    from biaslens.models.hf.loading import cpu_has_bf16_units, cpu_matrix_flags
+
+    fp32_peak = harness.matmul_peak(torch.float32, args.device, n=512, repeats=2)
+    bf16_peak = harness.matmul_peak(torch.bfloat16, args.device, n=512, repeats=2)
+    units = args.device != "cpu" or cpu_has_bf16_units()
+    print(
+        f"\nbf16: matmul {bf16_peak / 1e9:.1f} GFLOP/s vs fp32 {fp32_peak / 1e9:.1f} "
+        f"({bf16_peak / fp32_peak:.2f}×); bf16 matrix units: "
+        f"{'yes' if units else 'no'} [{'/'.join(cpu_matrix_flags()) or 'flags unknown'}]"
+    )
+    if args.bf16 == "off" or (args.bf16 == "auto" and not units):
+        print("  bf16 scoring not run (no bf16 units; --bf16 on runs it on --bf16-prompts)")
+        return
+    n = len(texts) if units else min(args.bf16_prompts, len(texts))
+    targets = tuple(word for _, word in target_words(word_boundary_space=True))
+    genders = [gender for gender, _ in target_words(word_boundary_space=True)]
+    picked = sorted({round(i * (len(texts) - 1) / max(n - 1, 1)) for i in range(n)})  # every W
+    n = len(picked)
+    requests = [TokenDistributionRequest(texts[i], targets, 5) for i in picked]
+    lm = load_model(args.model, BackendConfig(device=args.device, dtype="bfloat16"))
+    lm.token_distribution(requests[:2])  # load, warm up
+    seconds, results = harness.timed(lambda: lm.token_distribution(requests))
+    fp32 = [reference[i] for i in picked]
+    worst = harness.max_abs_difference(
+        harness.flat([r.target_probs for r in results]),
+        harness.flat([r.target_probs for r in fp32]),
+    )
+    same_top = sum(
+        max(range(len(targets)), key=a.target_probs.__getitem__)
+        == max(range(len(targets)), key=b.target_probs.__getitem__)
+        for a, b in zip(results, fp32, strict=True)
+    )
+    fp32_rate = len(reference) / fp32_seconds
+    print(
+        f"  exact mode, {n} prompts: bf16 {n / seconds:.2f} prompts/s vs fp32 "
+        f"{fp32_rate:.2f} ({n / seconds / fp32_rate:.2f}×); max |Δ p(target)| {worst:.1e}; "
+        f"same most probable target word {same_top / n:.1%}"
+    )
+    slopes_fp32 = gender_slopes(sentences.iloc[picked], fp32, genders)
+    slopes_bf16 = gender_slopes(sentences.iloc[picked], results, genders)
+    if not slopes_fp32:
+        print("  Method 1 slopes need 3 W values of a kind among the prompts: not computed")
+    for kind, slope in slopes_fp32.items():
+        print(
+            f"  Method 1 female − male slope, {kind}: fp32 {slope:+.4f}, bf16 "
+            f"{slopes_bf16[kind]:+.4f} points per W step (Δ {slopes_bf16[kind] - slope:+.1e})"
+        )
+
+
+def exact_mode(args, lm, texts, counter, peak):
     targets = tuple(word for _, word in target_words(word_boundary_space=True))
     requests = [TokenDistributionRequest(t, targets, 5) for t in texts]
     target_ids = [lm.encode_continuation(t) for t in targets]
@@ -213,6 +294,7 @@ def exact_mode(args, lm, texts, counter, peak) -> None:
         f"  script executed {script_flops / table[1].seconds / 1e9:.1f} GFLOP/s = "
         f"{script_flops / table[1].seconds / peak:.0%} of the matmul peak"
     )
+    return results, biaslens_s
 
 
 def paper_mode(args, lm, texts) -> None:
@@ -258,20 +340,23 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--no-lm-eval", action="store_true")
     parser.add_argument("--mode", choices=("exact", "paper", "both"), default="both")
+    parser.add_argument("--bf16", choices=("auto", "on", "off"), default="auto")
+    parser.add_argument("--bf16-prompts", type=int, default=240, help="without bf16 units")
     args = parser.parse_args()
     peak = harness.start(args.device)
 
     lm = load_model(args.model, BackendConfig(device=args.device, batch_size="auto"))
     if lm.kind != ModelKind.CAUSAL:
         raise SystemExit(f"{args.model} is {lm.kind.value}; this benchmark needs a causal LM")
-    sentences = list(mgc.build_mgc()["sentence"])
-    texts = [mgc.wrap_in_prompt(s, "A") for s in sentences][: args.prompts]
+    sentences = mgc.build_mgc().iloc[: args.prompts]
+    texts = [mgc.wrap_in_prompt(s, "A") for s in sentences["sentence"]]
     counter = ForwardCounter(lm.model)
     lm.token_distribution([TokenDistributionRequest(texts[0], (" he",), 5)])  # load, warm up
     lm.sizers.clear()
     print(f"{lm.identity.name}: {lm.identity.num_parameters / 1e6:.1f}M parameters, fp32")
     if args.mode in ("exact", "both"):
-        exact_mode(args, lm, texts, counter, peak)
+        reference, seconds = exact_mode(args, lm, texts, counter, peak)
+        bf16_mode(args, texts, sentences, reference, seconds)
     if args.mode in ("paper", "both"):
         paper_mode(args, lm, texts)
 
