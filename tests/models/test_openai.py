@@ -169,6 +169,40 @@ def test_transient_faults_are_retried(fault, served, both):
         lm.close()
 
 
+def test_retry_after_is_honoured(served, monkeypatch):
+    from biaslens.models import http_client
+
+    waits = []
+
+    async def record(seconds):
+        waits.append(seconds)
+
+    monkeypatch.setattr(http_client, "_sleep", record)
+    with fault_proxy(served["url"].removesuffix("/v1")) as proxy:
+        lm = openai(served, base_url=proxy.url + "/v1", max_retries=3)
+        proxy.plan.extend(["429:7", "503"])
+        assert lm.choice_logprobs([ChoiceLogprobsRequest(PROMPTS[0], (" she",))])[0].logprobs
+        assert proxy.faults == 2
+        assert waits[0] == 7.0  # the server's wait, not the 0.125-0.375 s back-off
+        assert waits[1] < 1.0  # no Retry-After: back to the exponential back-off
+        proxy.plan.extend(["429:3600"])
+        with pytest.raises(BiaslensError, match=r"asks to wait 3600 s \(Retry-After\); finished"):
+            lm.choice_logprobs([ChoiceLogprobsRequest(PROMPTS[1], (" he",))])
+        lm.close()
+
+
+def test_retry_after_reads_seconds_and_http_dates():
+    from biaslens.models.http_client import backoff, retry_after
+
+    assert retry_after("120") == 120.0 and retry_after(" 1.5 ") == 1.5
+    assert retry_after("-3") == 0.0
+    assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470.0) == pytest.approx(10.0)
+    assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412490.0) == 0.0
+    assert retry_after(None) is None and retry_after("soon") is None
+    assert backoff(1, 30.0) == 30.0 and 0.125 <= backoff(1, None) <= 0.375
+    assert 4.0 <= backoff(10, None) <= 12.0  # capped at 8 s, with jitter
+
+
 def test_persistent_faults_end_in_one_clear_error(served):
     with fault_proxy(served["url"].removesuffix("/v1")) as proxy:
         lm = openai(served, base_url=proxy.url + "/v1", max_retries=2)

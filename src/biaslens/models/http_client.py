@@ -1,8 +1,9 @@
 """Async HTTP to an OpenAI-compatible server, called synchronously.
 
 ``concurrency`` requests in flight on a background event loop, a per-request timeout, retries
-with exponential back-off and jitter on 429, 5xx, timeouts and broken connections, and a
-one-line error naming the server when retries run out. The API key is read from the
+with exponential back-off and jitter on 429, 5xx, timeouts and broken connections (a server's
+``Retry-After`` is honoured: the next attempt waits at least that long), and a one-line error
+naming the server when retries run out. The API key is read from the
 environment variable named by ``api_key_env`` and never written anywhere.
 """
 
@@ -19,6 +20,41 @@ from biaslens.models.base import BackendConfig, redact_url
 from biaslens.models.server_replies import ServerError
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+MAX_RETRY_AFTER = 300.0
+"""The longest ``Retry-After`` waited for (seconds); a longer one ends the run (it resumes)."""
+
+
+def retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds a ``Retry-After`` header asks to wait (a number of seconds or an HTTP date);
+    None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None or when.tzinfo is None:
+        return None
+    import time
+
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def backoff(attempt: int, asked: float | None) -> float:
+    """Seconds before retry ``attempt`` (1, 2, …): exponential with jitter, at least what the
+    server asked for."""
+    wait = min(8.0, 0.25 * 2 ** (attempt - 1)) * (0.5 + random.random())
+    return wait if asked is None else max(wait, asked)
+
+
+_sleep = asyncio.sleep  # tests record the waits here
 
 
 class HTTPClient:
@@ -66,10 +102,11 @@ class HTTPClient:
 
     async def _request(self, method: str, path: str, payload: dict | None) -> Any:
         url = f"{self.base_url}{path}"  # for messages; requests go to self._url
-        problem = ""
+        problem, asked = "", None
         for attempt in range(self.retries + 1):
             if attempt:
-                await asyncio.sleep(min(8.0, 0.25 * 2 ** (attempt - 1)) * (0.5 + random.random()))
+                await _sleep(backoff(attempt, asked))
+                asked = None
             try:
                 async with self._semaphore:
                     response = await self._client.request(
@@ -88,6 +125,13 @@ class HTTPClient:
                 )
             if response.status_code in RETRY_STATUS:
                 problem = f"HTTP {response.status_code}"
+                asked = retry_after(response.headers.get("retry-after"))
+                if asked is not None and asked > MAX_RETRY_AFTER:
+                    raise ServerError(
+                        f"{url}: HTTP {response.status_code}, the server asks to wait "
+                        f"{asked:.0f} s (Retry-After); finished answers are kept in the run's "
+                        "cache, rerun the same command to resume later"
+                    )
                 continue
             if response.status_code >= 400:
                 raise ServerError(f"{url}: HTTP {response.status_code}: {_message(response)}")

@@ -1,7 +1,8 @@
 """A fault-injecting HTTP proxy for tests of served backends.
 
 It forwards every request to an upstream server, except that the next requests can be made to
-fail on purpose, one fault per request from ``plan``: ``"429"`` / ``"500"`` (that status),
+fail on purpose, one fault per request from ``plan``: ``"429"`` / ``"500"`` (that status;
+``"429:N"`` adds ``Retry-After: N``),
 ``"garbage"`` (200 with a body that is not JSON), ``"stall"`` (no answer for ``stall_seconds``),
 ``"drop"`` (the connection closed without an answer). ``down = True`` makes every request
 fail as a dead server would; ``down_after = N`` does so once N requests have gone through.
@@ -72,9 +73,12 @@ class FaultProxy:
         self._thread.start()
 
     def _fail(self, handler, fault: str) -> None:
-        if fault in ("429", "500", "503"):
+        status, _, wait = fault.partition(":")
+        if status in ("429", "500", "503"):
             body = b'{"error": {"message": "injected"}}'
-            handler.send_response(int(fault))
+            handler.send_response(int(status))
+            if wait:
+                handler.send_header("retry-after", wait)
             handler.send_header("content-type", "application/json")
             handler.send_header("content-length", str(len(body)))
             handler.end_headers()
