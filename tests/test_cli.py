@@ -302,3 +302,48 @@ def test_cid_audit_and_sensitivity_commands(tiny_models, tmp_path, monkeypatch, 
         "--output", str(tmp_path / "sens"),
     )  # fmt: skip
     assert code == 0 and "λ*" in out and "monotonicity" in out
+
+
+@pytest.mark.parametrize(
+    ("method", "model", "extra"),
+    [
+        ("sib-mgc", "llama", ("--limit", "1")),
+        ("unqover", "roberta-qa", ("--limit", "6")),
+    ],
+)
+def test_max_requests_stops_cleanly_and_the_rerun_goes_on(
+    method, model, extra, tiny_models, tmp_path, monkeypatch, capsys
+):
+    from biaslens.store.cache import RequestCache
+
+    from .conftest import DATA
+
+    out = tmp_path / "run"
+    args = ["run", method, "--model", str(tiny_models[model]), *extra]
+    args += ["--data-dir", str(DATA)] if method == "unqover" else []
+    args += ["-o", str(out)]
+    code, _, err = run_cli(monkeypatch, capsys, *args, "--max-requests", "7")
+    _one_line_error(code, err, "stopped after 7 new request(s) (--max-requests)")
+    assert not (out / "summary.json").exists()
+    cache = RequestCache(out / "requests.sqlite")
+    assert cache.count() == 7
+    cache.close()
+    code, _, _ = run_cli(monkeypatch, capsys, *args)
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["requests"]["cached"] == 7 and summary["requests"]["computed"] > 0
+    fresh = tmp_path / "fresh"
+    code, _, _ = run_cli(monkeypatch, capsys, *args[:-1], str(fresh))
+    assert code == 0
+    fresh_metrics = json.loads((fresh / "summary.json").read_text())["metrics"]
+    assert _numbers(fresh_metrics) == pytest.approx(_numbers(summary["metrics"]), rel=1e-4)
+
+
+def _numbers(value) -> list[float]:
+    """Every number in a JSON value, in order (batches of other sizes differ in the last
+    digits)."""
+    if isinstance(value, dict):
+        return [x for key in sorted(value) for x in _numbers(value[key])]
+    if isinstance(value, list):
+        return [x for item in value for x in _numbers(item)]
+    return [float(value)] if isinstance(value, (int, float)) and value == value else []

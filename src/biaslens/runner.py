@@ -90,7 +90,11 @@ def run_method(
         output = Path(output) if output is not None else spec.default_output(settings)
         runtime = backend.describe() if spec.needs_model else {}
         with RunStore(output, spec.name, settings.recorded(), runtime) as store:
-            cached = CachedLM(base, lambda: store.cache) if base is not None else None
+            cached = (
+                CachedLM(base, lambda: store.cache, max_new=backend.max_requests)
+                if base is not None
+                else None
+            )
             context = RunContext(
                 store=store,
                 lm=cached,

@@ -84,6 +84,33 @@ def test_interrupted_run_resumes_without_recomputing(tmp_path):
     ).token_distribution(_requests(12))
 
 
+@pytest.mark.parametrize("limit", [1, 4, 6, 12])
+def test_max_new_stops_after_exactly_that_many_answers_and_resumes(tmp_path, limit):
+    from biaslens.store.cache import RequestLimitReached
+
+    path = tmp_path / "requests.sqlite"
+    inner = CountingLM()
+    lm = CachedLM(inner, RequestCache(path), chunk_size=4, max_new=limit)
+    if limit < 10:
+        with pytest.raises(RequestLimitReached, match=f"stopped after {limit} new request"):
+            lm.token_distribution(_requests(10))
+    else:
+        lm.token_distribution(_requests(10))
+    assert len(inner.computed) == min(limit, 10) == RequestCache(path).count()
+    again = CachedLM(CountingLM(), RequestCache(path), chunk_size=4, max_new=limit)
+    if 2 * limit < 10:  # a rerun with the same limit gets as many new answers again
+        with pytest.raises(RequestLimitReached):
+            again.token_distribution(_requests(10))
+    else:
+        again.token_distribution(_requests(10))
+    assert again.stats["cached"] == min(limit, 10)
+    assert RequestCache(path).count() == min(2 * limit, 10)
+    rest = CachedLM(CountingLM(), RequestCache(path), chunk_size=4)
+    assert rest.token_distribution(_requests(10)) == CachedLM(
+        CountingLM(), RequestCache(tmp_path / "fresh.sqlite")
+    ).token_distribution(_requests(10))
+
+
 def test_duplicate_requests_are_computed_once(tmp_path):
     inner = CountingLM()
     lm = CachedLM(inner, RequestCache(tmp_path / "c.sqlite"))

@@ -133,6 +133,9 @@ class BackendConfig:
       fine-tuned to generate.
     * ``input_prefix``: text put before every model input, e.g. UL2's mode tokens ``[NLU] ``
       (denoiser) or ``[S2S] ``.
+    * ``max_requests``: a cost guard: the run stops once this many requests were answered by
+      the backend (not the cache) and resumes from the cache when rerun. Not part of the
+      model's identity.
     * ``allow_missing_weights``: load a checkpoint that lacks tensors the model needs (they get
       seeded random values) instead of refusing it. For tests of code paths only; the model's
       identity (and so every run's summary and report) records it.
@@ -186,15 +189,23 @@ class BackendConfig:
         "Run a checkpoint that lacks tensors its model needs (they get seeded random values). "
         "For tests only: the run's summary and report say so.",
     )
+    max_requests: int | None = _option(
+        None,
+        "Stop after N requests answered by the model or server (answers already in the run's "
+        "cache do not count); rerun the same command to go on. A cost guard for paid APIs.",
+        minimum=1,
+    )
     engine_options: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     def __post_init__(self) -> None:
         from biaslens.models.batching import parse_batch_size
 
         object.__setattr__(self, "batch_size", parse_batch_size(self.batch_size, "batch size"))
-        for name in ("concurrency", "max_retries", "data_parallel"):
+        for name in ("concurrency", "max_retries", "data_parallel", "max_requests"):
             value = getattr(self, name)
             minimum = 0 if name == "max_retries" else 1
+            if value is None and name == "max_requests":
+                continue
             if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
                 raise BiaslensError(f"{name} must be an integer >= {minimum}, got {value!r}")
         kinds = ("auto", *KIND_NAMES)

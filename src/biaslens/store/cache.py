@@ -154,12 +154,25 @@ class RequestCache:
         self.db.close()
 
 
+class RequestLimitReached(BiaslensError):
+    """The run asked for more new answers than ``--max-requests`` allows."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"stopped after {limit:,} new request(s) (--max-requests); their answers are kept in "
+            "the run's cache: rerun the same command (with a larger --max-requests, or none) to "
+            "go on"
+        )
+
+
 class CachedLM(ForwardingLM):
     """Wraps a backend; answers from the cache what it can and the backend the rest.
 
     ``cache`` may be a :class:`RequestCache` or a function returning one, called on first use
     (so that a run folder is only created once there is something to keep). ``stats`` counts
     reused and computed requests, so a caller can show that a rerun reused work.
+    ``max_new``: computing more requests than this stops the run with
+    :class:`RequestLimitReached` once the first ``max_new`` answers are stored (``--max-requests``).
     """
 
     def __init__(
@@ -167,8 +180,10 @@ class CachedLM(ForwardingLM):
         inner: LM,
         cache: RequestCache | Callable[[], RequestCache],
         chunk_size: int | None = None,
+        max_new: int | None = None,
     ) -> None:
         self.inner = inner
+        self.max_new = max_new
         self.identity = inner.identity
         self._cache = cache
         # a backend over the network commits small chunks, so that a failure loses little
@@ -219,6 +234,13 @@ class CachedLM(ForwardingLM):
         todo = sorted(missing, key=lambda k: _request_size(requests[missing[k][0]]))
         for start in range(0, len(todo), self.chunk_size):
             chunk = todo[start : start + self.chunk_size]
+            limited = (
+                self.max_new is not None and self.stats["computed"] + len(chunk) > self.max_new
+            )
+            if limited:
+                chunk = chunk[: max(0, self.max_new - self.stats["computed"])]
+            if not chunk:
+                raise RequestLimitReached(self.max_new)
             answers = compute([requests[missing[k][0]] for k in chunk])
             self.cache.put_many(
                 request_type.value,
@@ -230,4 +252,6 @@ class CachedLM(ForwardingLM):
                 if progress is not None:
                     progress(len(missing[key]))
             self.stats["computed"] += len(chunk)
+            if limited:
+                raise RequestLimitReached(self.max_new)
         return results
