@@ -262,3 +262,19 @@ def test_impossible_log_probabilities_are_refused_and_never_cached(value, served
     finally:
         served["faults"].logprob = None
         lm.close()
+
+
+def test_chat_prompts_are_sent_as_the_templates_ids_and_equal_hf(served):
+    hf = load_model(str(served["folder"]), BackendConfig(device="cpu", chat=True, system="Hi."))
+    lm, plain = openai(served, chat=True, system="Hi."), openai(served)
+    assert lm.identity.cache_key() != plain.identity.cache_key()
+    plain.close()
+    requests = [TokenDistributionRequest(p, TARGETS, 5) for p in PROMPTS]
+    for a, b in zip(hf.token_distribution(requests), lm.token_distribution(requests), strict=True):
+        assert [math.log(p) for p in b.target_probs] == pytest.approx(
+            [math.log(p) for p in a.target_probs], abs=1e-4
+        )
+    request = [GenerateRequest(PROMPTS[1], max_new_tokens=5, top_k=3)]
+    assert lm.generate(request)[0].text == hf.generate(request)[0].text
+    lm.close()
+    hf.close()

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from biaslens.common.urls import redact_url
 from biaslens.errors import BiaslensError
 from biaslens.models.requests import (
     AnswerSpanRequest,
@@ -85,21 +86,6 @@ KIND_CAPABILITIES: dict[ModelKind, dict[RequestType, Exactness]] = {
 """What an in-process model of each kind answers (the transformers and vLLM backends)."""
 
 
-def redact_url(url: str) -> str:
-    """``url`` without a user name or password (``http://user:pass@host/v1`` ->
-    ``http://***@host/v1``): what is recorded and shown of a server's address."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable URL>"
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"***@{host}"))
-
-
 def _option(default: Any, help: str, cli_type: type | None = None, minimum: float | None = None):
     """A :class:`BackendConfig` field that is also a command-line option (``--name``): its help
     and the smallest value accepted live with the field (the CLI is generated from them)."""
@@ -116,10 +102,8 @@ class BackendConfig:
     * ``device`` / ``dtype`` / ``batch_size``: where and how an in-process model runs
       (``auto`` picks cuda > mps > cpu, bf16 on GPUs that support it, and a batch size by
       measured throughput).
-    * ``add_bos``: None keeps the tokenizer's own special tokens (what transformers users get);
-      True prepends the BOS token to causal prompts when missing; False adds no special token.
-      SmolLM2's BOS is the chat-turn marker ``<|im_start|>``: prepending it to a raw prompt
-      makes the instruct model end the turn at once, so None is the default.
+    * ``add_bos``: None keeps the tokenizer's own special tokens (the default: SmolLM2's BOS is
+      the chat-turn marker); True prepends the BOS to causal prompts; False adds none.
     * ``base_url`` / ``api_key_env`` / ``concurrency`` / ``timeout`` / ``max_retries``: the
       ``openai`` backend's server, the *name* of the environment variable holding its key (the
       key itself is never stored), parallel requests, seconds per request, retries.
@@ -133,9 +117,8 @@ class BackendConfig:
       fine-tuned to generate.
     * ``input_prefix``: text put before every model input, e.g. UL2's mode tokens ``[NLU] ``
       (denoiser) or ``[S2S] ``.
-    * ``max_requests``: a cost guard: the run stops once this many requests were answered by
-      the backend (not the cache) and resumes from the cache when rerun. Not part of the
-      model's identity.
+    * ``chat`` / ``system``: causal prompts as user messages in the model's chat template (part
+      of its identity); ``max_requests``: a cost guard (not part of it).
     * ``allow_missing_weights``: load a checkpoint that lacks tensors the model needs (they get
       seeded random values) instead of refusing it. For tests of code paths only; the model's
       identity (and so every run's summary and report) records it.
@@ -189,6 +172,12 @@ class BackendConfig:
         "Run a checkpoint that lacks tensors its model needs (they get seeded random values). "
         "For tests only: the run's summary and report say so.",
     )
+    chat: bool = _option(
+        False,
+        "Causal chat models: each prompt becomes a user message in the model's own chat template "
+        "(the assistant's turn opened), as a chat user would send it.",
+    )
+    system: str = _option("", "With --chat: a system message put before every prompt.")
     max_requests: int | None = _option(
         None,
         "Stop after N requests answered by the model or server (answers already in the run's "
@@ -220,6 +209,8 @@ class BackendConfig:
                 "--model-kind, --input-prefix and --allow-missing-weights apply to the hf backend "
                 "(a served model's kind, input format and weights are the server's)"
             )
+        if self.system and not self.chat:
+            raise BiaslensError("--system is a chat message: it needs --chat")
         if self.api_key_env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):
             raise BiaslensError(
                 "--api-key-env takes the *name* of the environment variable that holds the key "

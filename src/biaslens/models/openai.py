@@ -40,6 +40,7 @@ from biaslens.models.server_replies import (
     completion_choices,
     token_id,
 )
+from biaslens.models.tokenization import chat_identity, check_chat
 
 __all__ = ["ServerError", "OpenAIBackend", "load_openai", "probe_server", "TOKEN_PREFIX"]
 
@@ -288,6 +289,7 @@ def load_openai(name: str, config: BackendConfig | None = None, display_name: st
             tokenizer = AutoTokenizer.from_pretrained(folder)
         except (OSError, ValueError) as error:
             raise BiaslensError(f"{folder}: cannot load the tokenizer ({error})") from None
+    check_chat(tokenizer, ModelKind.CAUSAL, config, display_name or name)
     client = HTTPClient(config)
     try:
         served = served_model(client, name)
@@ -313,7 +315,7 @@ def load_openai(name: str, config: BackendConfig | None = None, display_name: st
         kind=ModelKind.CAUSAL,
         fingerprint=fingerprint,
         backend="openai",
-        numerics=(("add_bos", str(config.add_bos)),),
+        numerics=(("add_bos", str(config.add_bos)), *chat_identity(config)),
         details=(
             ("base_url", client.base_url),
             ("server_model", json.dumps(metadata, sort_keys=True, default=str)),

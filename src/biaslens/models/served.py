@@ -140,7 +140,7 @@ class TokenLevelBackend(LocalTokenizer, LM):
 
     # ------------------------------------------------------------------ tokenization (= hf)
     def encode_prompts(self, texts: Sequence[str]) -> list[list[int]]:
-        return encode_causal_prompts(self.tokenizer, texts, self.config.add_bos)
+        return encode_causal_prompts(self.tokenizer, texts, self.config.add_bos, self.config)
 
     def _chunks(self, n: int) -> Iterator[slice]:
         for start in range(0, n, self.chunk_size):

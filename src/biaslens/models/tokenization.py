@@ -10,12 +10,20 @@ from biaslens.errors import BiaslensError
 from biaslens.models.requests import RequestType
 
 
-def encode_causal_prompts(tokenizer, texts: Sequence[str], add_bos: bool | None) -> list[list[int]]:
+def encode_causal_prompts(
+    tokenizer, texts: Sequence[str], add_bos: bool | None, config=None
+) -> list[list[int]]:
     """Prompt ids in one batched tokenizer call: the tokenizer's own special tokens
-    (``add_bos=None``), or a forced (``True``) / suppressed (``False``) BOS."""
+    (``add_bos=None``), or a forced (``True``) / suppressed (``False``) BOS. With
+    ``config.chat``, each text is first put in the chat template (:func:`chat_texts`), which
+    writes its own special tokens."""
     texts = list(texts)
     if not texts:
         return []
+    if config is not None and config.chat:
+        return tokenizer(chat_texts(tokenizer, texts, config.system), add_special_tokens=False)[
+            "input_ids"
+        ]
     if add_bos is None:
         return tokenizer(texts)["input_ids"]
     encoded = tokenizer(texts, add_special_tokens=False)["input_ids"]
@@ -23,6 +31,50 @@ def encode_causal_prompts(tokenizer, texts: Sequence[str], add_bos: bool | None)
     if not add_bos or bos is None:
         return encoded
     return [ids if ids and ids[0] == bos else [bos, *ids] for ids in encoded]
+
+
+def chat_texts(tokenizer, texts: Sequence[str], system: str = "") -> list[str]:
+    """Each text as a user message (after ``system``, if given) in the tokenizer's chat
+    template, the assistant's turn opened: what a chat model reads before it answers."""
+    before = [{"role": "system", "content": system}] if system else []
+    return [
+        tokenizer.apply_chat_template(
+            [*before, {"role": "user", "content": text}],
+            add_generation_prompt=True,
+            tokenize=False,
+        )
+        for text in texts
+    ]
+
+
+def check_chat(tokenizer, kind, config, name: str) -> None:
+    """``--chat`` needs a causal model whose tokenizer has a chat template; else one line
+    saying so."""
+    from biaslens.models.base import ModelKind
+
+    if not config.chat:
+        return
+    if kind != ModelKind.CAUSAL:
+        raise BiaslensError(
+            f"--chat applies to causal chat models; {name!r} is a {kind.value} model"
+        )
+    if tokenizer is None:
+        raise BiaslensError(
+            "--chat on a served model needs --tokenizer (the model's tokenizer folder): the "
+            "prompts are put in its chat template here and sent as token ids"
+        )
+    if not getattr(tokenizer, "chat_template", None):
+        raise BiaslensError(
+            f"{name!r} has no chat template (no chat_template in its tokenizer files): --chat "
+            "needs an instruct or chat model"
+        )
+
+
+def chat_identity(config) -> tuple[tuple[str, str], ...]:
+    """What chat formatting adds to a model's identity (and so to every cache key)."""
+    if not config.chat:
+        return ()
+    return (("chat", "template"), *((("system", config.system),) if config.system else ()))
 
 
 def fit_left(

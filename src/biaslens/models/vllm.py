@@ -22,6 +22,7 @@ from pathlib import Path
 from biaslens.errors import BiaslensError, quoted
 from biaslens.models.base import BackendConfig, ModelIdentity, ModelKind
 from biaslens.models.served import TokenLevelBackend, TopK, model_eos_ids
+from biaslens.models.tokenization import chat_identity, check_chat
 
 MAX_IDS_PER_CALL = 128
 """vLLM's limit on ``logprob_token_ids`` per request."""
@@ -154,6 +155,10 @@ def load_vllm(
         )
     if not any((folder / n).is_file() for n in TOKENIZER_FILES):
         raise BiaslensError(f"{folder}: no tokenizer files; save the tokenizer next to the model")
+    if config.chat:
+        from transformers import AutoTokenizer
+
+        check_chat(AutoTokenizer.from_pretrained(folder), kind, config, name_or_path)
     device = "cpu" if config.device in ("cpu",) else config.device
     on_cpu = device == "cpu" or not _cuda_available()
     dtype = config.dtype if config.dtype != "auto" else ("float32" if on_cpu else "auto")
@@ -186,6 +191,7 @@ def load_vllm(
             ("dtype", resolved),
             ("device_type", "cpu" if on_cpu else "cuda"),
             ("add_bos", str(config.add_bos)),
+            *chat_identity(config),
         ),
         weights_sha256=weights_sha256(Path(folder)),
         details=(("vllm_version", vllm.__version__),),

@@ -225,12 +225,20 @@ def build_t5(folder: Path, sentinels: int = 0) -> Path:
     return _save(folder, T5ForConditionalGeneration, config, fast)
 
 
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<s>{{ m['role'] }}\n{{ m['content'] }}</s>\n{% endfor %}"
+    "{% if add_generation_prompt %}<s>assistant\n{% endif %}"
+)
+"""A ChatML-like template for the tiny Llama (chat formatting is tested on it)."""
+
+
 def build_llama(folder: Path) -> Path:
     special = ["<s>", "</s>", "<unk>"]
     tokenizer = _bpe(special)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", unk_token="<unk>"
     )
+    fast.chat_template = CHAT_TEMPLATE
     config = LlamaConfig(
         vocab_size=tokenizer.get_vocab_size(),
         hidden_size=32,

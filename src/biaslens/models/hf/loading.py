@@ -15,6 +15,7 @@ import torch
 from biaslens.common.hashing import sha256_files
 from biaslens.errors import BiaslensError, quoted
 from biaslens.models.base import KIND_NAMES, BackendConfig, ModelIdentity, ModelKind
+from biaslens.models.tokenization import chat_identity, check_chat
 
 DTYPES = {
     "float32": torch.float32,
@@ -280,6 +281,7 @@ def load_parts(
     )
     unused = check_loaded_tensors(folder, model, model_config, loading_info, config)
     tokenizer = _load("tokenizer", folder, lambda: AutoTokenizer.from_pretrained(folder))
+    check_chat(tokenizer, kind, config, display_name or name_or_path)
     model.to(device).eval()
     identity = ModelIdentity(
         name=display_name or name_or_path,
@@ -292,6 +294,7 @@ def load_parts(
             ("device_type", device.type),
             ("add_bos", str(config.add_bos)),
             *((("input_prefix", config.input_prefix),) if config.input_prefix else ()),
+            *chat_identity(config),
             *((("random_tensors", "seeded"),) if unused.get("random_tensors") else ()),
         ),
         weights_sha256=weights_sha256(folder),

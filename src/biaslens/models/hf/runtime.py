@@ -172,7 +172,8 @@ class HFRuntime(LocalTokenizer):
         """Prompt ids (one batched tokenizer call): the tokenizer's own special tokens, or a
         forced / suppressed BOS for causal prompts (see ``BackendConfig.add_bos``)."""
         add_bos = None if self.kind == ModelKind.SEQ2SEQ else self.config.add_bos
-        return encode_causal_prompts(self.tokenizer, self.with_prefix(texts), add_bos)
+        chat = self.config if self.kind == ModelKind.CAUSAL else None
+        return encode_causal_prompts(self.tokenizer, self.with_prefix(texts), add_bos, chat)
 
     def pad(self, sequences: list[list[int]], left: bool) -> tuple[torch.Tensor, torch.Tensor]:
         return pad_sequences(sequences, self.pad_id, left, self.device)
