@@ -152,6 +152,7 @@ def test_lei_train_runs_from_the_command_line(tiny_models, tmp_path, monkeypatch
         (["--lrs", "1e-5", "fast"], "--learning-rates: expected numbers"),
         (["--qa-file", "missing.json"], "missing.json: file not found"),
         (["--qa-mode", "generative", "--reference", "file"], "needs --reference model"),
+        (["--max-requests", "10"], "lei-train fine-tunes the model in process"),
     ],
 )
 def test_lei_train_bad_input_is_one_line(

@@ -28,6 +28,7 @@ import pandas as pd
 from biaslens.common.atomic import json_records
 from biaslens.data import lei, sources
 from biaslens.data.squad import read_squad
+from biaslens.errors import BiaslensError
 from biaslens.experiments.lei_cells import DONE, cell_name, train_cell_group
 from biaslens.experiments.lei_run import TrainingRun, read_table, upsert_rows
 from biaslens.experiments.lei_selection import lei_criterion, select_top, summarize_selected
@@ -77,6 +78,11 @@ def prepare(settings: LeiTrainSettings, lm: LM) -> LeiTrainSettings:
 def run(ctx: RunContext, settings: LeiTrainSettings) -> MethodOutput:
     """Train, evaluate and select; resumes from the run folder's checkpoints and cache."""
     base, store, mode = ctx.uncached_lm, ctx.store, settings.mode
+    if ctx.backend_config.max_requests is not None:
+        raise BiaslensError(
+            "--max-requests bounds the requests a run sends a model; lei-train fine-tunes the "
+            "model in process (its cost is training), so it does not take it"
+        )
     lei_dir = sources.locate("lei", ctx.data_dir)
     train_paths = {n: lei.split_path(f"religion/train_{n}", lei_dir) for n in settings.train_sizes}
     splits = {n: lei.read_split(p) for n, p in train_paths.items()}
