@@ -38,7 +38,7 @@ good enough for the metrics.
 
     python benchmarks/bench_mgc.py                            # SmolLM2, 1200 prompts
     python benchmarks/bench_mgc.py --prompts 3000 --subset 64
-    python benchmarks/bench_mgc.py --mode exact --bf16 on --bf16-prompts 240 --no-lm-eval
+    python benchmarks/bench_mgc.py --mode exact --prompts 3000 --bf16 on --no-baselines
 """
 
 from __future__ import annotations
@@ -251,6 +251,9 @@ def exact_mode(args, lm, texts, counter, peak):
     chosen = lm.sizer(RequestType.TOKEN_DISTRIBUTION)
     settled = f"settled at {chosen.size}" if chosen.settled else f"probing, at {chosen.size}"
     table = [harness.Row(f"biaslens, batch auto ({settled})", n, seconds)]
+    if args.no_baselines:
+        harness.print_table(f"MGC exact mode, {n} prompt-A prompts", "prompts", table)
+        return results, seconds
 
     counter.reset()
     seconds, script = harness.timed(lambda: script_exact(lm, prompts, target_ids, 64))
@@ -339,6 +342,7 @@ def main() -> None:
     parser.add_argument("--subset", type=int, default=64, help="prompts for the slow baselines")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--no-lm-eval", action="store_true")
+    parser.add_argument("--no-baselines", action="store_true", help="biaslens only (e.g. bf16)")
     parser.add_argument("--mode", choices=("exact", "paper", "both"), default="both")
     parser.add_argument("--bf16", choices=("auto", "on", "off"), default="auto")
     parser.add_argument("--bf16-prompts", type=int, default=240, help="without bf16 units")
