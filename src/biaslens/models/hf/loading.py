@@ -116,7 +116,7 @@ def cpu_matrix_flags(cpuinfo: str | None = None) -> list[str]:
 
 def cpu_has_bf16_units(cpuinfo: str | None = None) -> bool:
     """Whether the CPU has bf16 matrix units (AVX-512 BF16 or AMX). On an AVX2-only CPU a bare
-    bf16 matmul measured ~80× slower than fp32 and SmolLM2's exact scoring ~2.5× slower
+    bf16 matmul measured ~100× slower than fp32 and SmolLM2's exact MGC scoring ~8× slower
     (``benchmarks/bench_mgc.py --bf16 on``); with the units bf16 is faster. True
     where it cannot be told (no ``/proc/cpuinfo``), so that nothing is claimed there."""
     flags = cpu_flags(cpuinfo)
