@@ -284,29 +284,3 @@ def test_a_wrong_key_is_one_line(server):
     os.environ["BIASLENS_TEST_WRONG_KEY"] = "wrong"
     with pytest.raises(BiaslensError, match=r"refused the API key \(HTTP 401\)"):
         client(server, api_key_env="BIASLENS_TEST_WRONG_KEY")
-
-
-def test_chat_mode_through_vllm_serve_equals_hf(server, folder):
-    """--chat with the model's tokenizer: the prompts go to the server as the chat template's
-    token ids; greedy text, step top-5 and option scores equal the hf backend in chat mode."""
-    from biaslens.data import lei, mgc
-    from biaslens.models import BackendConfig, GenerateRequest, load_model
-    from biaslens.scoring.qa import _generative_requests
-    from tests.conftest import DATA
-
-    hf_chat = load_model("default", BackendConfig(device="cpu", batch_size=16, chat=True))
-    remote_chat = client(server, chat=True)
-    sentences = mgc.limit_per_w(mgc.build_mgc(("dates",)), 1, 0)["sentence"][:6]
-    greedy = [GenerateRequest(mgc.wrap_in_prompt(s, "A"), 20, 5) for s in sentences]
-    for a, b in zip(hf_chat.generate(greedy), remote_chat.generate(greedy), strict=True):
-        assert b.tokens == a.tokens
-        for x, y in zip(a.step_top_probs, b.step_top_probs, strict=True):
-            assert list(y) == pytest.approx(list(x), abs=1e-3)
-    split = lei.read_split(lei.split_path("religion/noniid_dev", DATA / "lei")).head(6)
-    requests = _generative_requests(hf_chat, split)
-    for a, b in zip(
-        hf_chat.choice_logprobs(requests), remote_chat.choice_logprobs(requests), strict=True
-    ):
-        assert list(b.logprobs) == pytest.approx(list(a.logprobs), abs=1e-3)
-    remote_chat.close()
-    hf_chat.close()
