@@ -99,13 +99,6 @@ def test_chat_where_it_cannot_apply_is_refused(tiny_models, model, options, mess
         load_model(str(tiny_models[model]), BackendConfig(device="cpu", **options))
 
 
-def test_a_served_model_in_chat_mode_needs_its_tokenizer(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "unused")
-    config = BackendConfig(backend="openai", base_url="http://127.0.0.1:9/v1", chat=True)
-    with pytest.raises(BiaslensError, match="--chat on a served model needs --tokenizer"):
-        load_model("some-served-model", config)
-
-
 @pytest.mark.slow
 def test_the_default_smollm2_runs_in_chat_mode_as_transformers_does():
     """SmolLM2-Instruct ships a chat template: greedy answers through --chat equal

@@ -161,12 +161,12 @@ def test_mgc_distributions_equal_hf(backend, request, hf):
 @pytest.mark.parametrize("backend", ["engine", "remote"])
 def test_lei_generative_scores_equal_hf(backend, request, hf):
     from biaslens.data import lei
-    from biaslens.scoring.qa import _generative_requests
+    from biaslens.scoring.qa import generative_requests
     from tests.conftest import DATA
 
     lm = request.getfixturevalue(backend)
     split = lei.read_split(lei.split_path("religion/noniid_dev", DATA / "lei")).head(12)
-    requests = _generative_requests(hf, split)
+    requests = generative_requests(hf, split)
     expected, got = hf.choice_logprobs(requests), lm.choice_logprobs(requests)
     gap = max(
         abs(x - y)
@@ -284,3 +284,68 @@ def test_a_wrong_key_is_one_line(server):
     os.environ["BIASLENS_TEST_WRONG_KEY"] = "wrong"
     with pytest.raises(BiaslensError, match=r"refused the API key \(HTTP 401\)"):
         client(server, api_key_env="BIASLENS_TEST_WRONG_KEY")
+
+
+def test_chat_mode_through_vllm_serve_equals_hf(server, folder):
+    """--chat with the model's tokenizer: the prompts go to the server as the chat template's
+    token ids; greedy text, step top-5 and option scores equal the hf backend in chat mode."""
+    from biaslens.data import lei, mgc
+    from biaslens.models import BackendConfig, GenerateRequest, load_model
+    from biaslens.scoring.qa import generative_requests
+    from tests.conftest import DATA
+
+    hf_chat = load_model("default", BackendConfig(device="cpu", batch_size=16, chat=True))
+    remote_chat = client(server, chat=True)
+    sentences = mgc.limit_per_w(mgc.build_mgc(("dates",)), 1, 0)["sentence"][:6]
+    greedy = [GenerateRequest(mgc.wrap_in_prompt(s, "A"), 20, 5) for s in sentences]
+    for a, b in zip(hf_chat.generate(greedy), remote_chat.generate(greedy), strict=True):
+        assert b.tokens == a.tokens
+        for x, y in zip(a.step_top_probs, b.step_top_probs, strict=True):
+            assert list(y) == pytest.approx(list(x), abs=1e-3)
+    split = lei.read_split(lei.split_path("religion/noniid_dev", DATA / "lei")).head(6)
+    requests = generative_requests(hf_chat, split)
+    for a, b in zip(
+        hf_chat.choice_logprobs(requests), remote_chat.choice_logprobs(requests), strict=True
+    ):
+        assert list(b.logprobs) == pytest.approx(list(a.logprobs), abs=1e-3)
+    remote_chat.close()
+    hf_chat.close()
+
+
+def test_chat_endpoint_through_vllm_serve_equals_hf_chat(server, tmp_path):
+    """/v1/chat/completions with top log-probabilities (the server applies the template): SIB
+    Method 1 in paper mode and LEI first-token option scores equal the hf backend in chat mode
+    (top-k probabilities to 1e-3, the same greedy text)."""
+    from biaslens.models import BackendConfig, load_model
+    from biaslens.runner import run_method
+    from tests.conftest import DATA
+
+    hf_chat = load_model("default", BackendConfig(device="cpu", batch_size=16, chat=True))
+    remote = client(server, chat=True, endpoint="chat")
+    assert remote.identity.describe()["endpoint"] == "chat/completions"
+    runs = {}
+    for name, lm in (("hf", hf_chat), ("chat", remote)):
+        runs[name] = {
+            "mgc": run_method("sib-mgc", output=tmp_path / name / "mgc", lm=lm, mode="paper",
+                              limit=1, report=False),
+            "lei": run_method("lei-eval", output=tmp_path / name / "lei", lm=lm,
+                              domain="religion", limit=8, mode="first-token", data_dir=DATA,
+                              report=False),
+        }  # fmt: skip
+    mgc = {n: r["mgc"].samples for n, r in runs.items()}
+    assert list(mgc["chat"]["generation"]) == list(mgc["hf"]["generation"])
+    for column in ("p_female", "p_male"):
+        assert mgc["chat"][column].to_numpy() == pytest.approx(
+            mgc["hf"][column].to_numpy(), abs=1e-3
+        )
+    assert (mgc["hf"][["p_female", "p_male"]].to_numpy() > 0).any()
+    lei = {n: r["lei"].samples for n, r in runs.items()}
+    assert len(lei["chat"]) == len(lei["hf"]) > 0
+    for column in ("s_first", "s_second", "candidate_mass"):
+        assert lei["chat"][column].to_numpy() == pytest.approx(
+            lei["hf"][column].to_numpy(), abs=1e-3
+        )
+    mu = {n: r["lei"].tables["lei_mu"]["mu"].to_numpy() for n, r in runs.items()}
+    assert mu["chat"] == pytest.approx(mu["hf"], abs=1e-3)
+    remote.close()
+    hf_chat.close()

@@ -16,6 +16,7 @@ import typer
 
 from biaslens.cli.options import (
     DataDir,
+    DryRun,
     Output,
     Preset,
     add_command,
@@ -59,11 +60,17 @@ def method_command(spec):
     ]
     if spec.needs_model:
         parameters.insert(0, inspect.Parameter("backend", inspect.Parameter.KEYWORD_ONLY))
+        parameters.append(
+            inspect.Parameter(
+                "dry_run", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=DryRun
+            )
+        )
 
     def command(**given):
         backend = given.pop("backend", None)
         runner_values = {name: given.pop(name) for name in runner}
         models_file = given.pop("models_file", None)
+        dry_run = given.pop("dry_run", False)
         values, display = _settings_values(options, given)
         if spec.needs_model:
             runner_values["backend"] = backend
@@ -72,10 +79,17 @@ def method_command(spec):
             models = list(models or ())
             if models_file is not None:
                 models += read_models_file(models_file)
+            if dry_run:
+                for model in models or [None]:
+                    _print_plan(spec, runner_values, {**values, "model": model})
+                return
             if len(models) > 1:
                 _run_comparison(spec, models, runner_values, values)
                 return
             values["model"] = models[0] if models else None
+        if dry_run:
+            _print_plan(spec, runner_values, values)
+            return
         result = run_and_print(spec.name, **runner_values, **values)
         if spec.extra_views is not None:
             for title, frame, columns in spec.extra_views(result, display):
@@ -165,3 +179,19 @@ def _run_comparison(spec, models: list[str], runner_values: dict, values: dict) 
         console.print(f"plot: {plot}")
     if comparison.report is not None:
         console.print(f"report: {comparison.report}")
+
+
+def _print_plan(spec, runner_values: dict, values: dict) -> None:
+    """``--dry-run``: the requests and tokens the run would send, and nothing sent."""
+    from biaslens.runner import plan_method
+
+    plan = with_progress(
+        lambda progress: plan_method(spec.name, progress=progress, **runner_values, **values)
+    )
+    print_table(f"{spec.name} --dry-run: {plan.model} ({plan.backend} backend)", plan.table)
+    console.print(
+        f"tokens counted with {plan.counted_by}; completion tokens are the most the run may "
+        "generate. Nothing was loaded or sent."
+    )
+    for note in plan.notes:
+        console.print(f"note: {note}")

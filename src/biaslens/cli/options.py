@@ -166,6 +166,14 @@ DataDir = Annotated[
     ),
 ]
 Seed = Annotated[int | None, typer.Option("--seed", help="Random seed (>= 0; default 0).")]
+DryRun = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="Count the requests and estimate the prompt and completion tokens the run would "
+        "send, then stop: no model is loaded and no server is called (cost of a paid API).",
+    ),
+]
 Preset = Annotated[
     str | None,
     typer.Option(

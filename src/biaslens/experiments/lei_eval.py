@@ -28,8 +28,9 @@ from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, Ru
 from biaslens.metrics.qa import squad_scores
 from biaslens.metrics.unqover import comparative_scores, model_summary, subject_bias
 from biaslens.models.base import LM, ModelKind
-from biaslens.models.requests import AnswerSpanRequest, GenerateRequest
+from biaslens.models.requests import AnswerSpanRequest, GenerateRequest, RequestType
 from biaslens.progress import Progress
+from biaslens.scoring.first_token import FIRST_TOKEN_TOP_K, drop_unscored, first_token_scores
 from biaslens.scoring.qa import qa_mode_for, score_examples, unifiedqa_prompt
 from biaslens.store.run import dataset_hash
 
@@ -175,6 +176,18 @@ def lei_table(scores: pd.DataFrame, comparative: pd.DataFrame | None = None) -> 
     return table
 
 
+def first_token_note(scores: pd.DataFrame, unscored: int) -> str:
+    """What first-token scores rest on: the candidates' share of the top-k and the contexts
+    left out because a question had neither candidate among them."""
+    contexts = scores.drop_duplicates(["set", "intervention_id", *CONTEXT]).shape[0]
+    return (
+        f"first-token scores (top-{FIRST_TOKEN_TOP_K} of the first answer token): the two "
+        f"candidates hold {scores['candidate_mass'].mean():.1%} of the probability on average; "
+        f"{unscored} context(s) left out (a question with neither candidate in the top-"
+        f"{FIRST_TOKEN_TOP_K}), {contexts} scored"
+    )
+
+
 def qa_utility(
     lm: LM, qa: pd.DataFrame, progress: Progress, context_first: bool = False
 ) -> pd.DataFrame:
@@ -204,6 +217,16 @@ def prepare(settings: LeiEvalSettings, lm: LM) -> LeiEvalSettings:
     if mode == "extractive":
         lm.require("span_scores")
         return settings.model_copy(update={"mode": mode})
+    if settings.mode == "auto" and set(lm.capabilities) == {RequestType.GENERATE}:
+        mode = "first-token"  # a chat endpoint: the top-k of the answer is all there is
+    if mode == "first-token":
+        if lm.kind != ModelKind.CAUSAL:
+            raise BiaslensError(
+                "--qa-mode first-token reads a causal model's first answer token; score "
+                f"{lm.identity.name!r} ({lm.kind.value}) with --qa-mode generative"
+            )
+        lm.require("generate")
+        return settings.model_copy(update={"mode": mode, **generative_layout(settings)})
     lm.require("choice_logprobs")
     return settings.model_copy(update={"mode": mode, **generative_layout(settings)})
 
@@ -238,15 +261,20 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
     qa = read_squad(settings.qa_file) if settings.qa_file is not None else None
     if qa is not None and settings.qa_limit is not None:
         qa = qa.head(settings.qa_limit)
-    scores = score_examples(
-        ctx.lm, rows, ctx.progress, settings.mode, settings.span_adjustment, settings.qa_order
-    )
+    notes = []
+    unscored = None
+    if settings.mode == "first-token":
+        scores, unscored = drop_unscored(first_token_scores(ctx.lm, rows, ctx.progress), PAIRING)
+        notes.append(first_token_note(scores, unscored))
+    else:
+        scores = score_examples(
+            ctx.lm, rows, ctx.progress, settings.mode, settings.span_adjustment, settings.qa_order
+        )
     comparative = comparative_scores(scores, PAIRING)
     table = lei_table(scores, comparative)
     subjects = subject_bias(comparative, ("set",))
     samples = {"samples": scores}
     utility = None
-    notes = []
     if qa is not None:
         answered = qa_utility(ctx.lm, qa, ctx.progress, settings.qa_order == "context-first")
         utility = squad_scores(list(answered["prediction"]), list(answered["answers"]))
@@ -264,6 +292,17 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
             "contexts": {s: int(n) for s, n in table.set_index("set")["contexts"].items()},
             "qa_utility": utility,
             "specified_absent": specified_absent or None,
+            **(
+                {
+                    "first_token": {
+                        "top_k": FIRST_TOKEN_TOP_K,
+                        "contexts_without_score": unscored,
+                        "mean_candidate_mass": float(scores["candidate_mass"].mean()),
+                    }
+                }
+                if unscored is not None
+                else {}
+            ),
         },
         tables={"lei_mu": table, "subjects": subjects},
         samples=samples,

@@ -25,7 +25,7 @@ class LeiEvalSettings(MethodSettings):
     domain: Literal["religion", "ethnicity", "gender"] = "religion"
     split: str = "noniid_test"
     split_sha256: str = ""
-    mode: Literal["auto", "extractive", "generative"] = "auto"
+    mode: Literal["auto", "extractive", "generative", "first-token"] = "auto"
     span_adjustment: Literal["none", "articles", "reference"] = Field(
         default="none", description="UnQover's adjustment of S by neighbouring words (extractive)"
     )
@@ -88,7 +88,13 @@ OPTIONS = (
     O.Option("domain", help="religion, ethnicity or gender."),
     O.Option("split", help="Official split: noniid_test, noniid_dev, train_64 …"),
     O.Option("split_file", help="A SQuAD-format LEI split.", type=Path),
-    O.QA_MODE,
+    O.Option(
+        "mode",
+        "--qa-mode",
+        "--mode",
+        help="auto (from the model kind and backend), extractive, generative (the candidates' "
+        "log-likelihood) or first-token (the top-20 first answer tokens: a chat endpoint).",
+    ),
     O.SPAN_ADJUSTMENT,
     O.QA_ORDER,
     O.Option(

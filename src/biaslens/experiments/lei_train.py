@@ -214,6 +214,7 @@ def _figures(results: pd.DataFrame, settings, model_name: str) -> dict:
 SPEC = register(
     MethodSpec(
         name=METHOD,
+        trains_model=True,
         title="LEI few-shot fine-tuning: grid per train size, top-k on dev by the LEI "
         "criterion, test μ mean ± std in and out of domain (Figs. 5–6)",
         settings=LeiTrainSettings,

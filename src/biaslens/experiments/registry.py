@@ -133,6 +133,8 @@ class MethodSpec:
     body: Callable[[RunContext, Any], MethodOutput]
     headlines: tuple[Headline, ...] = ()
     needs_model: bool = True
+    trains_model: bool = False
+    """The model is fine-tuned in process (its cost is training, not requests): no --dry-run."""
     make_settings: Callable[..., Any] | None = None
     prepare: Callable[[Any, LM], Any] | None = None
     run_name: Callable[[Any], str] | None = None

@@ -118,7 +118,9 @@ class BackendConfig:
     * ``input_prefix``: text put before every model input, e.g. UL2's mode tokens ``[NLU] ``
       (denoiser) or ``[S2S] ``.
     * ``chat`` / ``system``: causal prompts as user messages in the model's chat template (part
-      of its identity); ``max_requests``: a cost guard (not part of it).
+      of its identity); ``endpoint``: a served chat model's ``/v1/completions`` (template
+      applied here, token ids sent) or ``/v1/chat/completions``; ``max_requests``: a cost
+      guard (not part of the identity).
     * ``allow_missing_weights``: load a checkpoint that lacks tensors the model needs (they get
       seeded random values) instead of refusing it. For tests of code paths only; the model's
       identity (and so every run's summary and report) records it.
@@ -178,6 +180,12 @@ class BackendConfig:
         "(the assistant's turn opened), as a chat user would send it.",
     )
     system: str = _option("", "With --chat: a system message put before every prompt.")
+    endpoint: str = _option(
+        "auto",
+        "openai backend: completions (prompts as token ids, every request type exact; needs "
+        "the model's tokenizer), chat (/v1/chat/completions: generation with top-k "
+        "log-probabilities) or auto (chat for --chat without a tokenizer, else completions).",
+    )
     max_requests: int | None = _option(
         None,
         "Stop after N requests answered by the model or server (answers already in the run's "
@@ -209,6 +217,14 @@ class BackendConfig:
                 "--model-kind, --input-prefix and --allow-missing-weights apply to the hf backend "
                 "(a served model's kind, input format and weights are the server's)"
             )
+        if self.endpoint not in ("auto", "completions", "chat"):
+            raise BiaslensError(
+                f"unknown endpoint {self.endpoint!r}; use auto, completions or chat"
+            )
+        if self.endpoint != "auto" and self.backend != "openai":
+            raise BiaslensError("--endpoint chooses a server endpoint: it needs --backend openai")
+        if self.endpoint == "chat" and not self.chat:
+            raise BiaslensError("--endpoint chat sends prompts as chat messages: it needs --chat")
         if self.system and not self.chat:
             raise BiaslensError("--system is a chat message: it needs --chat")
         if self.api_key_env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):
@@ -372,29 +388,3 @@ class LM:
 
     def close(self) -> None:
         """Release what the backend holds (engines, connections); a no-op by default."""
-
-
-class ForwardingLM(LM):
-    """An LM that answers every request type through one ``_answer(requests, progress)`` (the
-    request cache, the Ray replicas), which subclasses implement."""
-
-    def _answer(self, requests, progress: ProgressCallback | None) -> list:
-        raise NotImplementedError
-
-    def token_distribution(self, requests, progress=None):
-        return self._answer(requests, progress)
-
-    def span_scores(self, requests, progress=None):
-        return self._answer(requests, progress)
-
-    def answer_span(self, requests, progress=None):
-        return self._answer(requests, progress)
-
-    def choice_logprobs(self, requests, progress=None):
-        return self._answer(requests, progress)
-
-    def generate(self, requests, progress=None):
-        return self._answer(requests, progress)
-
-    def contrastive_generate(self, requests, progress=None):
-        return self._answer(requests, progress)

@@ -245,7 +245,8 @@ def _text_generation(request, response, url) -> GenerateResult:
     )
 
 
-def _tokenizer_folder(name: str, config: BackendConfig) -> Path | None:
+def tokenizer_folder(name: str, config: BackendConfig) -> Path | None:
+    """The served model's tokenizer folder: ``--tokenizer``, else a registered model's own."""
     from biaslens.models.hf.loading import local_folder
     from biaslens.models.registry import REGISTRY, resolve_name
 
@@ -280,7 +281,11 @@ def load_openai(name: str, config: BackendConfig | None = None, display_name: st
             "without an API key (fine for a local server; set it for a hosted one)",
             stacklevel=2,
         )
-    folder = _tokenizer_folder(name, config)
+    folder = tokenizer_folder(name, config)
+    if config.chat and (config.endpoint == "chat" or (config.endpoint == "auto" and not folder)):
+        from biaslens.models.openai_chat import load_chat_endpoint
+
+        return load_chat_endpoint(name, config, display_name)
     tokenizer = None
     if folder is not None:
         from transformers import AutoTokenizer

@@ -22,7 +22,8 @@ from collections import deque
 from collections.abc import Callable
 
 from biaslens.errors import BiaslensError
-from biaslens.models.base import LM, BackendConfig, ForwardingLM
+from biaslens.models.base import LM, BackendConfig
+from biaslens.models.forwarding import ForwardingLM
 from biaslens.models.ray_runtime import connect, load_in_worker, worker_plan
 from biaslens.models.requests import as_fields
 

@@ -8,9 +8,9 @@ a number that enters a metric. Only what biaslens reads is declared; other field
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from biaslens.errors import BiaslensError
 
@@ -39,6 +39,36 @@ class Choice(_Reply):
 
 class Completion(_Reply):
     choices: list[Choice]
+
+
+class ChatTopLogprob(_Reply):
+    token: str
+    logprob: float
+    bytes: list[Annotated[int, Field(ge=0, le=255)]] | None = None
+
+
+class ChatTokenLogprob(ChatTopLogprob):
+    top_logprobs: list[ChatTopLogprob] = []
+
+
+class ChatLogprobs(_Reply):
+    content: list[ChatTokenLogprob] | None = None
+
+
+class ChatMessage(_Reply):
+    content: str | None = None
+    refusal: str | None = None
+
+
+class ChatChoice(_Reply):
+    index: int = 0
+    message: ChatMessage
+    logprobs: ChatLogprobs | None = None
+    finish_reason: str | None = None
+
+
+class ChatCompletion(_Reply):
+    choices: list[ChatChoice]
 
 
 class ServedModel(_Reply):
@@ -74,6 +104,23 @@ def completion_choices(reply: Any, n: int, url: str) -> list[Choice]:
     if len(choices) != n:
         raise ServerError(f"{url}: expected {n} completion choice(s), got {len(choices)}")
     return sorted(choices, key=lambda c: c.index)
+
+
+def chat_choice(reply: Any, url: str) -> ChatChoice:
+    """The one choice of a ``/chat/completions`` reply."""
+    choices = parse(ChatCompletion, reply, url, "/chat/completions").choices
+    if len(choices) != 1:
+        raise ServerError(f"{url}: expected 1 chat completion choice, got {len(choices)}")
+    return choices[0]
+
+
+def chat_token_text(entry: ChatTopLogprob) -> str:
+    """A chat log-probability entry's token as text: its UTF-8 ``bytes`` when the server sends
+    them (a token that is part of a character decodes to U+FFFD, as the local tokenizers
+    decode it), else its ``token`` field."""
+    if entry.bytes is not None:
+        return bytes(entry.bytes).decode("utf-8", errors="replace")
+    return entry.token
 
 
 def token_id(token: str, url: str) -> int:

@@ -60,8 +60,9 @@ def check_chat(tokenizer, kind, config, name: str) -> None:
         )
     if tokenizer is None:
         raise BiaslensError(
-            "--chat on a served model needs --tokenizer (the model's tokenizer folder): the "
-            "prompts are put in its chat template here and sent as token ids"
+            "--endpoint completions with --chat needs the model's tokenizer (--tokenizer "
+            "FOLDER): the prompts are put in its chat template here and sent as token ids; "
+            "--endpoint chat sends them as chat messages instead"
         )
     if not getattr(tokenizer, "chat_template", None):
         raise BiaslensError(

@@ -18,6 +18,7 @@ Output: the long score table of :mod:`biaslens.metrics.unqover`, two rows per co
 * Generative (``choice_logprobs``): UnifiedQA input ``question \\n (a) x1 (b) x2 \\n context``
   + `` note that `` + intervention, lower-cased; S = the candidate's probability normalised over
   the two candidates. Causal models get real line breaks and ``\\nanswer:`` before the answer.
+* First token: :mod:`biaslens.scoring.first_token`.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from biaslens.models.requests import (
 )
 from biaslens.progress import Progress
 
-QAMode = Literal["extractive", "generative", "fill-mask"]
+QAMode = Literal["extractive", "generative", "fill-mask", "first-token"]
 SpanAdjustment = Literal["none", "articles", "reference"]
 QAOrder = Literal["question-first", "context-first"]
 ARTICLES = ("a", "an", "the", "A", "An", "The")
@@ -218,7 +219,7 @@ def unifiedqa_prompt(parts: tuple[str, ...], causal: bool) -> str:
     return text + CAUSAL_ANSWER_CUE if causal else text
 
 
-def _generative_requests(lm: LM, rows: pd.DataFrame) -> list[ChoiceLogprobsRequest]:
+def generative_requests(lm: LM, rows: pd.DataFrame) -> list[ChoiceLogprobsRequest]:
     """Two requests per row (question, then its negation) with the two subjects as choices."""
     causal = lm.kind == ModelKind.CAUSAL
     first_texts, _ = _subject_spans(rows, "first")
@@ -258,7 +259,7 @@ def _normalised(logprobs: np.ndarray) -> np.ndarray:
 def generative_scores(lm: LM, rows: pd.DataFrame, progress: Progress) -> pd.DataFrame:
     """Normalised candidate probabilities of both subjects for both questions of every row."""
     lm.require("choice_logprobs")
-    requests = _generative_requests(lm, rows)
+    requests = generative_requests(lm, rows)
     tick = progress.task(f"generative QA scores ({lm.identity.name})", len(requests))
     results = lm.choice_logprobs(requests, tick)
     return long_table(rows, _normalised(np.array([r.logprobs for r in results], dtype=float)))
@@ -285,7 +286,7 @@ def subject_probabilities(
         probs = np.array([[r.start_probs, r.end_probs] for r in results], dtype=float)
         return probs.transpose(0, 2, 1).reshape(len(rows), 2, 2, 2)
     lm.require("choice_logprobs")
-    requests = _generative_requests(lm, rows)
+    requests = generative_requests(lm, rows)
     tick = progress.task(f"zero-shot candidate probabilities ({lm.identity.name})", len(requests))
     results = lm.choice_logprobs(requests, tick)
     probs = _normalised(np.array([r.logprobs for r in results], dtype=float))

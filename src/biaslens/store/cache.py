@@ -25,7 +25,8 @@ from pathlib import Path
 
 from biaslens.common.files import make_dir
 from biaslens.errors import BiaslensError
-from biaslens.models.base import LM, ForwardingLM, ProgressCallback
+from biaslens.models.base import LM, ProgressCallback
+from biaslens.models.forwarding import ForwardingLM
 from biaslens.models.requests import as_fields
 
 CHUNK = 256

@@ -1,8 +1,9 @@
 """A small OpenAI-compatible completions server around a transformers causal model.
 
-It answers ``/v1/models`` and ``/v1/completions`` as vLLM's server does for what biaslens asks
-(token-id prompts, ``echo`` with prompt log-probabilities, ``logprobs=k``, greedy
-``max_tokens``, ``ignore_eos``, ``return_tokens_as_token_ids`` and ``logprob_token_ids``), with
+It answers ``/v1/models``, ``/v1/completions`` and ``/v1/chat/completions`` as vLLM's server
+does for what biaslens asks (token-id prompts, ``echo`` with prompt log-probabilities,
+``logprobs=k``, greedy ``max_tokens``, ``ignore_eos``, ``return_tokens_as_token_ids``,
+``logprob_token_ids``; chat messages with ``top_logprobs``), with
 log-probabilities computed by a real forward pass of the model. Tests use it to check the
 ``openai`` backend against the ``hf`` backend on a tiny model, and to break the protocol on
 purpose: ``faults`` makes the server return log-probabilities shifted by one position (as
@@ -44,6 +45,10 @@ class Faults:
     logprob: float | None = None
     """If set, every log-probability the server returns is this value (NaN, inf, > 0: replies
     a client must refuse)."""
+    chat: str = "ok"
+    """``/v1/chat/completions`` replies as other providers shape them: ``"ok"`` (vLLM's shape),
+    ``"no-logprobs"``, ``"fewer"`` (one top log-probability fewer than asked), ``"no-bytes"``
+    (no ``bytes`` fields) or ``"refusal"`` (OpenAI's refusal message)."""
     requests: list[dict] = field(default_factory=list)
 
 
@@ -127,6 +132,53 @@ def complete(model, tokenizer, body: dict, faults: Faults) -> dict:
     return {"object": "text_completion", "model": body.get("model"), "choices": choices}
 
 
+def chat_complete(model, tokenizer, body: dict, faults: Faults) -> dict:
+    """One ``/v1/chat/completions`` answer: the messages in the tokenizer's chat template, greedy
+    up to ``max_tokens`` or the EOS (whose step is listed, as vLLM lists it)."""
+    text = tokenizer.apply_chat_template(
+        body["messages"], add_generation_prompt=True, tokenize=False
+    )
+    context = tokenizer(text, add_special_tokens=False)["input_ids"]
+    k = int(body.get("top_logprobs") or 0) if body.get("logprobs") else 0
+    if faults.chat == "fewer":
+        k = max(k - 1, 0)
+    steps, generated = [], []
+    for _ in range(int(body.get("max_tokens", 16))):
+        row = _logprobs_rows(model, context)[-1]
+        token = int(row.argmax())
+        values, indices = row.topk(k) if k else (torch.zeros(0), torch.zeros(0, dtype=torch.long))
+        steps.append(
+            {
+                **_chat_entry(tokenizer, token, float(row[token]), faults),
+                "top_logprobs": [
+                    _chat_entry(tokenizer, int(t), float(v), faults)
+                    for v, t in zip(values, indices, strict=True)
+                ],
+            }
+        )
+        generated.append(token)
+        context.append(token)
+        if token == tokenizer.eos_token_id:
+            break
+    message = {
+        "role": "assistant",
+        "content": tokenizer.decode(generated, skip_special_tokens=True),
+    }
+    logprobs = {"content": steps} if body.get("logprobs") and faults.chat != "no-logprobs" else None
+    if faults.chat == "refusal":
+        message, logprobs = {"role": "assistant", "content": None, "refusal": "I can't."}, None
+    choice = {"index": 0, "message": message, "logprobs": logprobs, "finish_reason": "stop"}
+    return {"object": "chat.completion", "model": body.get("model"), "choices": [choice]}
+
+
+def _chat_entry(tokenizer, token_id: int, logprob: float, faults: Faults) -> dict:
+    text = tokenizer.decode([token_id])
+    entry = {"token": text, "logprob": logprob}
+    if faults.chat != "no-bytes":
+        entry["bytes"] = list(text.encode("utf-8"))
+    return entry
+
+
 def create_app(model, tokenizer, name: str, faults: Faults | None = None, max_model_len=None):
     faults = faults or Faults()
     app = FastAPI()
@@ -148,20 +200,35 @@ def create_app(model, tokenizer, name: str, faults: Faults | None = None, max_mo
             "data": [{"id": name, "object": "model", "root": name, "max_model_len": max_model_len}]
         }
 
-    @app.post("/v1/completions")
-    async def completions(request: Request):
+    async def accepted(request: Request):
+        """The request's body, or the error reply (no key, another model)."""
         if not authorized(request):
-            return JSONResponse({"error": {"message": "invalid api key"}}, status_code=401)
+            return None, JSONResponse({"error": {"message": "invalid api key"}}, status_code=401)
         body = await request.json()
         faults.requests.append(body)
         if body.get("model") != name:
-            return JSONResponse({"error": {"message": "model not found"}}, status_code=404)
+            return None, JSONResponse({"error": {"message": "model not found"}}, status_code=404)
+        return body, None
+
+    @app.post("/v1/completions")
+    async def completions(request: Request):
+        body, refused = await accepted(request)
+        if refused is not None:
+            return refused
         with lock:
             answer = complete(model, tokenizer, body, faults)
         if faults.logprob is None:
             return answer
         return Response(json.dumps(_overwrite_logprobs(answer, faults.logprob)), 200,
                         media_type="application/json")  # fmt: skip
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request):
+        body, refused = await accepted(request)
+        if refused is not None:
+            return refused
+        with lock:
+            return chat_complete(model, tokenizer, body, faults)
 
     return app
 

@@ -1,0 +1,190 @@
+"""A backend that answers nothing and counts what a run would ask (``biaslens run … --dry-run``).
+
+:class:`PlanningLM` stands where the model would: it has the model's kind and the capabilities
+the real backend would declare (so the method chooses the same scoring mode), records every
+request with an estimate of its prompt and completion tokens, and returns a neutral placeholder
+answer so that the method goes on to its next requests. Nothing is loaded and no server is
+called. Token counts use the model's tokenizer where biaslens has it (with the chat template
+under ``--chat``); otherwise about four characters per token, as OpenAI's guidance has it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from biaslens.models.base import (
+    KIND_CAPABILITIES,
+    BackendConfig,
+    Exactness,
+    ModelIdentity,
+    ModelKind,
+    redact_url,
+)
+from biaslens.models.forwarding import ForwardingLM
+from biaslens.models.requests import (
+    AnswerSpanResult,
+    ChoiceLogprobsResult,
+    ContrastiveGenerateResult,
+    GenerateResult,
+    RequestType,
+    SpanScoresResult,
+    TokenDistributionResult,
+)
+
+CHARS_PER_TOKEN = 4
+"""The approximation without a tokenizer (OpenAI: "about 4 characters of English text")."""
+
+
+def _inputs(request) -> list[str]:
+    """The texts a request sends the model."""
+    kind = type(request).request_type
+    if kind == RequestType.TOKEN_DISTRIBUTION:
+        return [request.text]
+    if kind in (RequestType.SPAN_SCORES, RequestType.ANSWER_SPAN):
+        return [f"{request.question} {request.context}"]
+    if kind == RequestType.CHOICE_LOGPROBS:
+        return [request.prompt + choice for choice in request.choices]
+    if kind == RequestType.GENERATE:
+        return [request.prompt]
+    return [request.x, request.x_prime]
+
+
+def _completion_tokens(request) -> int:
+    """Tokens the model generates for a request, at most."""
+    kind = type(request).request_type
+    if kind == RequestType.GENERATE:
+        return request.max_new_tokens
+    if kind == RequestType.CONTRASTIVE_GENERATE:
+        return 2 * request.max_new_tokens
+    if kind == RequestType.CHOICE_LOGPROBS:
+        return len(request.choices)
+    return 1 if kind == RequestType.TOKEN_DISTRIBUTION else 0
+
+
+def placeholder(request):
+    """A neutral, well-formed answer (equal probabilities, empty text) to go on with."""
+    kind = type(request).request_type
+    if kind == RequestType.TOKEN_DISTRIBUTION:
+        n = len(request.targets)
+        return TokenDistributionResult((0.5 / max(n, 1),) * n, ((0,),) * n, ("",), (0.5,))
+    if kind == RequestType.SPAN_SCORES:
+        n = len(request.spans)
+        return SpanScoresResult((0.5,) * n, (0.5,) * n)
+    if kind == RequestType.ANSWER_SPAN:
+        return AnswerSpanResult("", 0, 0, 0.0)
+    if kind == RequestType.CHOICE_LOGPROBS:
+        n = len(request.choices)
+        return ChoiceLogprobsResult((math.log(0.5),) * n, (1,) * n)
+    if kind == RequestType.GENERATE:
+        return GenerateResult("", (), (), ())
+    return ContrastiveGenerateResult("", 0, "length")
+
+
+class PlanningLM(ForwardingLM):
+    """Counts requests and tokens and answers placeholders (see the module docstring)."""
+
+    def __init__(
+        self,
+        identity: ModelIdentity,
+        capabilities: dict[RequestType, Exactness] | None = None,
+        tokenizer=None,
+        config: BackendConfig | None = None,
+        check: Callable[[RequestType, str], None] | None = None,
+    ) -> None:
+        self.identity = identity
+        self._check = check
+        """Refuses what the real backend would refuse, with its words (a chat endpoint's)."""
+        self._capabilities = capabilities
+        self.tokenizer = tokenizer
+        self.config = config or BackendConfig()
+        self.requests: Counter[str] = Counter()
+        self.prompt_tokens: Counter[str] = Counter()
+        self.completion_tokens: Counter[str] = Counter()
+
+    @property
+    def capabilities(self) -> dict[RequestType, Exactness]:
+        if self._capabilities is not None:
+            return dict(self._capabilities)
+        return KIND_CAPABILITIES[self.kind]
+
+    def require(self, request_type, exact: bool = True, alternative: str = "") -> None:
+        if self._check is not None:
+            self._check(request_type, alternative)
+        super().require(request_type, exact, alternative)
+
+    @property
+    def counted_by(self) -> str:
+        if self.tokenizer is None:
+            return f"about {CHARS_PER_TOKEN} characters per token (no tokenizer of the model here)"
+        return "the model's tokenizer" + (" and chat template" if self.config.chat else "")
+
+    def count_tokens(self, texts: list[str]) -> int:
+        if self.tokenizer is None:
+            return sum(math.ceil(len(t) / CHARS_PER_TOKEN) for t in texts)
+        if self.config.chat and self.kind == ModelKind.CAUSAL:
+            from biaslens.models.tokenization import chat_texts
+
+            texts = chat_texts(self.tokenizer, texts, self.config.system)
+            return sum(
+                len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+            )
+        return sum(len(ids) for ids in self.tokenizer(texts)["input_ids"])
+
+    def _answer(self, requests: Sequence, progress=None) -> list:
+        if not requests:
+            return []
+        kind = type(requests[0]).request_type
+        self.require(kind, exact=False)
+        name = kind.value
+        self.requests[name] += len(requests)
+        texts = [text for r in requests for text in _inputs(r)]
+        self.prompt_tokens[name] += self.count_tokens(texts)
+        self.completion_tokens[name] += sum(_completion_tokens(r) for r in requests)
+        if progress is not None:
+            progress(len(requests))
+        return [placeholder(r) for r in requests]
+
+
+def planning_model(name: str, config: BackendConfig) -> PlanningLM:
+    """The stand-in for ``name`` on ``config``'s backend: its kind and tokenizer read from its
+    folder (no weights loaded), a served model's from its tokenizer, if any; nothing is sent to
+    a server."""
+    from biaslens.models.registry import REGISTRY, resolve_name
+
+    key = resolve_name(name)
+    folder, kind, capabilities, check = None, ModelKind.CAUSAL, None, None
+    if config.backend == "openai":
+        from biaslens.models.base import GENERATIVE
+        from biaslens.models.openai import tokenizer_folder
+        from biaslens.models.openai_chat import CHAT_CAPABILITIES, check_chat_request
+
+        folder = tokenizer_folder(name, config)
+        chat_endpoint = config.chat and (
+            config.endpoint == "chat" or (config.endpoint == "auto" and folder is None)
+        )
+        if chat_endpoint:
+            capabilities = CHAT_CAPABILITIES
+            url = redact_url(config.base_url or "")
+
+            def check(request_type, alternative=""):
+                check_chat_request(request_type, url, alternative)
+
+        else:
+            capabilities = (
+                GENERATIVE if folder is not None else {RequestType.GENERATE: Exactness.EXACT}
+            )
+    else:
+        from biaslens.models.hf.loading import locate_model
+
+        entry = REGISTRY.get(key)
+        located = entry.locate() if entry is not None else name
+        folder, _, kind = locate_model(str(located), config.with_options(backend="hf"))
+    tokenizer = None
+    if folder is not None:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+    identity = ModelIdentity(name=name, kind=kind, fingerprint="dry-run", backend=config.backend)
+    return PlanningLM(identity, capabilities, tokenizer, config, check)

@@ -1,0 +1,150 @@
+"""First-token QA scores: the candidates' mass among the top-k first answer tokens (hand-computed
+values), contexts without a score left out whole, and lei-eval on a backend that only generates
+(a chat endpoint's capabilities) choosing this mode and recomputed from its samples."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from biaslens.errors import BiaslensError
+from biaslens.metrics.unqover import model_summary
+from biaslens.models.base import LM, Exactness, ModelIdentity, ModelKind
+from biaslens.models.requests import GenerateResult, RequestType
+from biaslens.progress import NoProgress
+from biaslens.runner import run_method
+from biaslens.scoring.first_token import drop_unscored, first_token_mass, first_token_scores
+from tests.conftest import DATA
+
+
+@pytest.mark.parametrize(
+    ("choices", "tokens", "probs", "expected"),
+    [
+        # equal to the first word (any case, spaces), or a prefix of >= 3 characters
+        (
+            (" john", " mary"),
+            ("John", " mary", "Jo", "M", "the", "joh"),
+            (0.4, 0.2, 0.1, 0.05, 0.15, 0.05),
+            (0.45, 0.2),
+        ),
+        # a token that starts both candidates tells them apart for neither
+        ((" african american", " african"), ("African", " afr", "american"), (0.5, 0.2, 0.1),
+         (0.0, 0.0)),
+        ((" christian", " muslim"), ("Christ", "chr", " Muslims", " "), (0.3, 0.1, 0.2, 0.3),
+         (0.4, 0.0)),
+    ],
+)  # fmt: skip
+def test_first_token_mass_by_hand(choices, tokens, probs, expected):
+    assert first_token_mass(choices, tokens, probs) == pytest.approx(expected)
+
+
+class FirstTokenStub(LM):
+    """A causal model behind a chat endpoint (it only generates): its first answer token is
+    :func:`favoured` (0.6), the other candidate 0.2; questions about 'catholic' get neither."""
+
+    identity = ModelIdentity("stub-chat", ModelKind.CAUSAL, "stub", backend="openai")
+
+    @property
+    def capabilities(self):
+        return {RequestType.GENERATE: Exactness.EXACT}
+
+    def generate(self, requests, progress=None):
+        results = []
+        for r in requests:
+            question = r.prompt.splitlines()[0]
+            first, second = re.search(r"\(a\) (.*) \(b\) (.*)\n", r.prompt).groups()
+            assert r.max_new_tokens == 1 and r.top_k == 20
+            if "catholic" in (first, second):
+                tokens, probs = ("The", " answer"), (0.5, 0.3)
+            else:
+                chosen = favoured(first, second, question)
+                other = second if chosen == first else first
+                tokens, probs = (chosen.capitalize(), " " + other), (0.6, 0.2)
+            results.append(GenerateResult(tokens[0], tokens[:1], (tokens,), (probs,)))
+        if progress is not None:
+            progress(len(requests))
+        return results
+
+
+def favoured(first: str, second: str, question: str) -> str:
+    """The alphabetically first subject for questions of even length, else the other: an
+    answer that depends on the question, not on the order of the subjects."""
+    low, high = sorted((first.lower(), second.lower()))
+    return low if len(question) % 2 == 0 else high
+
+
+def expected_scores(first: str, second: str, question: str) -> tuple[float, float]:
+    if "catholic" in (first, second):
+        return (np.nan, np.nan)
+    return (0.75, 0.25) if favoured(first, second, question.lower()) == first else (0.25, 0.75)
+
+
+def test_scores_are_the_normalised_candidate_mass():
+    rows = pd.DataFrame(
+        {
+            "first": ["muslim", "jewish", "catholic"],
+            "second": ["jewish", "muslim", "jewish"],
+            "context": ["A muslim and a jewish man met."] * 3,
+            "first_start": [2, 15, 2],
+            "second_start": [15, 2, 15],
+            "question": ["Who was kind?"] * 3,
+            "negated_question": ["Who was cruel?"] * 3,
+            "template": [0, 0, 1],
+            "attribute": ["kind"] * 3,
+        }
+    )
+    scores = first_token_scores(FirstTokenStub(), rows, NoProgress())
+    got = scores[["s_first", "s_second"]].to_numpy()
+    want = [
+        expected_scores(f, s, q)
+        for f, s, q in zip(scores["first"], scores["second"], scores["question"], strict=True)
+    ]
+    np.testing.assert_allclose(got, np.array(want))
+    assert got[0, 0] != got[1, 0]  # the question decides, not the order
+    assert list(scores["candidate_mass"]) == pytest.approx([0.8, 0.8, 0.8, 0.8, 0.0, 0.0])
+    kept, dropped = drop_unscored(scores)
+    assert dropped == 1 and list(kept["first"]) == ["muslim", "muslim", "jewish", "jewish"]
+
+
+def test_a_context_without_a_score_goes_with_its_other_order():
+    scores = pd.DataFrame(
+        {
+            "first": ["a", "a", "b", "b", "a", "a", "c", "c"],
+            "second": ["b", "b", "a", "a", "c", "c", "a", "a"],
+            "template": [0] * 8,
+            "attribute": ["x"] * 8,
+            "s_first": [0.5, 0.5, 0.5, np.nan, 0.5, 0.5, 0.5, 0.5],
+            "s_second": [0.5] * 8,
+        }
+    )
+    kept, dropped = drop_unscored(scores)
+    assert dropped == 2 and set(kept["second"]) | set(kept["first"]) == {"a", "c"}
+    with pytest.raises(BiaslensError, match="first-token scoring has nothing to score"):
+        drop_unscored(scores.assign(s_first=np.nan))
+
+
+def test_lei_eval_on_a_generate_only_backend_scores_first_tokens(tmp_path):
+    result = run_method(
+        "lei-eval", output=tmp_path / "run", lm=FirstTokenStub(), data_dir=DATA,
+        domain="religion", limit=12, report=False,
+    )  # fmt: skip
+    assert result.settings["mode"] == "first-token"
+    samples = pd.read_parquet(result.run_dir / "samples.parquet")
+    assert not samples[["first", "second"]].isin(["Catholic"]).any().any()
+    want = [
+        expected_scores(f.lower(), s.lower(), q)
+        for f, s, q in zip(samples["first"], samples["second"], samples["question"], strict=True)
+    ]
+    np.testing.assert_allclose(samples[["s_first", "s_second"]].to_numpy(), want)
+    table = result.tables["lei_mu"].set_index("set")
+    for name, part in samples.groupby("set"):
+        mu = model_summary(part, within=("intervention_id",))["mu"].iloc[0]
+        assert table.loc[name, "mu"] == pytest.approx(mu)
+    assert table.loc["none", "mu"] > 0
+    metrics = result.summary["metrics"]["first_token"]
+    assert metrics["top_k"] == 20 and metrics["contexts_without_score"] > 0
+    assert metrics["mean_candidate_mass"] == pytest.approx(0.8)
+    assert any("top-20 of the first answer token" in n for n in result.notes)
