@@ -33,7 +33,7 @@ import harness  # noqa: E402
 
 from biaslens.data import lei, mgc, pronouns  # noqa: E402
 from biaslens.models import BackendConfig, TokenDistributionRequest, load_model  # noqa: E402
-from biaslens.scoring.qa import _generative_requests  # noqa: E402
+from biaslens.scoring.qa import generative_requests  # noqa: E402
 from biaslens.store.cache import CachedLM, RequestCache  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "datasets"
@@ -46,7 +46,7 @@ def workloads(hf, n_mgc: int, n_lei: int):
         TokenDistributionRequest(mgc.wrap_in_prompt(s, "A"), targets, 5) for s in sentences[:n_mgc]
     ]
     rows = lei.read_split(lei.split_path("religion/noniid_test", DATA / "lei"))
-    lei_requests = _generative_requests(hf, rows.head(max(1, n_lei // 2)))[:n_lei]
+    lei_requests = generative_requests(hf, rows.head(max(1, n_lei // 2)))[:n_lei]
     return {"MGC token_distribution": mgc_requests, "LEI choice_logprobs": lei_requests}
 
 

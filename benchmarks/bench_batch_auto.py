@@ -32,7 +32,7 @@ from biaslens.data import lei, mgc  # noqa: E402
 from biaslens.models import BackendConfig, load_model  # noqa: E402
 from biaslens.models.batching import AUTO_MAX_SIZE_CPU, BatchSizeMemo  # noqa: E402
 from biaslens.models.requests import RequestType, TokenDistributionRequest  # noqa: E402
-from biaslens.scoring.qa import _generative_requests  # noqa: E402
+from biaslens.scoring.qa import generative_requests  # noqa: E402
 
 LEI_DIR = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "lei"
 FIXED = (8, 16, 32, 64, 128, 256)
@@ -58,7 +58,7 @@ def workloads(lm, args) -> list[Workload]:
     targets = (" he", " she", " him", " her", " his", " hers", " man", " woman")
     mgc_requests = [TokenDistributionRequest(t, targets, 5) for t in texts]
     rows = lei.read_split(lei.split_path("religion/noniid_test", args.lei_dir))
-    choice_requests = _generative_requests(lm, rows.head(args.questions // 2))
+    choice_requests = generative_requests(lm, rows.head(args.questions // 2))
     return [
         Workload(
             f"MGC exact, {len(mgc_requests)} prompts",

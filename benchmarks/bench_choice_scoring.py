@@ -33,7 +33,7 @@ from biaslens.models import (  # noqa: E402
     BackendConfig,
     load_model,
 )
-from biaslens.scoring.qa import _generative_requests  # noqa: E402
+from biaslens.scoring.qa import generative_requests  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "lei"
 
@@ -75,7 +75,7 @@ def main() -> None:
 
     probe = load_model(args.model, BackendConfig(device="cpu"))
     rows = lei.read_split(lei.split_path("religion/noniid_test", args.lei_dir))
-    requests = _generative_requests(probe, rows.head(args.paragraphs))
+    requests = generative_requests(probe, rows.head(args.paragraphs))
     n = len(requests)
     print(f"{probe.identity.name}: {n} questions, 2 choices each")
 

@@ -230,3 +230,37 @@ def test_work_that_ends_before_settling_leaves_its_best_size_as_a_starting_point
     following = BatchSizer("auto", memo, KEY, clock)
     following.run(list(range(1000)), [1] * 1000, clock.work)
     assert following.search.remembered == 16 and following.size == 32
+
+
+def test_a_size_that_runs_at_its_remembered_rate_is_kept_without_probing(tmp_path):
+    clock = FakeClock(CPU_SHAPE)
+    memo = BatchSizeMemo(tmp_path / "sizes.json")
+    memo.put(KEY + "|len1", 32, 175.0)  # within 10% of the 180 tokens/s it runs at now
+    sizer = BatchSizer("auto", memo, KEY, clock)
+    seen, fn = recording(clock)
+    sizer.run(list(range(1000)), [1] * 1000, fn)
+    assert set(seen[:-1]) == {32} and sizer.settled and sizer.search.confirmed  # last: the rest
+    assert not sizer.search.revalidated
+    assert memo.get_entry(KEY + "|len1") == (32, pytest.approx(180.0))  # the rate of this run
+
+
+@pytest.mark.parametrize("poisoned", [8, 16, 128])
+def test_a_memo_written_under_load_is_not_confirmed_by_a_quiet_run(tmp_path, poisoned):
+    # measured while other work took half the cores: the remembered rate is half today's
+    clock = FakeClock(CPU_SHAPE)
+    memo = BatchSizeMemo(tmp_path / "sizes.json")
+    memo.put(KEY + "|len1", poisoned, CPU_SHAPE[poisoned] * 0.5)
+    sizer = BatchSizer("auto", memo, KEY, clock, max_size=256)
+    seen, fn = recording(clock)
+    sizer.run(list(range(3000)), [1] * 3000, fn)
+    assert seen[0] == poisoned and not sizer.search.confirmed
+    assert sizer.search.revalidated and sizer.size == 32
+    assert memo.get_entry(KEY + "|len1") == (32, pytest.approx(180.0))
+
+
+def test_memo_entries_of_the_older_format_are_sizes_without_a_rate(tmp_path):
+    path = tmp_path / "sizes.json"
+    path.write_text('{"a": 16, "b": {"size": 8, "rate": 12.5}, "c": "x", "d": {"size": 0}}')
+    memo = BatchSizeMemo(path)
+    assert memo.get_entry("a") == (16, None) and memo.get_entry("b") == (8, 12.5)
+    assert memo.get("c") is None and memo.get("d") is None

@@ -24,8 +24,9 @@ SYSTEM = "Answer with one word."
 
 def chat_endpoint(served, **options) -> object:
     config = BackendConfig(
-        backend="openai", base_url=served["url"], chat=True, concurrency=2, **options
-    )
+        backend="openai", base_url=options.pop("base_url", served["url"]), chat=True,
+        concurrency=2, **options,
+    )  # fmt: skip
     return load_model(NAME, config)
 
 
@@ -159,3 +160,37 @@ def test_completions_with_chat_and_no_tokenizer_is_refused(monkeypatch):
     )
     with pytest.raises(BiaslensError, match="needs the model's tokenizer"):
         load_model("some-served-model", config)
+
+
+def test_faults_on_the_chat_endpoint_are_retried(both, served, monkeypatch):
+    from biaslens.models import http_client
+    from biaslens.testing.fault_proxy import fault_proxy
+
+    hf, _ = both
+    waits = []
+
+    async def record(seconds):
+        waits.append(seconds)
+
+    monkeypatch.setattr(http_client, "_sleep", record)
+    request = [GenerateRequest(PROMPTS[2], max_new_tokens=3, top_k=2)]
+    with fault_proxy(served["url"].removesuffix("/v1")) as proxy:
+        lm = chat_endpoint(served, base_url=proxy.url + "/v1", max_retries=3, system=SYSTEM)
+        proxy.plan.extend(["429:2", "503"])
+        assert lm.generate(request)[0].text == hf.generate(request)[0].text
+        assert proxy.faults == 2 and waits[0] == 2.0
+        lm.close()
+
+
+def test_max_requests_stops_a_chat_run_that_resumes(served, tmp_path):
+    from biaslens.runner import run_method
+
+    options = {"mode": "paper", "limit": 1, "report": False, "output": tmp_path / "run"}
+    config = BackendConfig(backend="openai", base_url=served["url"], chat=True, max_requests=3)
+    with pytest.raises(BiaslensError, match="stopped after 3 new request"):
+        run_method("sib-mgc", model=NAME, backend=config, **options)
+    sent = len(served["faults"].requests)
+    whole = run_method("sib-mgc", model=NAME, backend=config.with_options(max_requests=None),
+                       **options)  # fmt: skip
+    assert whole.cache_stats["cached"] == 3
+    assert len(served["faults"].requests) - sent == whole.cache_stats["computed"] + 1  # + probe

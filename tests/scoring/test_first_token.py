@@ -148,3 +148,35 @@ def test_lei_eval_on_a_generate_only_backend_scores_first_tokens(tmp_path):
     assert metrics["top_k"] == 20 and metrics["contexts_without_score"] > 0
     assert metrics["mean_candidate_mass"] == pytest.approx(0.8)
     assert any("top-20 of the first answer token" in n for n in result.notes)
+
+
+@pytest.mark.slow
+def test_smollm2_in_chat_mode_first_token_scores_recomputed_with_transformers():
+    """SmolLM2-Instruct answers LEI questions in chat mode: the scores equal the top-20 of
+    transformers' own next-token softmax on apply_chat_template's ids."""
+    import torch
+
+    from biaslens.experiments.lei_eval import build_rows, make_settings
+    from biaslens.models import BackendConfig, load_model
+    from biaslens.scoring.qa import generative_requests
+
+    lm = load_model("default", BackendConfig(device="cpu", chat=True))
+    rows, _ = build_rows(make_settings(domain="religion", limit=4), DATA / "lei")
+    rows = rows.head(3)
+    scores = first_token_scores(lm, rows, NoProgress())
+    tokenizer, model = lm.tokenizer, lm.model
+    expected = []
+    for request in generative_requests(lm, rows):
+        ids = tokenizer.apply_chat_template(
+            [{"role": "user", "content": request.prompt}], add_generation_prompt=True
+        )
+        ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+        with torch.no_grad():
+            probs = model(torch.tensor([ids])).logits[0, -1].double().softmax(-1)
+        top = probs.topk(20)
+        tokens = tuple(tokenizer.decode([int(t)]) for t in top.indices)
+        mass = np.array(first_token_mass(request.choices, tokens, tuple(top.values.tolist())))
+        expected.append(mass / mass.sum() if mass.sum() > 0 else [np.nan, np.nan])
+    np.testing.assert_allclose(scores[["s_first", "s_second"]].to_numpy(), expected, atol=1e-5)
+    assert scores["candidate_mass"].gt(0).any()  # some answers start with a subject
+    lm.close()

@@ -11,10 +11,13 @@ size); the size settles at the fastest one measured, preferring the smaller of t
 noise.
 
 The chosen size is remembered per model, device, dtype, request type and request length (a
-power-of-two bucket of the mean length) in the user cache. A remembered size is where the next
-run starts, not a verdict: it is measured again against its neighbours (twice and half the
-size), and the search moves on in whichever direction is faster, so a size remembered from a
-run that shared the cores with other work is corrected by the next one. Only a size settled on
+power-of-two bucket of the mean length) in the user cache, with the rate it ran at. A
+remembered size is where the next run starts, not a verdict: its first batches are timed, and
+if it runs at its remembered rate (within :data:`SAME_RATE`) the conditions it was chosen under
+hold and it is kept at no cost; otherwise (a size remembered from a run that shared the cores
+with other work ran slower then than now, or the machine is not the same) it is measured again
+against its neighbours (twice and half the size), and the search moves on in whichever
+direction is faster, so the next run corrects it. Only a size settled on
 stable measures is remembered; work that ends before the search settles leaves its best
 measured size as the next run's starting point. Results never depend on the batch size.
 """
@@ -50,6 +53,8 @@ UNSTABLE = 0.25
 """The two best measures of a size further apart than this fraction are unstable: one more is
 taken (up to :data:`MAX_MEASURES`; a measure slowed by other work is thus left behind), and a
 search that ends on unstable measures is not remembered."""
+SAME_RATE = 0.10
+"""A remembered size that runs within this fraction of its remembered rate is confirmed."""
 MEMO_FILE = "batch_sizes.json"
 
 
@@ -84,9 +89,9 @@ def parse_batch_size(value: int | str, name: str = "batch size") -> int | str:
 
 
 class BatchSizeMemo:
-    """Chosen batch sizes by key (model fingerprint, device, dtype, request type) in a small
-    JSON file of the user cache. A missing or damaged file is an empty memo: the size is
-    measured again."""
+    """Chosen batch sizes by key (model fingerprint, device, dtype, request type, length
+    bucket), each with the rate it was measured at, in a small JSON file of the user cache. A
+    missing or damaged file is an empty memo: the size is measured again."""
 
     def __init__(self, path: Path | None = None) -> None:
         if path is None:
@@ -95,25 +100,39 @@ class BatchSizeMemo:
             path = cache_root() / MEMO_FILE
         self.path = Path(path)
 
-    def _read(self) -> dict[str, int]:
+    def _read(self) -> dict[str, dict]:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
-        return (
-            {k: v for k, v in data.items() if isinstance(v, int) and v > 0}
-            if isinstance(data, dict)
-            else {}
-        )
+        if not isinstance(data, dict):
+            return {}
+        entries = {}
+        for key, value in data.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                value = {"size": value}  # written before rates were kept
+            if not isinstance(value, dict):
+                continue
+            size, rate = value.get("size"), value.get("rate")
+            if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+                good_rate = isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0
+                entries[key] = {"size": size, "rate": float(rate) if good_rate else None}
+        return entries
 
     def get(self, key: str) -> int | None:
-        return self._read().get(key)
+        entry = self._read().get(key)
+        return entry["size"] if entry else None
 
-    def put(self, key: str, size: int) -> None:
+    def get_entry(self, key: str) -> tuple[int, float | None] | None:
+        """The remembered size and the tokens/s it ran at (None: unknown)."""
+        entry = self._read().get(key)
+        return (entry["size"], entry["rate"]) if entry else None
+
+    def put(self, key: str, size: int, rate: float | None = None) -> None:
         from biaslens.common import atomic
 
         data = self._read()
-        data[key] = size
+        data[key] = {"size": size, "rate": rate}
         try:
             atomic.write_json(self.path, data)
         except OSError:
@@ -135,8 +154,15 @@ class SizeSearch:
     :data:`AUTO_FIRST_SIZE` and double.
     """
 
-    def __init__(self, remembered: int | None, max_size: int, bucket: int = 0) -> None:
+    def __init__(
+        self,
+        remembered: int | None,
+        max_size: int,
+        bucket: int = 0,
+        remembered_rate: float | None = None,
+    ) -> None:
         self.remembered, self.bucket = remembered, bucket
+        self.remembered_rate = remembered_rate
         self.max_size = max_size
         self.size = min(remembered, max_size) if remembered else AUTO_FIRST_SIZE
         self.settled = False
@@ -144,6 +170,8 @@ class SizeSearch:
         self.warmed = False
         self.going_up = True
         self.measures: dict[int, list[float]] = {}  # tokens/s by size, every full batch timed
+        self.confirmed = False
+        """The remembered size ran at its remembered rate: settled without probing neighbours."""
 
     @property
     def rates(self) -> dict[int, float]:
@@ -178,11 +206,27 @@ class SizeSearch:
             if len(measures) < MAX_MEASURES:
                 return
             self.stable = False
+        if self._confirms_memo():
+            self.confirmed = True
+            self.settle(self.size)
+            return
         following = self._next_size()
         if following is None:
             self.settle(_smallest_near_best(self.rates))
         else:
             self.size = following
+
+    def _confirms_memo(self) -> bool:
+        """Whether the remembered size, the only one measured so far, steadily ran within
+        :data:`SAME_RATE` of the rate it was remembered with: the conditions it was chosen
+        under hold, and probing its neighbours would only cost time. A size remembered from a
+        loaded machine ran slower then than it does now, so it is not confirmed."""
+        if self.remembered_rate is None or list(self.measures) != [self.remembered]:
+            return False
+        if not self.stable:
+            return False
+        rate = self.rates[self.remembered]
+        return abs(rate / self.remembered_rate - 1) <= SAME_RATE
 
     def _next_size(self) -> int | None:
         rates = self.rates
@@ -263,15 +307,16 @@ class BatchSizer:
     def _search_for(self, lengths: Sequence[int]) -> SizeSearch:
         bucket = length_bucket(lengths)
         if bucket not in self.searches:
-            remembered = None
+            remembered, rate = None, None
             if self.memo is not None and self.key:
-                remembered = self.memo.get(self.memo_key(bucket))
-            self.searches[bucket] = SizeSearch(remembered, self.max_size, bucket)
+                remembered, rate = self.memo.get_entry(self.memo_key(bucket)) or (None, None)
+            self.searches[bucket] = SizeSearch(remembered, self.max_size, bucket, rate)
         return self.searches[bucket]
 
     def _remember(self, search: SizeSearch) -> None:
         if search.stable and self.memo is not None and self.key:
-            self.memo.put(self.memo_key(search.bucket), search.size)
+            rate = search.rates.get(search.size)
+            self.memo.put(self.memo_key(search.bucket), search.size, rate)
 
     def run(
         self,
@@ -326,5 +371,6 @@ class BatchSizer:
         next run's starting point (which that run re-validates)."""
         best = search.best_so_far()
         if best is not None and self.memo is not None and self.key:
-            if self.memo.get(self.memo_key(search.bucket)) != best:
+            # no rate: a size the search did not settle on is re-validated, never confirmed
+            if self.memo.get_entry(self.memo_key(search.bucket)) != (best, None):
                 self.memo.put(self.memo_key(search.bucket), best)

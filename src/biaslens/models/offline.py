@@ -91,13 +91,15 @@ def converted_gguf(gguf: Path, name: str, verbose: bool = True) -> Path:
     verifying) it on first use.
 
     Reuse is checked against the manifest written after a successful conversion: the source
-    GGUF's size and mtime and the converted weights' sha256. A stale or damaged copy is rebuilt.
+    GGUF's sha256 and the converted weights' sha256. A stale or damaged copy is rebuilt.
     """
     from biaslens.models.hf.loading import weights_sha256
 
     target = cache_root() / "models" / name
-    stat = gguf.stat()
-    source = {"gguf": gguf.name, "size": stat.st_size, "mtime": int(stat.st_mtime)}
+    from biaslens.common.hashing import sha256_file
+
+    # by content, not modification time: environments that install the same file share a copy
+    source = {"gguf": gguf.name, "sha256": sha256_file(gguf)}
     manifest = _manifest(target)
     if (
         manifest
