@@ -84,13 +84,7 @@ def run_method(
     try:
         if spec.needs_model:
             base = lm if lm is not None else load_model(settings.model, backend)
-            if from_values and spec.preset_depends_on_model(preset):
-                settings = spec.build_settings(
-                    preset, kind=base.kind, **{**values, "model": settings.model}
-                )
-            if spec.prepare is not None:
-                settings = spec.prepare(settings, base)
-            settings = settings.model_copy(update={"model": resolve_name(settings.model)})
+            settings = settings_for_model(spec, settings, base, preset, values, from_values)
         output = Path(output) if output is not None else spec.default_output(settings)
         runtime = backend.describe() if spec.needs_model else {}
         with RunStore(output, spec.name, settings.recorded(), runtime) as store:
@@ -150,6 +144,21 @@ def run_method(
     return result
 
 
+def settings_for_model(
+    spec, settings, lm: LM, preset: str | None, values: dict, from_values: bool = True
+):
+    """The settings as the model decides them: a preset that depends on the model's kind
+    (settings built from ``values`` only), the method's ``prepare`` (checks, the scoring mode the
+    model supports), and the model's registered name."""
+    from biaslens.models.registry import resolve_name
+
+    if from_values and spec.preset_depends_on_model(preset):
+        settings = spec.build_settings(preset, kind=lm.kind, **{**values, "model": settings.model})
+    if spec.prepare is not None:
+        settings = spec.prepare(settings, lm)
+    return settings.model_copy(update={"model": resolve_name(settings.model)})
+
+
 @dataclass
 class RunPlan:
     """What a run would ask a model (``--dry-run``): requests and estimated tokens per request
@@ -179,7 +188,6 @@ def plan_method(
     import pandas as pd
 
     from biaslens.models.planning import planning_model
-    from biaslens.models.registry import resolve_name
 
     spec = get_method(method)
     if not spec.needs_model:
@@ -192,11 +200,7 @@ def plan_method(
     backend = backend or BackendConfig()
     settings = spec.build_settings(preset, **values)
     planner = planning_model(settings.model, backend)
-    if spec.preset_depends_on_model(preset):
-        settings = spec.build_settings(preset, kind=planner.kind, **values)
-    if spec.prepare is not None:
-        settings = spec.prepare(settings, planner)
-    settings = settings.model_copy(update={"model": resolve_name(settings.model)})
+    settings = settings_for_model(spec, settings, planner, preset, values)
     notes = []
     with tempfile.TemporaryDirectory(prefix="biaslens-dry-run-") as scratch:
         with RunStore(Path(scratch) / "run", spec.name, settings.recorded(), {}) as store:

@@ -219,15 +219,15 @@ def prepare(settings: LeiEvalSettings, lm: LM) -> LeiEvalSettings:
         return settings.model_copy(update={"mode": mode})
     if settings.mode == "auto" and set(lm.capabilities) == {RequestType.GENERATE}:
         mode = "first-token"  # a chat endpoint: the top-k of the answer is all there is
-    if mode == "first-token":
-        if lm.kind != ModelKind.CAUSAL:
-            raise BiaslensError(
-                "--qa-mode first-token reads a causal model's first answer token; score "
-                f"{lm.identity.name!r} ({lm.kind.value}) with --qa-mode generative"
-            )
+    if mode != "first-token":
+        lm.require("choice_logprobs")
+    elif lm.kind != ModelKind.CAUSAL:
+        raise BiaslensError(
+            "--qa-mode first-token reads a causal model's first answer token; score "
+            f"{lm.identity.name!r} ({lm.kind.value}) with --qa-mode generative"
+        )
+    else:
         lm.require("generate")
-        return settings.model_copy(update={"mode": mode, **generative_layout(settings)})
-    lm.require("choice_logprobs")
     return settings.model_copy(update={"mode": mode, **generative_layout(settings)})
 
 
@@ -262,10 +262,15 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
     if qa is not None and settings.qa_limit is not None:
         qa = qa.head(settings.qa_limit)
     notes = []
-    unscored = None
+    first_token = None  # what first-token scores rest on, in the summary's metrics
     if settings.mode == "first-token":
         scores, unscored = drop_unscored(first_token_scores(ctx.lm, rows, ctx.progress), PAIRING)
         notes.append(first_token_note(scores, unscored))
+        first_token = {
+            "top_k": FIRST_TOKEN_TOP_K,
+            "contexts_without_score": unscored,
+            "mean_candidate_mass": float(scores["candidate_mass"].mean()),
+        }
     else:
         scores = score_examples(
             ctx.lm, rows, ctx.progress, settings.mode, settings.span_adjustment, settings.qa_order
@@ -292,17 +297,7 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
             "contexts": {s: int(n) for s, n in table.set_index("set")["contexts"].items()},
             "qa_utility": utility,
             "specified_absent": specified_absent or None,
-            **(
-                {
-                    "first_token": {
-                        "top_k": FIRST_TOKEN_TOP_K,
-                        "contexts_without_score": unscored,
-                        "mean_candidate_mass": float(scores["candidate_mass"].mean()),
-                    }
-                }
-                if unscored is not None
-                else {}
-            ),
+            **({"first_token": first_token} if first_token is not None else {}),
         },
         tables={"lei_mu": table, "subjects": subjects},
         samples=samples,

@@ -42,7 +42,7 @@ ROWS_PER_CONTEXT = 4
 """Two subject orders × the question and its negation."""
 
 
-def _context_ids(scores: pd.DataFrame, within: tuple[str, ...]) -> np.ndarray:
+def context_ids(scores: pd.DataFrame, within: tuple[str, ...]) -> np.ndarray:
     """One id per context (subject pair in either order, template, attribute, ``within``)."""
     first, second = scores["first"].astype(str), scores["second"].astype(str)
     in_order = (first <= second).to_numpy()
@@ -98,7 +98,7 @@ class UnqoverAccumulator:
             self._waiting = None
         if scores.empty:
             return scores
-        ids = _context_ids(scores, self.within)
+        ids = context_ids(scores, self.within)
         complete = np.bincount(ids)[ids] >= ROWS_PER_CONTEXT  # more: a repeat, refused later
         if complete.all():
             return scores

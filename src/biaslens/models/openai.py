@@ -15,7 +15,6 @@ and the API key: :mod:`.http_client`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -32,7 +31,12 @@ from biaslens.models.base import (
 from biaslens.models.http_client import HTTPClient
 from biaslens.models.requests import GenerateResult, RequestType
 from biaslens.models.served import TokenLevelBackend, TopK, model_eos_ids
-from biaslens.models.server_probe import probe_server, served_model
+from biaslens.models.server_probe import (
+    probe_server,
+    served_fingerprint,
+    served_model,
+    server_metadata,
+)
 from biaslens.models.server_replies import (
     TOKEN_PREFIX,
     ServerError,
@@ -245,6 +249,14 @@ def _text_generation(request, response, url) -> GenerateResult:
     )
 
 
+def uses_chat_endpoint(config: BackendConfig, has_tokenizer: bool) -> bool:
+    """Whether prompts go to ``/v1/chat/completions``: asked for (``--endpoint chat``), or
+    ``--chat`` with no tokenizer of the model to apply its template here."""
+    return config.chat and (
+        config.endpoint == "chat" or (config.endpoint == "auto" and not has_tokenizer)
+    )
+
+
 def tokenizer_folder(name: str, config: BackendConfig) -> Path | None:
     """The served model's tokenizer folder: ``--tokenizer``, else a registered model's own."""
     from biaslens.models.hf.loading import local_folder
@@ -282,7 +294,7 @@ def load_openai(name: str, config: BackendConfig | None = None, display_name: st
             stacklevel=2,
         )
     folder = tokenizer_folder(name, config)
-    if config.chat and (config.endpoint == "chat" or (config.endpoint == "auto" and not folder)):
+    if uses_chat_endpoint(config, folder is not None):
         from biaslens.models.openai_chat import load_chat_endpoint
 
         return load_chat_endpoint(name, config, display_name)
@@ -304,17 +316,11 @@ def load_openai(name: str, config: BackendConfig | None = None, display_name: st
         raise
     probe["max_model_len"] = served.get("max_model_len")
     probe["max_logprobs"] = served.get("max_logprobs")
-    metadata = {
-        k: served.get(k)
-        for k in ("id", "root", "max_model_len", "owned_by", "parent")
-        if k in served
-    }
+    metadata = server_metadata(served)
     described = {"base_url": client.base_url, "model": name, "server": metadata}
     if folder is not None:
         described["tokenizer_sha256"] = model_fingerprint(folder)
-    fingerprint = hashlib.sha256(
-        json.dumps(described, sort_keys=True, default=str).encode()
-    ).hexdigest()
+    fingerprint = served_fingerprint(described)
     identity = ModelIdentity(
         name=display_name or name,
         kind=ModelKind.CAUSAL,

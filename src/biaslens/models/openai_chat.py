@@ -16,7 +16,6 @@ work (the model's ``/v1/completions`` endpoint with its tokenizer).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 
@@ -24,6 +23,8 @@ from biaslens.errors import BiaslensError
 from biaslens.models.base import LM, BackendConfig, Exactness, ModelIdentity, ModelKind
 from biaslens.models.http_client import HTTPClient
 from biaslens.models.requests import GenerateResult, RequestType
+from biaslens.models.served import LOGPROB_TOLERANCE
+from biaslens.models.server_probe import served_fingerprint, served_model, server_metadata
 from biaslens.models.server_replies import ServerError, chat_choice, chat_token_text
 
 CHAT_CAPABILITIES = {RequestType.GENERATE: Exactness.EXACT}
@@ -143,7 +144,7 @@ def chat_generation(request, reply, url: str) -> GenerateResult:
             )
         top = sorted(step.top_logprobs, key=lambda entry: -entry.logprob)[: request.top_k]
         for entry in top:
-            if not (math.isfinite(entry.logprob) and entry.logprob <= 1e-4):
+            if not (math.isfinite(entry.logprob) and entry.logprob <= LOGPROB_TOLERANCE):
                 raise ServerError(
                     f"{url}: step {number}: log-probability {entry.logprob!r} is not a "
                     "log-probability"
@@ -170,14 +171,13 @@ def load_chat_endpoint(
     """Connect to ``config.base_url``'s chat endpoint serving ``name`` and check, on one probe
     message, that it returns top log-probabilities."""
     from biaslens.models.requests import GenerateRequest
-    from biaslens.models.server_probe import served_model
 
     client = HTTPClient(config)
     try:
         served = served_model(client, name)
         probe_request = GenerateRequest(PROBE_MESSAGE, max_new_tokens=1, top_k=5)
-        backend = ChatEndpointBackend(client, name, _identity(name, config, served, client),
-                                      config)  # fmt: skip
+        identity = _identity(display_name or name, config, served, client)
+        backend = ChatEndpointBackend(client, name, identity, config)
         reply = client.post_many(
             "/chat/completions", [backend.payload(PROBE_MESSAGE, 1, probe_request.top_k)]
         )[0]
@@ -190,26 +190,18 @@ def load_chat_endpoint(
     except BaseException:
         client.close()
         raise
-    if display_name is not None:
-        backend.identity = _identity(display_name, config, served, client)
     return backend
 
 
 def _identity(name: str, config: BackendConfig, served: dict, client) -> ModelIdentity:
-    metadata = {
-        k: served.get(k)
-        for k in ("id", "root", "max_model_len", "owned_by", "parent")
-        if k in served
-    }
+    metadata = server_metadata(served)
     described = {
         "base_url": client.base_url,
         "model": served.get("id"),
         "server": metadata,
         "endpoint": "chat/completions",
     }
-    fingerprint = hashlib.sha256(
-        json.dumps(described, sort_keys=True, default=str).encode()
-    ).hexdigest()
+    fingerprint = served_fingerprint(described)
     return ModelIdentity(
         name=name,
         kind=ModelKind.CAUSAL,

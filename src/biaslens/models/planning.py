@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from biaslens.models.base import (
+    GENERATIVE,
     KIND_CAPABILITIES,
     BackendConfig,
     Exactness,
@@ -123,14 +124,13 @@ class PlanningLM(ForwardingLM):
     def count_tokens(self, texts: list[str]) -> int:
         if self.tokenizer is None:
             return sum(math.ceil(len(t) / CHARS_PER_TOKEN) for t in texts)
-        if self.config.chat and self.kind == ModelKind.CAUSAL:
-            from biaslens.models.tokenization import chat_texts
+        if self.kind == ModelKind.CAUSAL:  # as the backends encode them (chat template, BOS)
+            from biaslens.models.tokenization import encode_causal_prompts
 
-            texts = chat_texts(self.tokenizer, texts, self.config.system)
-            return sum(
-                len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]
-            )
-        return sum(len(ids) for ids in self.tokenizer(texts)["input_ids"])
+            encoded = encode_causal_prompts(self.tokenizer, texts, self.config.add_bos, self.config)
+        else:
+            encoded = self.tokenizer(texts)["input_ids"]
+        return sum(len(ids) for ids in encoded)
 
     def _answer(self, requests: Sequence, progress=None) -> list:
         if not requests:
@@ -151,20 +151,13 @@ def planning_model(name: str, config: BackendConfig) -> PlanningLM:
     """The stand-in for ``name`` on ``config``'s backend: its kind and tokenizer read from its
     folder (no weights loaded), a served model's from its tokenizer, if any; nothing is sent to
     a server."""
-    from biaslens.models.registry import REGISTRY, resolve_name
-
-    key = resolve_name(name)
     folder, kind, capabilities, check = None, ModelKind.CAUSAL, None, None
     if config.backend == "openai":
-        from biaslens.models.base import GENERATIVE
-        from biaslens.models.openai import tokenizer_folder
+        from biaslens.models.openai import tokenizer_folder, uses_chat_endpoint
         from biaslens.models.openai_chat import CHAT_CAPABILITIES, check_chat_request
 
         folder = tokenizer_folder(name, config)
-        chat_endpoint = config.chat and (
-            config.endpoint == "chat" or (config.endpoint == "auto" and folder is None)
-        )
-        if chat_endpoint:
+        if uses_chat_endpoint(config, folder is not None):
             capabilities = CHAT_CAPABILITIES
             url = redact_url(config.base_url or "")
 
@@ -177,8 +170,9 @@ def planning_model(name: str, config: BackendConfig) -> PlanningLM:
             )
     else:
         from biaslens.models.hf.loading import locate_model
+        from biaslens.models.registry import REGISTRY, resolve_name
 
-        entry = REGISTRY.get(key)
+        entry = REGISTRY.get(resolve_name(name))
         located = entry.locate() if entry is not None else name
         folder, _, kind = locate_model(str(located), config.with_options(backend="hf"))
     tokenizer = None

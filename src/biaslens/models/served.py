@@ -38,9 +38,9 @@ from biaslens.models.requests import (
 from biaslens.models.tokenization import LocalTokenizer, encode_causal_prompts
 
 TopK = list[tuple[int, float]]
+"""(token id, log-probability) pairs, most likely first."""
 LOGPROB_TOLERANCE = 1e-4
 """How far above 0 a served log-probability may be (float32 rounding of log 1)."""
-"""(token id, log-probability) pairs, most likely first."""
 
 
 def model_eos_ids(folder) -> set[int]:

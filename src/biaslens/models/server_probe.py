@@ -10,6 +10,8 @@ outside the top ones.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 
 from biaslens.errors import BiaslensError
@@ -25,6 +27,8 @@ from biaslens.models.server_replies import (
 )
 
 PROBE_PROMPT = "The capital of France is"
+SERVER_FIELDS = ("id", "root", "max_model_len", "owned_by", "parent")
+"""What ``/v1/models`` says of a model that enters its identity."""
 PROBE_TOLERANCE = 1e-3
 
 
@@ -37,6 +41,17 @@ def served_model(client: HTTPClient, name: str) -> dict:
     raise BiaslensError(
         f"{client.base_url} does not serve a model named {name!r} (it serves: {names})"
     )
+
+
+def server_metadata(served: dict) -> dict:
+    """The :data:`SERVER_FIELDS` the server reported for the model."""
+    return {k: served.get(k) for k in SERVER_FIELDS if k in served}
+
+
+def served_fingerprint(described: dict) -> str:
+    """A served model's fingerprint: the sha256 of what describes it (address, name, the
+    server's metadata, the endpoint or local tokenizer)."""
+    return hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _close(values: list, position: int, expected: float) -> bool:

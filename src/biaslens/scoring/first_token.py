@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from biaslens.errors import BiaslensError
+from biaslens.metrics.unqover_stream import context_ids
 from biaslens.models.base import LM
 from biaslens.models.requests import GenerateRequest
 from biaslens.progress import Progress
@@ -83,12 +84,9 @@ def drop_unscored(scores: pd.DataFrame, keys: tuple[str, ...] = ()) -> tuple[pd.
     """The score table without contexts that have a question without a score (both subject
     orders and both questions go, so that every remaining context is complete), and how many
     contexts (each subject order counted, as UnQover counts them) went."""
-    pair = np.where(scores["first"] < scores["second"], scores["first"], scores["second"])
-    other = np.where(scores["first"] < scores["second"], scores["second"], scores["first"])
-    context = scores[[*keys, "template", "attribute"]].astype(str).agg("|".join, axis=1)
-    context = context + "|" + pd.Series(pair, index=scores.index) + "|" + other
-    missing = scores["s_first"].isna() | scores["s_second"].isna()
-    dropped = context.isin(set(context[missing]))
+    context = context_ids(scores, tuple(keys))
+    missing = (scores["s_first"].isna() | scores["s_second"].isna()).to_numpy()
+    dropped = np.isin(context, context[missing])
     kept = scores.loc[~dropped].reset_index(drop=True)
     if kept.empty:
         raise BiaslensError(
