@@ -14,6 +14,8 @@ row ≥ 0.95 of the best fixed size (or the probing cost that keeps it below, on
 short).
 
     python benchmarks/bench_batch_auto.py --prompts 400 --questions 200
+    python benchmarks/bench_batch_auto.py --workloads mgc --prompts 3000 --sizes 64,128,256 \
+        --repeats 1                   # the whole MGC set, fixed sizes near its best only
 """
 
 from __future__ import annotations
@@ -54,27 +56,37 @@ class Workload:
 
 
 def workloads(lm, args) -> list[Workload]:
+    chosen = []
+    if "mgc" in args.workloads:
+        chosen.append(mgc_workload(lm, args))
+    if "lei" in args.workloads:
+        chosen.append(lei_workload(lm, args))
+    return chosen
+
+
+def mgc_workload(lm, args) -> Workload:
     texts = [mgc.wrap_in_prompt(s, "A") for s in mgc.build_mgc()["sentence"]][: args.prompts]
     targets = (" he", " she", " him", " her", " his", " hers", " man", " woman")
-    mgc_requests = [TokenDistributionRequest(t, targets, 5) for t in texts]
+    requests = [TokenDistributionRequest(t, targets, 5) for t in texts]
+    return Workload(
+        f"MGC exact, {len(requests)} prompts",
+        "prompts",
+        RequestType.TOKEN_DISTRIBUTION,
+        lm.token_distribution,
+        requests,
+    )
+
+
+def lei_workload(lm, args) -> Workload:
     rows = lei.read_split(lei.split_path("religion/noniid_test", args.lei_dir))
-    choice_requests = generative_requests(lm, rows.head(args.questions // 2))
-    return [
-        Workload(
-            f"MGC exact, {len(mgc_requests)} prompts",
-            "prompts",
-            RequestType.TOKEN_DISTRIBUTION,
-            lm.token_distribution,
-            mgc_requests,
-        ),
-        Workload(
-            f"LEI choice scoring, {len(choice_requests)} questions",
-            "questions",
-            RequestType.CHOICE_LOGPROBS,
-            lm.choice_logprobs,
-            choice_requests,
-        ),
-    ]
+    requests = generative_requests(lm, rows.head(args.questions // 2))
+    return Workload(
+        f"LEI choice scoring, {len(requests)} questions",
+        "questions",
+        RequestType.CHOICE_LOGPROBS,
+        lm.choice_logprobs,
+        requests,
+    )
 
 
 def timed_run(lm, work: Workload, batch_size) -> tuple[float, int]:
@@ -92,7 +104,14 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--lei-dir", type=Path, default=LEI_DIR)
+    parser.add_argument("--workloads", default="mgc,lei", help="comma-separated: mgc, lei")
+    parser.add_argument(
+        "--sizes",
+        default=",".join(map(str, FIXED)),
+        help="fixed batch sizes to compare with (comma-separated)",
+    )
     args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
     harness.start()
     lm = load_model(args.model, BackendConfig(device="cpu"))
     memo = BatchSizeMemo()
@@ -106,7 +125,7 @@ def main() -> None:
                 best[label] = (seconds, size)
 
         for _ in range(args.repeats):
-            for size in FIXED:
+            for size in sizes:
                 record(f"fixed {size}", *timed_run(lm, work, size))
             memo.path.unlink(missing_ok=True)
             record("auto, fresh memo (probe timed)", *timed_run(lm, work, "auto"))

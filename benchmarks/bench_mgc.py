@@ -24,7 +24,11 @@ paper's gendered target words. Two modes:
 Agreement: exact mode, max |Δ p(target)| against biaslens; paper mode, the share of prompts
 with identical greedy text and max |Δ| of the step top-5 probabilities. Exact mode also prints
 its executed and nominal FLOP/s (2·non-embedding parameters per token run, padding included,
-plus the LM head per scored row) against the fp32 matmul peak measured in the same run.
+plus the LM head per scored row) against the fp32 matmul peak measured in the same run, and
+against the ceiling of its own matmuls: every linear layer's call in the biaslens run is
+recorded (rows × in × out) and replayed alone on random tensors of the same shapes, so the
+rate a dense square matmul reaches is not mistaken for what this workload's small matrices can
+reach (``--no-ceiling`` skips it).
 
 Goals on a CPU with SmolLM2: exact ≥ 5× the script and ≥ 80% of the matmul peak; paper ≥ 3×
 the previous implementation.
@@ -46,6 +50,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -93,6 +98,61 @@ def flop_rates(lm) -> tuple[int, int]:
     if head is not None and head.weight.data_ptr() != embed.data_ptr():
         body -= head.weight.numel()
     return 2 * body, 2 * embed.numel()
+
+
+def linear_shapes(model, fn) -> Counter:
+    """Calls of every ``nn.Linear`` of ``model`` while ``fn`` runs, by (rows, in, out)."""
+    shapes: Counter = Counter()
+
+    def record(module, inputs, output) -> None:
+        x = inputs[0]
+        shapes[(x.numel() // x.shape[-1], module.in_features, module.out_features)] += 1
+
+    handles = [
+        m.register_forward_hook(record) for m in model.modules() if isinstance(m, torch.nn.Linear)
+    ]
+    try:
+        fn()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return shapes
+
+
+def replay_seconds(shapes: Counter, dtype: torch.dtype = torch.float32) -> float:
+    """Seconds the recorded linear calls take alone: each shape timed (best of three, on up to
+    four calls) on random tensors, times its number of calls."""
+    total = 0.0
+    with torch.inference_mode():
+        for (rows, k, n), count in shapes.items():
+            x, w = torch.randn(rows, k, dtype=dtype), torch.randn(n, k, dtype=dtype)
+            torch.nn.functional.linear(x, w)
+            reps = min(count, 4)
+
+            def calls(x=x, w=w, reps=reps) -> None:
+                for _ in range(reps):
+                    torch.nn.functional.linear(x, w)
+
+            best = min(harness.time_it(calls) for _ in range(3))
+            total += best / reps * count
+    return total
+
+
+def print_ceiling(lm, requests, biaslens_s: float, executed: int, peak: float) -> None:
+    """The matmul ceiling of this workload's own shapes (module doc) and where biaslens is."""
+    lm.sizers.clear()
+    shapes = linear_shapes(lm.model, lambda: lm.token_distribution(requests))
+    flops = sum(2 * rows * k * n * count for (rows, k, n), count in shapes.items())
+    alone = replay_seconds(shapes)
+    ceiling = flops / alone
+    print(
+        f"  its linear layers: {sum(shapes.values())} calls of {len(shapes)} shapes, "
+        f"{flops / 1e9:.0f} GFLOP; alone, at these shapes, they run at {ceiling / 1e9:.1f} "
+        f"GFLOP/s = {ceiling / peak:.0%} of the square-matmul peak (the ceiling of this "
+        f"workload's matmuls); they take {alone:.1f} s of biaslens's {biaslens_s:.1f} s "
+        f"({alone / biaslens_s:.0%}); biaslens reaches {executed / biaslens_s / ceiling:.0%} of "
+        f"that ceiling"
+    )
 
 
 def script_exact(lm, prompts: list[list[int]], target_ids: list[int], batch_size: int):
@@ -253,6 +313,8 @@ def exact_mode(args, lm, texts, counter, peak):
     table = [harness.Row(f"biaslens, batch auto ({settled})", n, seconds)]
     if args.no_baselines:
         harness.print_table(f"MGC exact mode, {n} prompt-A prompts", "prompts", table)
+        if not args.no_ceiling:
+            print_ceiling(lm, requests, seconds, executed, peak)
         return results, seconds
 
     counter.reset()
@@ -297,6 +359,8 @@ def exact_mode(args, lm, texts, counter, peak):
         f"  script executed {script_flops / table[1].seconds / 1e9:.1f} GFLOP/s = "
         f"{script_flops / table[1].seconds / peak:.0%} of the matmul peak"
     )
+    if not args.no_ceiling:
+        print_ceiling(lm, requests, biaslens_s, executed, peak)
     return results, biaslens_s
 
 
@@ -343,6 +407,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--no-lm-eval", action="store_true")
     parser.add_argument("--no-baselines", action="store_true", help="biaslens only (e.g. bf16)")
+    parser.add_argument("--no-ceiling", action="store_true", help="skip the matmul replay")
     parser.add_argument("--mode", choices=("exact", "paper", "both"), default="both")
     parser.add_argument("--bf16", choices=("auto", "on", "off"), default="auto")
     parser.add_argument("--bf16-prompts", type=int, default=240, help="without bf16 units")

@@ -2,7 +2,13 @@ import pytest
 import torch
 
 from biaslens.errors import BiaslensError
-from biaslens.models.batching import AUTO_FIRST_SIZE, BatchSizeMemo, BatchSizer, length_bucket
+from biaslens.models.batching import (
+    START_TOKENS,
+    BatchSizeMemo,
+    BatchSizer,
+    length_bucket,
+    start_size,
+)
 
 
 def test_results_come_back_in_input_order_and_batches_are_length_sorted():
@@ -36,8 +42,12 @@ class FakeClock:
 
 
 CPU_SHAPE = {8: 100.0, 16: 150.0, 32: 180.0, 64: 170.0, 128: 120.0}
-"""tokens/s by batch size: rises to 32, falls after (a CPU's usual shape)"""
+"""items/s by batch size: rises to 32, falls after (a CPU's usual shape)"""
 KEY = "model|cpu|float32|token_distribution"
+L = START_TOKENS // 8
+"""Request length (tokens) at which a fresh search starts at 8; rates in tokens/s are L × the
+items/s of the clock."""
+BUCKET = f"|len{L}"
 
 
 def recording(clock):
@@ -56,28 +66,38 @@ def test_auto_batch_size_doubles_while_throughput_rises_then_settles(tmp_path):
     sizer = BatchSizer("auto", memo, KEY, clock)
     seen, fn = recording(clock)
     items = list(range(600))
-    assert sizer.run(items, [1] * 600, fn) == items
-    # 8 (warm-up, untimed), each size twice: 8, 16, 32, 64, 128 (clearly slower than 32)
-    assert seen[:12] == [8, 8, 8, 16, 16, 32, 32, 64, 64, 128, 128, 32]
-    assert set(seen[11:-1]) == {32} and sizer.settled and sizer.size == 32
-    assert memo.get(KEY + "|len1") == 32  # remembered per length bucket
+    assert sizer.run(items, [L] * 600, fn) == items
+    # 8 (warm-up, untimed) twice (nothing to compare with yet); 16 and 32 each ran clearly
+    # faster than every size before on their first batch: up at once; 64 is not clearly
+    # faster (measured twice), 128 clearly slower than 32 (twice): settled at 32
+    assert seen[:10] == [8, 8, 8, 16, 32, 64, 64, 128, 128, 32]
+    assert set(seen[9:-1]) == {32} and sizer.settled and sizer.size == 32
+    assert sizer.search.measures[16] == pytest.approx([150.0 * L])
+    assert memo.get(KEY + BUCKET) == 32  # remembered per length bucket
     assert not sizer.search.revalidated
     # other request types and other lengths start afresh
     other = BatchSizer("auto", memo, "model|cpu|float32|choice_logprobs", clock)
-    other.run(list(range(10)), [1] * 10, clock.work)
-    assert other.search.remembered is None and other.size == AUTO_FIRST_SIZE
+    other.run(list(range(10)), [L] * 10, clock.work)
+    assert other.search.remembered is None and other.search.first_size == 8
     longer = BatchSizer("auto", memo, KEY, clock)
     longer.run(list(range(10)), [40] * 10, clock.work)
     assert longer.search.remembered is None and longer.search.bucket == 32
+    assert longer.search.first_size == 64  # 2048 tokens / 40: the nearest power of two
+
+
+def test_a_fresh_search_starts_near_a_token_budget():
+    assert START_TOKENS == 2048
+    assert [start_size([n], 1024) for n in (1, 43, 64, 100, 256, 5000)] == [1024, 64, 32, 16, 8, 1]
+    assert start_size([1], 256) == 256 and start_size([], 256) == 256
 
 
 def test_a_remembered_size_is_revalidated_against_its_neighbours(tmp_path):
     clock = FakeClock(CPU_SHAPE)
     memo = BatchSizeMemo(tmp_path / "sizes.json")
-    memo.put(KEY + "|len1", 32)
+    memo.put(KEY + BUCKET, 32)
     sizer = BatchSizer("auto", memo, KEY, clock)
     seen, fn = recording(clock)
-    sizer.run(list(range(1000)), [1] * 1000, fn)
+    sizer.run(list(range(1000)), [L] * 1000, fn)
     # starts at 32 (warm-up, 2 measures), goes up to 64 and 128 (slower), then down to 16
     assert seen[:11] == [32, 32, 32, 64, 64, 128, 128, 16, 16, 32, 32]
     assert sizer.search.revalidated and sizer.size == 32
@@ -89,15 +109,15 @@ def test_a_poisoned_memo_is_corrected_by_the_next_run(tmp_path, poisoned):
     # a size remembered from a run that shared the cores (or from another machine)
     clock = FakeClock(CPU_SHAPE)
     memo = BatchSizeMemo(tmp_path / "sizes.json")
-    memo.put(KEY + "|len1", poisoned)
+    memo.put(KEY + BUCKET, poisoned)
     sizer = BatchSizer("auto", memo, KEY, clock, max_size=256)
     seen, fn = recording(clock)
     items = list(range(3000))
-    assert sizer.run(items, [1] * 3000, fn) == items
+    assert sizer.run(items, [L] * 3000, fn) == items
     assert seen[0] == poisoned  # the remembered size was the starting point
     assert sizer.search.revalidated and poisoned in sizer.rates and 32 in sizer.rates
     assert sizer.settled and sizer.size == 32
-    assert memo.get(KEY + "|len1") == 32
+    assert memo.get(KEY + BUCKET) == 32
 
 
 def test_a_measure_slowed_by_other_work_is_measured_again():
@@ -105,10 +125,11 @@ def test_a_measure_slowed_by_other_work_is_measured_again():
     clock = FakeClock(CPU_SHAPE, loads=[1, 1, 1, 0.5, 1, 1, 1, 1, 1, 1, 1])
     sizer = BatchSizer("auto", clock=clock)
     seen, fn = recording(clock)
-    sizer.run(list(range(1000)), [1] * 1000, fn)
+    sizer.run(list(range(1000)), [L] * 1000, fn)
     assert seen[:7] == [8, 8, 8, 16, 16, 16, 32]
-    assert sizer.search.measures[16] == pytest.approx([75.0, 150.0, 150.0])
-    assert sizer.rates[16] == pytest.approx(150.0) and sizer.size == 32 and sizer.search.stable
+    assert sizer.search.measures[16] == pytest.approx([75.0 * L, 150.0 * L, 150.0 * L])
+    assert sizer.rates[16] == pytest.approx(150.0 * L) and sizer.size == 32
+    assert sizer.search.stable
 
 
 def test_a_size_settled_under_unsteady_load_is_not_remembered(tmp_path):
@@ -116,15 +137,15 @@ def test_a_size_settled_under_unsteady_load_is_not_remembered(tmp_path):
     clock = FakeClock(CPU_SHAPE, loads=loads)
     memo = BatchSizeMemo(tmp_path / "sizes.json")
     sizer = BatchSizer("auto", memo, KEY, clock)
-    sizer.run(list(range(2000)), [1] * 2000, clock.work)
+    sizer.run(list(range(2000)), [L] * 2000, clock.work)
     assert sizer.settled and not sizer.search.stable
-    assert memo.get(KEY + "|len1") is None
+    assert memo.get(KEY + BUCKET) is None
 
 
 def test_a_gain_within_noise_keeps_the_smaller_size():
     clock = FakeClock({8: 100.0, 16: 90.0, 32: 103.0, 64: 60.0})
     sizer = BatchSizer("auto", clock=clock)
-    sizer.run(list(range(300)), [1] * 300, clock.work)
+    sizer.run(list(range(300)), [L] * 300, clock.work)
     # 16 is slower but not clearly: probing goes on; 64 is clearly slower and ends it;
     # 32 is only 3% faster than 8, so the smaller one is kept
     assert sizer.settled and sizer.size == 8
@@ -134,7 +155,7 @@ def test_probing_uses_token_counts_not_item_counts():
     # long items first: a batch's throughput is its tokens per second
     clock = FakeClock({})
     sizer = BatchSizer("auto", clock=clock)
-    lengths = [10] * 16 + [1] * 6000
+    lengths = [10 * L] * 16 + [L] * 6000
 
     def fn(batch):
         clock.now += sum(lengths[i] for i in batch) / 100.0  # 100 tokens/s at any size
@@ -167,10 +188,10 @@ def test_auto_batch_size_halves_on_out_of_memory():
 
     sizer = BatchSizer("auto", clock=clock)
     ticks = []
-    out = sizer.run(list(range(200)), [1] * 200, timed, ticks.append)
+    out = sizer.run(list(range(200)), [L] * 200, timed, ticks.append)
     assert out == [x * 2 for x in range(200)]
-    # 8 (warm-up), 8, 8, 16, 16, 32, 32, 64 fails -> 32 and settled for the rest
-    assert calls[:9] == [8, 8, 8, 16, 16, 32, 32, 64, 32]
+    # 8 (warm-up), 8, 8, 16, 32 (each clearly faster), 64 fails -> 32 and settled for the rest
+    assert calls[:7] == [8, 8, 8, 16, 32, 64, 32]
     assert sizer.size == 32 and sizer.settled
     assert sum(ticks) == 200
 
@@ -224,24 +245,24 @@ def test_work_that_ends_before_settling_leaves_its_best_size_as_a_starting_point
     memo = BatchSizeMemo(tmp_path / "sizes.json")
     sizer = BatchSizer("auto", memo, KEY, clock)
     seen, fn = recording(clock)
-    sizer.run(list(range(72)), [1] * 72, fn)  # warm-up, 8, 8, 16, 16, 16 (cut short)
-    assert seen == [8, 8, 8, 16, 16, 16] and not sizer.settled
-    assert memo.get(KEY + "|len1") == 16  # measured twice, faster than 8
+    sizer.run(list(range(56)), [L] * 56, fn)  # warm-up, 8, 8, 16, 16 of 32 (cut short)
+    assert seen == [8, 8, 8, 16, 16] and not sizer.settled
+    assert memo.get_entry(KEY + BUCKET) == (16, None)  # measured once, faster than 8; no rate
     following = BatchSizer("auto", memo, KEY, clock)
-    following.run(list(range(1000)), [1] * 1000, clock.work)
+    following.run(list(range(1000)), [L] * 1000, clock.work)
     assert following.search.remembered == 16 and following.size == 32
 
 
 def test_a_size_that_runs_at_its_remembered_rate_is_kept_without_probing(tmp_path):
     clock = FakeClock(CPU_SHAPE)
     memo = BatchSizeMemo(tmp_path / "sizes.json")
-    memo.put(KEY + "|len1", 32, 175.0)  # within 10% of the 180 tokens/s it runs at now
+    memo.put(KEY + BUCKET, 32, 175.0 * L)  # within 10% of the rate it runs at now
     sizer = BatchSizer("auto", memo, KEY, clock)
     seen, fn = recording(clock)
-    sizer.run(list(range(1000)), [1] * 1000, fn)
+    sizer.run(list(range(1000)), [L] * 1000, fn)
     assert set(seen[:-1]) == {32} and sizer.settled and sizer.search.confirmed  # last: the rest
     assert not sizer.search.revalidated
-    assert memo.get_entry(KEY + "|len1") == (32, pytest.approx(180.0))  # the rate of this run
+    assert memo.get_entry(KEY + BUCKET) == (32, pytest.approx(180.0 * L))  # this run's rate
 
 
 @pytest.mark.parametrize("poisoned", [8, 16, 128])
@@ -249,13 +270,13 @@ def test_a_memo_written_under_load_is_not_confirmed_by_a_quiet_run(tmp_path, poi
     # measured while other work took half the cores: the remembered rate is half today's
     clock = FakeClock(CPU_SHAPE)
     memo = BatchSizeMemo(tmp_path / "sizes.json")
-    memo.put(KEY + "|len1", poisoned, CPU_SHAPE[poisoned] * 0.5)
+    memo.put(KEY + BUCKET, poisoned, CPU_SHAPE[poisoned] * 0.5 * L)
     sizer = BatchSizer("auto", memo, KEY, clock, max_size=256)
     seen, fn = recording(clock)
-    sizer.run(list(range(3000)), [1] * 3000, fn)
+    sizer.run(list(range(3000)), [L] * 3000, fn)
     assert seen[0] == poisoned and not sizer.search.confirmed
     assert sizer.search.revalidated and sizer.size == 32
-    assert memo.get_entry(KEY + "|len1") == (32, pytest.approx(180.0))
+    assert memo.get_entry(KEY + BUCKET) == (32, pytest.approx(180.0 * L))
 
 
 def test_memo_entries_of_the_older_format_are_sizes_without_a_rate(tmp_path):

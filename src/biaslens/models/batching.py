@@ -3,12 +3,16 @@
 ``--batch-size auto`` must be fast, not only safe: on a CPU a batch of 256 is slower than 32
 (padding and cache traffic grow faster than the per-call overhead shrinks), on a GPU the
 opposite holds. So the sizer measures instead of guessing: the first batches of real work run
-at growing sizes (8, 16, 32, …), each size timed on :data:`MEASURES` full batches in tokens per
-second (its rate is the best of them: other work on the machine only ever slows a batch down;
-when the two best disagree by more than :data:`UNSTABLE` one more is taken), until a size is
-clearly slower than the best so far (or memory runs out: an out-of-memory error halves the
-size); the size settles at the fastest one measured, preferring the smaller of two within timing
-noise.
+at growing sizes, from the one that holds about :data:`START_TOKENS` tokens, doubling, each
+size timed in tokens per second until a size is clearly slower than the best so far (or memory
+runs out: an out-of-memory error halves the size); when the starting size was the fastest, the
+sizes below it are tried too. The size settles at the fastest one measured, preferring the
+smaller of two within timing noise. A size's rate is the best of its measures (other work on
+the machine only ever slows a batch down): one full batch that runs clearly faster than every
+size before it is enough to move on upwards (it can only have been slowed, never sped up);
+otherwise it is timed on :data:`MEASURES` full batches, and a third when the two best disagree
+by more than :data:`UNSTABLE`. Probing is work, not a separate pass: every batch's results are
+kept.
 
 The chosen size is remembered per model, device, dtype, request type and request length (a
 power-of-two bucket of the mean length) in the user cache, with the rate it ran at. A
@@ -37,8 +41,13 @@ from biaslens.errors import BiaslensError
 T = TypeVar("T")
 R = TypeVar("R")
 
+START_TOKENS = 2048
+"""A fresh search starts at the power of two nearest this many tokens per batch (e.g. 32
+prompts of 64 tokens): smaller batches are rarely the fastest on any device, and each size
+below the best costs the search its slowest batches. The first batch also warms the model up
+and is not timed."""
 AUTO_FIRST_SIZE = 8
-"""Where probing starts; the first batch also warms the model up and is not timed."""
+"""The size reported before any request was seen."""
 AUTO_MAX_SIZE = 1024
 AUTO_MAX_SIZE_CPU = 256
 """On a CPU, running out of memory kills the process instead of raising: probe less far."""
@@ -139,6 +148,14 @@ class BatchSizeMemo:
             pass  # a read-only cache only costs a new measurement next time
 
 
+def start_size(lengths: Sequence[int], max_size: int) -> int:
+    """Where a fresh search starts: the power of two nearest :data:`START_TOKENS` / the mean
+    request length, within ``[1, max_size]``."""
+    mean = sum(lengths) / max(1, len(lengths))
+    size = 2 ** round(math.log2(max(1.0, START_TOKENS / max(1.0, mean))))
+    return max(1, min(size, max_size))
+
+
 def length_bucket(lengths: Sequence[int]) -> int:
     """The power of two nearest the mean request length: sizes are remembered per bucket, since
     the best batch of short prompts is not that of long ones."""
@@ -150,8 +167,8 @@ class SizeSearch:
     """The batch-size search for requests of one length bucket (module doc).
 
     ``remembered``: the size a previous run settled on (or its best so far), where the search
-    starts and which it re-validates against its neighbours; None: start at
-    :data:`AUTO_FIRST_SIZE` and double.
+    starts and which it re-validates against its neighbours; None: start at ``first_size``
+    (:func:`start_size`).
     """
 
     def __init__(
@@ -160,11 +177,13 @@ class SizeSearch:
         max_size: int,
         bucket: int = 0,
         remembered_rate: float | None = None,
+        first_size: int = AUTO_FIRST_SIZE,
     ) -> None:
         self.remembered, self.bucket = remembered, bucket
         self.remembered_rate = remembered_rate
         self.max_size = max_size
-        self.size = min(remembered, max_size) if remembered else AUTO_FIRST_SIZE
+        self.size = min(remembered or first_size, max_size)
+        self.first_size = self.size
         self.settled = False
         self.stable = True
         self.warmed = False
@@ -184,14 +203,11 @@ class SizeSearch:
         return self.remembered is not None and len(self.measures) > 1
 
     def best_so_far(self) -> int | None:
-        """The fastest size among those measured fully and steadily (None if none): what a run
-        that ends before the search settles leaves as the next run's starting point."""
-        done = {
-            size: max(rates)
-            for size, rates in self.measures.items()
-            if len(rates) >= MEASURES and _steady(rates)
-        }
-        return _smallest_near_best(done) if done else None
+        """The fastest size measured (None if none): what a run that ends before the search
+        settles leaves as the next run's starting point, which that run re-validates. Each
+        size's rate is a lower bound of its speed (a measure is only ever slowed), so the
+        fastest one is the best guess even when measured once."""
+        return _smallest_near_best(self.rates) if self.measures else None
 
     def settle(self, size: int) -> None:
         self.size, self.settled = size, True
@@ -201,8 +217,9 @@ class SizeSearch:
         measures = self.measures.setdefault(self.size, [])
         measures.append(tokens / max(seconds, 1e-9))
         if len(measures) < MEASURES:
-            return
-        if not _steady(measures):  # the two best disagree: a slowed batch among them
+            if not self._clearly_fastest():
+                return
+        elif not _steady(measures):  # the two best disagree: a slowed batch among them
             if len(measures) < MAX_MEASURES:
                 return
             self.stable = False
@@ -215,6 +232,15 @@ class SizeSearch:
             self.settle(_smallest_near_best(self.rates))
         else:
             self.size = following
+
+    def _clearly_fastest(self) -> bool:
+        """Whether, going up, the current size already ran clearly faster (beyond
+        :data:`NOISE`) than every other size measured: a measure can only have been slowed by
+        other work, so one more would not change the direction."""
+        if not self.going_up or len(self.measures) < 2:
+            return False
+        rates = self.rates
+        return rates[self.size] > _best_other(rates, self.size) * (1 + NOISE)
 
     def _confirms_memo(self) -> bool:
         """Whether the remembered size, the only one measured so far, steadily ran within
@@ -237,8 +263,8 @@ class SizeSearch:
                 return self.size * 2
             self.going_up = False
             smallest = min(rates)
-            # from a remembered size, also look below it while the smallest measured is best
-            if self.remembered is not None and smallest > 1 and rates[smallest] == best:
+            # the starting size was clearly the fastest: look below it
+            if smallest > 1 and rates[smallest] > _best_other(rates, smallest) * (1 + NOISE):
                 return smallest // 2
             return None
         if self.size > 1 and here == best and here > _best_other(rates, self.size) * (1 + NOISE):
@@ -310,7 +336,8 @@ class BatchSizer:
             remembered, rate = None, None
             if self.memo is not None and self.key:
                 remembered, rate = self.memo.get_entry(self.memo_key(bucket)) or (None, None)
-            self.searches[bucket] = SizeSearch(remembered, self.max_size, bucket, rate)
+            first = start_size(lengths, self.max_size)
+            self.searches[bucket] = SizeSearch(remembered, self.max_size, bucket, rate, first)
         return self.searches[bucket]
 
     def _remember(self, search: SizeSearch) -> None:
