@@ -15,6 +15,7 @@ import torch
 from biaslens.common.hashing import sha256_files
 from biaslens.errors import BiaslensError, quoted
 from biaslens.models.base import KIND_NAMES, BackendConfig, ModelIdentity, ModelKind
+from biaslens.models.hf.attention import use_cpu_gqa
 from biaslens.models.tokenization import chat_identity, check_chat
 
 DTYPES = {
@@ -283,6 +284,7 @@ def load_parts(
     tokenizer = _load("tokenizer", folder, lambda: AutoTokenizer.from_pretrained(folder))
     check_chat(tokenizer, kind, config, display_name or name_or_path)
     model.to(device).eval()
+    use_cpu_gqa(model)
     identity = ModelIdentity(
         name=display_name or name_or_path,
         kind=kind,
