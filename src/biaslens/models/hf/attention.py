@@ -59,8 +59,11 @@ def cpu_gqa_attention(
 def use_cpu_gqa(model: torch.nn.Module) -> bool:
     """Switch ``model`` to :func:`cpu_gqa_attention` if it runs ``sdpa`` attention with grouped
     key/value heads on a CPU; returns whether it did."""
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+    try:
+        from transformers import AttentionInterface
+        from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+    except ImportError:  # a transformers without pluggable attention: its own sdpa stays
+        return False
 
     config = getattr(model, "config", None)
     heads = getattr(config, "num_attention_heads", None)
@@ -69,7 +72,9 @@ def use_cpu_gqa(model: torch.nn.Module) -> bool:
         return False
     if kv_heads == heads or next(model.parameters()).device.type != "cpu":
         return False
-    if not getattr(model, "_supports_attention_backend", False):
+    if not getattr(model, "_supports_attention_backend", False) or not hasattr(
+        model, "set_attn_implementation"
+    ):
         return False  # an architecture that calls its own attention code
     AttentionInterface.register(NAME, cpu_gqa_attention)
     AttentionMaskInterface.register(NAME, sdpa_mask)  # the very masks sdpa is given
