@@ -46,11 +46,14 @@ good enough for the metrics.
     python benchmarks/bench_mgc.py --mode exact --prompts 3000 --bf16 on --no-baselines
     python benchmarks/bench_mgc.py --mode exact --prompts 3000 --no-baselines --bf16 off \
         --batch-size 128                                     # the matmul ceiling at batch 128
+    python benchmarks/bench_mgc.py --mode exact --no-baselines --bf16 off --no-ceiling \
+        --compare-attention            # grouped-query attention vs transformers' sdpa
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 from collections import Counter
@@ -155,6 +158,30 @@ def print_ceiling(lm, requests, biaslens_s: float, executed: int, peak: float) -
         f"workload's matmuls); they take {alone:.1f} s of biaslens's {biaslens_s:.1f} s "
         f"({alone / biaslens_s:.0%}); biaslens reaches {executed / biaslens_s / ceiling:.0%} of "
         f"that ceiling"
+    )
+
+
+def transformers_sdpa_row(lm, requests, reference) -> harness.Row:
+    """biaslens with transformers' own ``sdpa`` attention (the KV heads repeated per query
+    head), at the batch size biaslens settled on: the baseline of ``models/hf/attention.py``."""
+    size = lm.sizer(RequestType.TOKEN_DISTRIBUTION).size
+    implementation = lm.model.config._attn_implementation
+    config = lm.config
+    lm.config = dataclasses.replace(config, batch_size=size)
+    lm.sizers.clear()
+    lm.model.set_attn_implementation("sdpa")
+    try:
+        seconds, results = harness.timed(lambda: lm.token_distribution(requests))
+    finally:
+        lm.model.set_attn_implementation(implementation)
+        lm.config = config
+    return harness.Row(
+        f"biaslens, transformers' sdpa attention (batch {size})",
+        len(requests),
+        seconds,
+        harness.max_abs_difference(
+            harness.flat([list(r.target_probs) for r in results]), harness.flat(reference)
+        ),
     )
 
 
@@ -316,6 +343,8 @@ def exact_mode(args, lm, texts, counter, peak):
     if lm.config.batch_size != "auto":
         settled = "fixed"
     table = [harness.Row(f"biaslens, batch {lm.config.batch_size} ({settled})", n, seconds)]
+    if args.compare_attention:
+        table.append(transformers_sdpa_row(lm, requests, reference))
     if args.no_baselines:
         harness.print_table(f"MGC exact mode, {n} prompt-A prompts", "prompts", table)
         if not args.no_ceiling:
@@ -414,6 +443,11 @@ def main() -> None:
     parser.add_argument("--no-lm-eval", action="store_true")
     parser.add_argument("--no-baselines", action="store_true", help="biaslens only (e.g. bf16)")
     parser.add_argument("--batch-size", default="auto", help="biaslens's batch size")
+    parser.add_argument(
+        "--compare-attention",
+        action="store_true",
+        help="also time biaslens with transformers' sdpa attention (KV heads repeated)",
+    )
     parser.add_argument("--no-ceiling", action="store_true", help="skip the matmul replay")
     parser.add_argument("--mode", choices=("exact", "paper", "both"), default="both")
     parser.add_argument("--bf16", choices=("auto", "on", "off"), default="auto")
