@@ -42,10 +42,10 @@ def fresh_batch_memo() -> None:
     import atexit
 
     from biaslens.common.paths import cache_root
-    from biaslens.models import batching
+    from biaslens.models import batch_memo
 
-    batching.MEMO_FILE = f"bench-batch-sizes-{os.getpid()}.json"
-    atexit.register(lambda: (cache_root() / batching.MEMO_FILE).unlink(missing_ok=True))
+    batch_memo.MEMO_FILE = f"bench-batch-sizes-{os.getpid()}.json"
+    atexit.register(lambda: (cache_root() / batch_memo.MEMO_FILE).unlink(missing_ok=True))
 
 
 def start(device: str = "cpu") -> float:

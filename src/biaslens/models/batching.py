@@ -29,14 +29,13 @@ measured size as the next run's starting point. Results never depend on the batc
 from __future__ import annotations
 
 import gc
-import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TypeVar
 
 from biaslens.errors import BiaslensError
+from biaslens.models.batch_memo import BatchSizeMemo
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -64,7 +63,6 @@ taken (up to :data:`MAX_MEASURES`; a measure slowed by other work is thus left b
 search that ends on unstable measures is not remembered."""
 SAME_RATE = 0.10
 """A remembered size that runs within this fraction of its remembered rate is confirmed."""
-MEMO_FILE = "batch_sizes.json"
 
 
 def is_out_of_memory(error: BaseException) -> bool:
@@ -95,57 +93,6 @@ def parse_batch_size(value: int | str, name: str = "batch size") -> int | str:
     if size < 1:
         raise BiaslensError(f"{name} must be >= 1, got {size}")
     return size
-
-
-class BatchSizeMemo:
-    """Chosen batch sizes by key (model fingerprint, device, dtype, request type, length
-    bucket), each with the rate it was measured at, in a small JSON file of the user cache. A
-    missing or damaged file is an empty memo: the size is measured again."""
-
-    def __init__(self, path: Path | None = None) -> None:
-        if path is None:
-            from biaslens.common.paths import cache_root
-
-            path = cache_root() / MEMO_FILE
-        self.path = Path(path)
-
-    def _read(self) -> dict[str, dict]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(data, dict):
-            return {}
-        entries = {}
-        for key, value in data.items():
-            if isinstance(value, int) and not isinstance(value, bool):
-                value = {"size": value}  # written before rates were kept
-            if not isinstance(value, dict):
-                continue
-            size, rate = value.get("size"), value.get("rate")
-            if isinstance(size, int) and not isinstance(size, bool) and size > 0:
-                good_rate = isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0
-                entries[key] = {"size": size, "rate": float(rate) if good_rate else None}
-        return entries
-
-    def get(self, key: str) -> int | None:
-        entry = self._read().get(key)
-        return entry["size"] if entry else None
-
-    def get_entry(self, key: str) -> tuple[int, float | None] | None:
-        """The remembered size and the tokens/s it ran at (None: unknown)."""
-        entry = self._read().get(key)
-        return (entry["size"], entry["rate"]) if entry else None
-
-    def put(self, key: str, size: int, rate: float | None = None) -> None:
-        from biaslens.common import atomic
-
-        data = self._read()
-        data[key] = {"size": size, "rate": rate}
-        try:
-            atomic.write_json(self.path, data)
-        except OSError:
-            pass  # a read-only cache only costs a new measurement next time
 
 
 def start_size(lengths: Sequence[int], max_size: int) -> int:
