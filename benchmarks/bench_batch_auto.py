@@ -21,7 +21,6 @@ short).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import multiprocessing
 import sys
 from pathlib import Path
@@ -56,12 +55,12 @@ class Workload:
 
 
 def workloads(lm, args) -> list[Workload]:
-    chosen = []
-    if "mgc" in args.workloads:
-        chosen.append(mgc_workload(lm, args))
-    if "lei" in args.workloads:
-        chosen.append(lei_workload(lm, args))
-    return chosen
+    builders = {"mgc": mgc_workload, "lei": lei_workload}
+    names = args.workloads.split(",")
+    unknown = set(names) - set(builders)
+    if unknown:
+        raise SystemExit(f"unknown workloads {sorted(unknown)}; choose from {sorted(builders)}")
+    return [builders[name](lm, args) for name in names]
 
 
 def mgc_workload(lm, args) -> Workload:
@@ -91,8 +90,7 @@ def lei_workload(lm, args) -> Workload:
 
 def timed_run(lm, work: Workload, batch_size) -> tuple[float, int]:
     """Seconds of one run at ``batch_size`` and the size the run ended at."""
-    lm.config = dataclasses.replace(lm.config, batch_size=batch_size)
-    lm.sizers.clear()
+    harness.set_batch_size(lm, batch_size)
     seconds, _ = harness.timed(lambda: work.call(work.requests))
     return seconds, lm.sizer(work.request_type).size
 

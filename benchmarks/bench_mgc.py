@@ -53,7 +53,6 @@ good enough for the metrics.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import sys
 from collections import Counter
@@ -166,15 +165,14 @@ def transformers_sdpa_row(lm, requests, reference) -> harness.Row:
     head), at the batch size biaslens settled on: the baseline of ``models/hf/attention.py``."""
     size = lm.sizer(RequestType.TOKEN_DISTRIBUTION).size
     implementation = lm.model.config._attn_implementation
-    config = lm.config
-    lm.config = dataclasses.replace(config, batch_size=size)
-    lm.sizers.clear()
+    batch_size = lm.config.batch_size
+    harness.set_batch_size(lm, size)
     lm.model.set_attn_implementation("sdpa")
     try:
         seconds, results = harness.timed(lambda: lm.token_distribution(requests))
     finally:
         lm.model.set_attn_implementation(implementation)
-        lm.config = config
+        harness.set_batch_size(lm, batch_size)
     return harness.Row(
         f"biaslens, transformers' sdpa attention (batch {size})",
         len(requests),

@@ -12,7 +12,7 @@ import os
 import platform
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -46,6 +46,13 @@ def fresh_batch_memo() -> None:
 
     batch_memo.MEMO_FILE = f"bench-batch-sizes-{os.getpid()}.json"
     atexit.register(lambda: (cache_root() / batch_memo.MEMO_FILE).unlink(missing_ok=True))
+
+
+def set_batch_size(lm, batch_size: int | str) -> None:
+    """Give a loaded hf backend another batch size (``"auto"`` or N), its sizers cleared so
+    that the next call starts from it."""
+    lm.config = replace(lm.config, batch_size=batch_size)
+    lm.sizers.clear()
 
 
 def start(device: str = "cpu") -> float:
