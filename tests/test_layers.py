@@ -21,6 +21,7 @@ LAYERS = {
     # leaves: every layer may use them
     "errors": 0,
     "version": 0,
+    "_version": 0,
     "common": 0,
     "progress": 0,
     # builders and decoding algorithms

@@ -87,7 +87,8 @@ def run_method(
             settings = settings_for_model(spec, settings, base, preset, values, from_values)
         output = Path(output) if output is not None else spec.default_output(settings)
         runtime = backend.describe() if spec.needs_model else {}
-        with RunStore(output, spec.name, settings.recorded(), runtime) as store:
+        model = base.identity.recorded() if base is not None else None
+        with RunStore(output, spec.name, settings.recorded(), runtime, model) as store:
             cached = (
                 CachedLM(base, lambda: store.cache, max_new=backend.max_requests)
                 if base is not None

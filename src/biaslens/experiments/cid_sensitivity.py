@@ -124,10 +124,10 @@ def build_perturbation_pairs(
     return pairs.reset_index(drop=True).reset_index(names="pair")
 
 
-def minilm_similarity(name: str = "all-minilm-l6-v2") -> Similarity:
+def minilm_similarity(name: str = "all-minilm-l6-v2", offline: bool = False) -> Similarity:
     from biaslens.models.embeddings import cosine_similarity, load_sentence_encoder
 
-    encoder = load_sentence_encoder(name)
+    encoder = load_sentence_encoder(name, offline=offline)
     return lambda a, b: cosine_similarity(encoder, a, b)
 
 
@@ -152,7 +152,16 @@ def run(ctx: RunContext, settings: SensitivitySettings) -> MethodOutput:
     from biaslens.plots.cid import lambda_star_boxplot, similarity_curve
 
     pairs = build_perturbation_pairs(settings, settings.sentences_file, settings.semantic_file)
-    similarity = settings.similarity or minilm_similarity(settings.encoder)
+    offline = bool(ctx.backend_config and ctx.backend_config.offline)
+    encoder = {"name": "custom"}
+    if settings.similarity is None:
+        from biaslens.models.embeddings import encoder_folder, encoder_source
+
+        folder = encoder_folder(settings.encoder, offline)
+        encoder = encoder_source(settings.encoder, folder)
+        similarity = minilm_similarity(str(folder))
+    else:
+        similarity = settings.similarity
     decoded = decode_both_directions(
         ctx.lm, pairs, settings.decoding, ctx.progress, "CID sensitivity"
     )
@@ -187,7 +196,8 @@ def run(ctx: RunContext, settings: SensitivitySettings) -> MethodOutput:
             "similarity_vs_lambda": similarity_curve(curve, settings.tau, title),
         },
         provenance={
-            "encoder": settings.encoder if settings.similarity is None else "custom",
+            "encoder": encoder["name"],
+            **({"encoder_source": encoder} if len(encoder) > 1 else {}),
             "dataset": {"name": "cid-perturbations", "sha256": dataset_hash(pairs)},
         },
         notes=[

@@ -15,7 +15,6 @@ This module imports no torch: the store, the report and the CLI use it at start-
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import json
 import re
@@ -25,6 +24,13 @@ from typing import Any
 
 from biaslens.common.urls import redact_url
 from biaslens.errors import BiaslensError
+from biaslens.models.kinds import (  # noqa: F401 - re-exported: the names backends use
+    GENERATIVE,
+    KIND_CAPABILITIES,
+    KIND_NAMES,
+    Exactness,
+    ModelKind,
+)
 from biaslens.models.requests import (
     AnswerSpanRequest,
     AnswerSpanResult,
@@ -43,47 +49,6 @@ from biaslens.models.requests import (
 
 ProgressCallback = Callable[[int], None]
 """Called with the number of requests just finished, so callers can drive a progress bar."""
-
-
-class ModelKind(str, enum.Enum):
-    MASKED = "masked-lm"
-    CAUSAL = "causal-lm"
-    SEQ2SEQ = "seq2seq-lm"
-    EXTRACTIVE_QA = "extractive-qa"
-
-
-KIND_NAMES = {
-    "masked": ModelKind.MASKED,
-    "causal": ModelKind.CAUSAL,
-    "seq2seq": ModelKind.SEQ2SEQ,
-    "extractive-qa": ModelKind.EXTRACTIVE_QA,
-}
-"""The model kinds by the names ``--model-kind`` takes."""
-
-
-class Exactness(str, enum.Enum):
-    """How a backend answers a request type."""
-
-    EXACT = "exact"
-    TOP_K = "top-k limited"
-
-
-GENERATIVE = {
-    RequestType.TOKEN_DISTRIBUTION: Exactness.EXACT,
-    RequestType.CHOICE_LOGPROBS: Exactness.EXACT,
-    RequestType.GENERATE: Exactness.EXACT,
-    RequestType.CONTRASTIVE_GENERATE: Exactness.EXACT,
-}
-KIND_CAPABILITIES: dict[ModelKind, dict[RequestType, Exactness]] = {
-    ModelKind.MASKED: {RequestType.TOKEN_DISTRIBUTION: Exactness.EXACT},
-    ModelKind.CAUSAL: GENERATIVE,
-    ModelKind.SEQ2SEQ: GENERATIVE,
-    ModelKind.EXTRACTIVE_QA: {
-        RequestType.SPAN_SCORES: Exactness.EXACT,
-        RequestType.ANSWER_SPAN: Exactness.EXACT,
-    },
-}
-"""What an in-process model of each kind answers (the transformers and vLLM backends)."""
 
 
 def _option(default: Any, help: str, cli_type: type | None = None, minimum: float | None = None):
@@ -169,6 +134,16 @@ class BackendConfig:
     input_prefix: str = _option(
         "", "Text put before every input, e.g. '[NLU] ' for UL2's denoiser mode."
     )
+    revision: str | None = _option(
+        None,
+        "Hub models: the branch, tag or commit to load (default: the default branch); the "
+        "commit it resolves to is recorded and keys the cache. NAME@REVISION pins one model.",
+    )
+    offline: bool = _option(
+        False,
+        "Use only models already in the local Hugging Face cache (as HF_HUB_OFFLINE=1 does); "
+        "by default a hub name is downloaded when the machine is online.",
+    )
     allow_missing_weights: bool = _option(
         False,
         "Run a checkpoint that lacks tensors its model needs (they get seeded random values). "
@@ -217,6 +192,17 @@ class BackendConfig:
                 "--model-kind, --input-prefix and --allow-missing-weights apply to the hf backend "
                 "(a served model's kind, input format and weights are the server's)"
             )
+        if self.revision is not None and (
+            not isinstance(self.revision, str) or not self.revision.strip()
+        ):
+            raise BiaslensError(
+                f"--revision must name a branch, tag or commit, got {self.revision!r}"
+            )
+        if self.revision is not None and self.backend == "openai":
+            raise BiaslensError(
+                "--revision chooses the checkpoint biaslens loads (hf, vllm backends); a served "
+                "model's checkpoint is the server's"
+            )
         if self.endpoint not in ("auto", "completions", "chat"):
             raise BiaslensError(
                 f"unknown endpoint {self.endpoint!r}; use auto, completions or chat"
@@ -248,7 +234,7 @@ class BackendConfig:
             k: v
             for k, v in asdict(self).items()
             if (v not in ({}, None, "") or k == "add_bos")
-            and not (k == "allow_missing_weights" and v is False)
+            and not (k in ("allow_missing_weights", "offline") and v is False)
         }
         if described.get("base_url"):
             described["base_url"] = redact_url(described["base_url"])
@@ -274,12 +260,32 @@ class ModelIdentity:
     numerics: tuple[tuple[str, str], ...] = ()
     weights_sha256: str = ""
     details: tuple[tuple[str, str], ...] = ()
+    source: tuple[tuple[str, str], ...] = ()
+    """Where the checkpoint came from: a hub model's repo id, revision asked for and the commit
+    it resolved to; a converted package model's source file and its sha256."""
+
+    @property
+    def commit(self) -> str | None:
+        """The hub commit the model was loaded at (None: not a hub snapshot)."""
+        return dict(self.source).get("commit_sha")
 
     def cache_key(self) -> str:
-        payload = json.dumps(
-            [self.name, self.kind.value, self.backend, self.fingerprint, list(self.numerics)]
-        )
-        return hashlib.sha256(payload.encode()).hexdigest()
+        fields = [self.name, self.kind.value, self.backend, self.fingerprint, list(self.numerics)]
+        if self.commit:  # the same name at two commits never shares an answer
+            fields.append(self.commit)
+        return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
+
+    def recorded(self) -> dict:
+        """What a run folder's ``config.yaml`` keeps of the model, so that a resumed run can be
+        checked against it: name, kind, backend, files and hub source."""
+        return {
+            "name": self.name,
+            "kind": self.kind.value,
+            "backend": self.backend,
+            "fingerprint_sha256": self.fingerprint,
+            **({"weights_sha256": self.weights_sha256} if self.weights_sha256 else {}),
+            **dict(self.source),
+        }
 
     def describe(self) -> dict:
         """The identity as recorded in a run's ``summary.json``."""
@@ -290,6 +296,7 @@ class ModelIdentity:
             "fingerprint_sha256": self.fingerprint,
             "weights_sha256": self.weights_sha256 or None,
             "num_parameters": self.num_parameters,
+            **dict(self.source),
             **dict(self.numerics),
             **dict(self.details),
         }

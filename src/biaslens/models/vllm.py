@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from biaslens.errors import BiaslensError, quoted
+from biaslens.errors import BiaslensError
 from biaslens.models.base import BackendConfig, ModelIdentity, ModelKind
 from biaslens.models.served import TokenLevelBackend, TopK, model_eos_ids
 from biaslens.models.tokenization import chat_identity, check_chat
@@ -133,17 +133,13 @@ def load_vllm(
         detect_kind,
         local_folder,
         model_fingerprint,
+        model_source,
         weights_sha256,
     )
 
     config = config or BackendConfig(backend="vllm")
     vllm, _ = _import_vllm()
-    folder = local_folder(name_or_path)
-    if folder is None:
-        raise BiaslensError(
-            f"unknown model {quoted(name_or_path)}: not a registered name, not a local folder, "
-            "and not in the local Hugging Face cache"
-        )
+    folder = local_folder(name_or_path, config.revision, config.offline)
     try:
         kind = detect_kind(AutoConfig.from_pretrained(folder))
     except (OSError, ValueError) as error:
@@ -195,6 +191,7 @@ def load_vllm(
         ),
         weights_sha256=weights_sha256(Path(folder)),
         details=(("vllm_version", vllm.__version__),),
+        source=model_source(Path(folder), name_or_path, config.revision),
     )
     return VLLMBackend(engine, engine.get_tokenizer(), identity, config, folder)
 

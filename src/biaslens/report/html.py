@@ -194,6 +194,17 @@ def _run_context(index: int, view: RunView, max_samples: int) -> dict:
             )
             if model.get(key)
         ),
+        *(
+            (label, str(model[key]))
+            for key, label in (
+                ("repo_id", "hub repository"),
+                ("revision", "hub revision asked for"),
+                ("commit_sha", "hub commit"),
+                ("converted_from", "converted from"),
+            )
+            if model.get(key)
+        ),
+        ("biaslens", _build_line(summary)),
         ("git revision", str(summary.get("git_revision") or "—")),
     ]
     return {
@@ -274,3 +285,13 @@ def write_report(
     output = Path(output)
     atomic.write_bytes(output, render_report(views, max_samples).encode("utf-8"))
     return output
+
+
+def _build_line(summary: dict) -> str:
+    """The biaslens that wrote the run: version, commit, and whether its tree was modified."""
+    build = summary.get("biaslens")
+    if not isinstance(build, dict):  # runs written before the build record
+        return "—"
+    commit = str(build.get("commit") or "unknown commit")
+    dirty = " (modified source tree)" if build.get("dirty") else ""
+    return f"{build.get('version', '?')} from {build.get('source', '?')}, {commit}{dirty}"

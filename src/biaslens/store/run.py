@@ -23,11 +23,8 @@ refused with the first one's pid while the first holds the lock.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
 import os
-import platform
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -40,24 +37,13 @@ from biaslens.common import atomic
 from biaslens.common.files import make_dir, read_text
 from biaslens.errors import BiaslensError, ConfigMismatchError
 from biaslens.store.cache import RequestCache
+from biaslens.store.provenance import build_info, package_versions
 
 FORMAT_VERSION = 1
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
 CACHE_FILE = "requests.sqlite"
 LOCK_FILE = ".lock"
-PACKAGES = (
-    "biaslens",
-    "torch",
-    "transformers",
-    "tokenizers",
-    "numpy",
-    "pandas",
-    "scipy",
-    "statsmodels",
-    "vllm",
-    "ray",
-)
 
 
 def dataset_hash(table) -> str:
@@ -82,31 +68,21 @@ class RowsHash:
         return self._digest.hexdigest()
 
 
-def package_versions() -> dict[str, str | None]:
-    versions: dict[str, str | None] = {"python": platform.python_version()}
-    for name in PACKAGES:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            if name in ("vllm", "ray"):
-                continue
-            versions[name] = None
-    return versions
-
-
-def git_revision() -> str | None:
-    """The git revision of the biaslens source tree, when it is a checkout."""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=5,
+def same_model(root: Path, recorded: Any, model: dict[str, Any] | None) -> None:
+    """Refuse to resume a run of a hub model whose name now resolves to another commit than the
+    one the run began with (both shown): the user pins the run's commit with ``--revision``. (A
+    local folder whose files changed is recomputed in place: its fingerprint keys the cache.)"""
+    if not isinstance(recorded, dict) or not model:
+        return
+    name = model.get("repo_id") or model.get("name")
+    old, new = recorded.get("commit_sha"), model.get("commit_sha")
+    if old and new and old != new:
+        asked = f"{name} (revision {model.get('revision') or 'main'})"
+        raise ConfigMismatchError(
+            f"output directory {root} holds a run of {name} at commit {old}, but {asked} now "
+            f"resolves to {new}: pass --revision {old} to resume that run, or choose another "
+            "--output"
         )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 def read_config(root: Path) -> dict[str, Any]:
@@ -209,12 +185,14 @@ class RunStore:
         method: str,
         settings: dict[str, Any],
         runtime: dict[str, Any] | None = None,
+        model: dict[str, Any] | None = None,
     ) -> None:
         self.root = Path(root)
         self.method = method
         self.settings = settings
         self.runtime = runtime or {}
-        self.ensure_compatible(self.root, method, settings)
+        self.model = model
+        self.ensure_compatible(self.root, method, settings, model)
         self._opened = False
         self._lock = RunLock(self.root)
         self._cache: RequestCache | None = None
@@ -226,8 +204,11 @@ class RunStore:
         self.close()
 
     @staticmethod
-    def ensure_compatible(root: Path, method: str, settings: dict[str, Any]) -> None:
-        """Raise unless ``root`` is absent, empty, or a run of ``method`` with ``settings``."""
+    def ensure_compatible(
+        root: Path, method: str, settings: dict[str, Any], model: dict[str, Any] | None = None
+    ) -> None:
+        """Raise unless ``root`` is absent, empty, or a run of ``method`` with ``settings`` (and,
+        where both record one, of the same model: hub commit and files)."""
         root = Path(root)
         for place in [root, *root.parents]:
             if place.exists() and not place.is_dir():
@@ -259,6 +240,7 @@ class RunStore:
                 f"output directory {root} holds a run with a different config ({detail}); "
                 "choose another --output"
             )
+        same_model(root, existing.get("model"), model)
 
     def open(self) -> RunStore:
         """Make the folder, take its lock, clear temporary files a killed run left, and write
@@ -268,7 +250,7 @@ class RunStore:
         make_dir(self.root, "run folder")
         self._lock.acquire()
         try:
-            self.ensure_compatible(self.root, self.method, self.settings)  # raced by another?
+            self.ensure_compatible(self.root, self.method, self.settings, self.model)  # raced?
             atomic.remove_stale_temporaries(self.root)
             atomic.write_yaml(
                 self.path(CONFIG_FILE),
@@ -277,6 +259,7 @@ class RunStore:
                     "method": self.method,
                     "settings": self.settings,
                     "runtime": self.runtime,
+                    **({"model": self.model} if self.model else {}),
                 },
             )
         except BaseException:
@@ -337,7 +320,8 @@ class RunStore:
                 "metrics": metrics,
                 **provenance,
                 "versions": package_versions(),
-                "git_revision": git_revision(),
+                "biaslens": (build := build_info()),
+                "git_revision": build["commit"],
             }
         )
         atomic.write_json(self.path(SUMMARY_FILE), summary)

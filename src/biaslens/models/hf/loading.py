@@ -181,18 +181,22 @@ def model_fingerprint(folder: Path) -> str:
     return sha256_files(files, folder)
 
 
-def local_folder(name_or_path: str) -> Path | None:
+def local_folder(name_or_path: str, revision: str | None = None, offline: bool = False) -> Path:
+    """The folder of a model given by local path or hub name (``NAME@REVISION`` too): a local
+    folder as it is, a hub name downloaded when online (:func:`biaslens.models.hub.fetch`) or
+    taken from the complete cached snapshot when offline. Every failure is one line."""
+    from biaslens.models import hub
+
     path = Path(name_or_path).expanduser()
     if path.is_dir():
+        if revision is not None:
+            raise BiaslensError(
+                f"model {quoted(name_or_path)} is a local folder: --revision applies to hub names"
+            )
         return path
     if path.exists():
         raise BiaslensError(f"model {name_or_path}: a file, not a model folder")
-    try:
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(name_or_path, local_files_only=True))
-    except Exception:
-        return None
+    return hub.fetch(name_or_path, revision, offline=offline)
 
 
 def _load(what: str, folder: Path, load):
@@ -220,17 +224,12 @@ def locate_model(name_or_path: str, config: BackendConfig | None = None):
 
     config = config or BackendConfig()
     try:
-        folder = local_folder(name_or_path)
+        folder = local_folder(name_or_path, config.revision, config.offline)
     except OSError as error:  # e.g. a name longer than the file system allows
         raise BiaslensError(
             f"model {name_or_path[:80]!r}{'…' if len(name_or_path) > 80 else ''}: "
             f"{error.strerror or error}"
         ) from None
-    if folder is None:
-        raise BiaslensError(
-            f"unknown model {quoted(name_or_path)}: not a registered name (see `biaslens models "
-            "list`), not a local folder, and not in the local Hugging Face cache"
-        )
     if not (folder / "config.json").is_file():
         raise BiaslensError(f"{folder}: no config.json; not a transformers model folder")
     model_config = _load("model config", folder, lambda: AutoConfig.from_pretrained(folder))
@@ -301,8 +300,36 @@ def load_parts(
         ),
         weights_sha256=weights_sha256(folder),
         details=tuple(unused.items()),
+        source=model_source(folder, name_or_path, config.revision),
     )
     return model, tokenizer, identity, config
+
+
+def model_source(
+    folder: Path, name: str, revision: str | None = None
+) -> tuple[tuple[str, str], ...]:
+    """Where a model folder came from, as its identity records it: a hub snapshot's repo id,
+    revision and commit; a converted package model's source file and its sha256; nothing for
+    another local folder (its fingerprint identifies it)."""
+    from biaslens.models import hub
+
+    snapshot = hub.snapshot_source(folder)
+    if snapshot is not None:
+        if not Path(name).expanduser().is_dir():  # named on the hub: the revision asked for
+            snapshot = hub.HubSource(
+                snapshot.repo_id, snapshot.commit, hub.split_revision(name, revision)[1]
+            )
+        return snapshot.describe()
+    try:
+        import json
+
+        converted = json.loads((Path(folder) / "biaslens-conversion.json").read_text())
+        return (
+            ("converted_from", str(converted["source"]["gguf"])),
+            ("source_sha256", str(converted["source"]["sha256"])),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return ()
 
 
 def _named(keys, limit: int = 4) -> str:
