@@ -4,15 +4,30 @@ from __future__ import annotations
 
 
 def redact_url(url: str) -> str:
-    """``url`` without a user name or password (``http://user:pass@host/v1`` ->
-    ``http://***@host/v1``): what is recorded and shown of a server's address."""
+    """``url`` without secrets: no user name or password (``http://user:pass@host/v1`` ->
+    ``http://***@host/v1``) and no query values (``?api_key=S`` -> ``?api_key=***``), since a
+    key can travel in either. What is recorded and shown of a server's address."""
     from urllib.parse import urlsplit, urlunsplit
 
     try:
         parts = urlsplit(url)
     except ValueError:
         return "<unparseable URL>"
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"***@{host}"))
+    if "@" in parts.netloc:
+        parts = parts._replace(netloc=f"***@{parts.netloc.rsplit('@', 1)[1]}")
+    if parts.query:
+        names = [item.split("=", 1)[0] for item in parts.query.split("&") if item]
+        parts = parts._replace(query="&".join(f"{name}=***" for name in names))
+    if parts.fragment:
+        parts = parts._replace(fragment="***")
+    return urlunsplit(parts)
+
+
+def split_query(url: str) -> tuple[str, list[tuple[str, str]]]:
+    """``url`` without its query string, and the query's parameters: a path is appended to the
+    first (``…/v1`` + ``/models``) and the parameters are sent with every request."""
+    from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    base = urlunsplit(parts._replace(query="", fragment=""))
+    return base.rstrip("/"), parse_qsl(parts.query, keep_blank_values=True)

@@ -15,6 +15,7 @@ import random
 import threading
 from typing import Any
 
+from biaslens.common.urls import split_query
 from biaslens.errors import BiaslensError
 from biaslens.models.base import BackendConfig, redact_url
 from biaslens.models.server_replies import ServerError
@@ -66,14 +67,16 @@ class HTTPClient:
         except ImportError:
             raise BiaslensError("the openai backend needs httpx: pip install httpx") from None
         self.httpx = httpx
-        self._url = config.base_url.rstrip("/")  # with any user:password, for the requests
+        # with any user:password, for the requests; a query (?api_key=…) goes with every request
+        self._url, self._params = split_query(config.base_url)
         self.base_url = redact_url(self._url)
-        """The server's address as shown and recorded (no user name or password)."""
+        """The server's address as shown and recorded (no user name, password or query)."""
         self.timeout = float(config.timeout)
         self.retries = int(config.max_retries)
         self.concurrency = int(config.concurrency)
-        key = os.environ.get(config.api_key_env) if config.api_key_env else None
+        key = api_key(config.api_key_env)
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._secrets = [s for s in (key, *(v for _, v in self._params)) if s and len(s) >= 4]
         self.key_env = config.api_key_env
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -83,7 +86,9 @@ class HTTPClient:
 
     async def _make_client(self):
         limits = self.httpx.Limits(max_connections=self.concurrency * 2)
-        return self.httpx.AsyncClient(timeout=self.timeout, limits=limits, headers=self._headers)
+        return self.httpx.AsyncClient(
+            timeout=self.timeout, limits=limits, headers=self._headers, params=self._params
+        )
 
     async def _make_semaphore(self):
         return asyncio.Semaphore(self.concurrency)
@@ -116,7 +121,7 @@ class HTTPClient:
                 problem = f"no answer within {self.timeout:g} s"
                 continue
             except self.httpx.TransportError as error:
-                problem = f"connection failed ({type(error).__name__}: {error})"
+                problem = self.redact(f"connection failed ({type(error).__name__}: {error})")
                 continue
             if response.status_code in (401, 403):
                 raise ServerError(
@@ -134,7 +139,8 @@ class HTTPClient:
                     )
                 continue
             if response.status_code >= 400:
-                raise ServerError(f"{url}: HTTP {response.status_code}: {_message(response)}")
+                said = self.redact(_message(response))
+                raise ServerError(f"{url}: HTTP {response.status_code}: {said}")
             try:
                 return response.json()
             except ValueError:
@@ -145,6 +151,13 @@ class HTTPClient:
             "the run's cache, rerun the same command to resume once the server is back"
         )
 
+    def redact(self, text: str) -> str:
+        """``text`` without the API key or a secret of the URL's query (a server may echo
+        them in an error body)."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
     def close(self) -> None:
         try:
             self._call(self._client.aclose())
@@ -153,6 +166,23 @@ class HTTPClient:
             self._thread.join(timeout=5)
             if not self._thread.is_alive():
                 self._loop.close()
+
+
+def api_key(variable: str | None) -> str | None:
+    """The API key from the environment variable named ``variable``, without surrounding
+    whitespace (a key read from a file keeps its newline). A key an HTTP header cannot carry
+    (a line break inside it, a non-ASCII character) is refused in one line that does not show
+    it."""
+    if not variable:
+        return None
+    key = (os.environ.get(variable) or "").strip()
+    if key and not all(33 <= ord(c) <= 126 for c in key):
+        raise BiaslensError(
+            f"the API key in ${variable} holds characters an HTTP header cannot carry (a "
+            "space or line break inside it, or a non-ASCII character); the key is not shown: "
+            "check how it was set"
+        )
+    return key or None
 
 
 def _message(response) -> str:

@@ -29,6 +29,7 @@ from biaslens.models.base import (
     redact_url,
 )
 from biaslens.models.http_client import HTTPClient
+from biaslens.models.reply_checks import check_step, check_step_count
 from biaslens.models.requests import GenerateResult, RequestType
 from biaslens.models.served import TokenLevelBackend, TopK, model_eos_ids
 from biaslens.models.server_probe import (
@@ -234,10 +235,14 @@ def _text_generation(request, response, url) -> GenerateResult:
     choice = completion_choices(response, 1, url)[0]
     logprobs = choice_logprobs(choice)
     pieces = list(logprobs.tokens or [])
-    steps = [
-        sorted(((t, float(v)) for t, v in (step or {}).items()), key=lambda item: -item[1])
-        for step in logprobs.top_logprobs or []
-    ]
+    where = f"{url}/completions"
+    check_step_count(
+        max(len(pieces), len(logprobs.top_logprobs or [])), request.max_new_tokens, where
+    )
+    steps = []
+    for step in logprobs.top_logprobs or []:
+        check_step((step or {}).items(), where)
+        steps.append(sorted((step or {}).items(), key=lambda item: -item[1]))
     kept, text = apply_stop(request.stop, pieces, choice.text)
     return GenerateResult(
         text=text,
@@ -280,7 +285,7 @@ def load_openai(name: str, config: BackendConfig | None = None, display_name: st
         raise BiaslensError("the openai backend needs the server's address: --base-url URL")
     if not config.base_url.startswith(("http://", "https://")):
         raise BiaslensError(
-            f"--base-url must start with http:// or https://, got {config.base_url!r}"
+            f"--base-url must start with http:// or https://, got {redact_url(config.base_url)!r}"
         )
     if config.api_key_env and not os.environ.get(config.api_key_env):
         import warnings

@@ -22,8 +22,8 @@ import math
 from biaslens.errors import BiaslensError
 from biaslens.models.base import LM, BackendConfig, Exactness, ModelIdentity, ModelKind
 from biaslens.models.http_client import HTTPClient
+from biaslens.models.reply_checks import check_not_all_empty, check_step, check_step_count
 from biaslens.models.requests import GenerateResult, RequestType
-from biaslens.models.served import LOGPROB_TOLERANCE
 from biaslens.models.server_probe import served_fingerprint, served_model, server_metadata
 from biaslens.models.server_replies import ServerError, chat_choice, chat_token_text
 
@@ -103,8 +103,16 @@ class ChatEndpointBackend(LM):
             chunk = requests[start : start + self.chunk_size]
             payloads = [self.payload(r.prompt, r.max_new_tokens, r.top_k) for r in chunk]
             replies = self.client.post_many("/chat/completions", payloads)
-            for request, reply in zip(chunk, replies, strict=True):
-                results.append(chat_generation(request, reply, self.client.base_url))
+            answered = [
+                chat_generation(request, reply, self.client.base_url)
+                for request, reply in zip(chunk, replies, strict=True)
+            ]
+            check_not_all_empty(
+                [len(r.tokens) for r in answered],
+                [r.max_new_tokens for r in chunk],
+                f"{self.client.base_url}/chat/completions",
+            )
+            results += answered
             if progress is not None:
                 progress(len(chunk))
         return results
@@ -133,6 +141,7 @@ def chat_generation(request, reply, url: str) -> GenerateResult:
             f"{request.top_k} were asked); this server or model does not return them, and "
             "biaslens scores only from them"
         )
+    check_step_count(len(steps), request.max_new_tokens, f"{url}/chat/completions")
     pieces = [chat_token_text(step) for step in steps]
     ranked = []
     for number, step in enumerate(steps, start=1):
@@ -142,14 +151,11 @@ def chat_generation(request, reply, url: str) -> GenerateResult:
                 f"log-probabilities where {request.top_k} were asked (the server caps "
                 "top_logprobs lower); the request needs all of them"
             )
-        top = sorted(step.top_logprobs, key=lambda entry: -entry.logprob)[: request.top_k]
-        for entry in top:
-            if not (math.isfinite(entry.logprob) and entry.logprob <= LOGPROB_TOLERANCE):
-                raise ServerError(
-                    f"{url}: step {number}: log-probability {entry.logprob!r} is not a "
-                    "log-probability"
-                )
-        ranked.append(top)
+        check_step(
+            ((_token_key(entry, i), entry.logprob) for i, entry in enumerate(step.top_logprobs)),
+            f"{url}/chat/completions, step {number}",
+        )
+        ranked.append(sorted(step.top_logprobs, key=lambda e: -e.logprob)[: request.top_k])
     kept, text = apply_stop(request.stop, pieces, text)
     return GenerateResult(
         text=text,
@@ -159,6 +165,15 @@ def chat_generation(request, reply, url: str) -> GenerateResult:
             tuple(math.exp(min(e.logprob, 0.0)) for e in s) for s in ranked[:kept]
         ),
     )
+
+
+def _token_key(entry, position: int) -> object:
+    """What makes two entries of one step the same token: the same text. Distinct tokens can
+    share a text only where it is a partial character, which servers send as U+FFFD (vLLM
+    derives ``bytes`` from that text too); such entries are told apart by position (they never
+    match a scored word)."""
+    text = chat_token_text(entry)
+    return (position,) if "\ufffd" in text else text
 
 
 def _shown(text: str, limit: int = 60) -> str:

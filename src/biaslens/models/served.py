@@ -27,6 +27,11 @@ import numpy as np
 from biaslens.common.stopping import apply_stop, contains_stop
 from biaslens.errors import BiaslensError
 from biaslens.models.base import LM, BackendConfig, ModelIdentity, ProgressCallback
+from biaslens.models.reply_checks import (
+    check_logprob,
+    check_step,
+    check_step_count,
+)
 from biaslens.models.requests import (
     MASK,
     ChoiceLogprobsResult,
@@ -39,8 +44,6 @@ from biaslens.models.tokenization import LocalTokenizer, encode_causal_prompts
 
 TopK = list[tuple[int, float]]
 """(token id, log-probability) pairs, most likely first."""
-LOGPROB_TOLERANCE = 1e-4
-"""How far above 0 a served log-probability may be (float32 rounding of log 1)."""
 
 
 def model_eos_ids(folder) -> set[int]:
@@ -106,36 +109,35 @@ class TokenLevelBackend(LocalTokenizer, LM):
         return f"the {self.identity.backend} backend of {self.identity.name!r}"
 
     def check_logprobs(self, values, what: str) -> None:
-        """Refuse log-probabilities no model can give (NaN, +inf, > 0): they would otherwise
-        become a metric and the request cache. -inf (probability 0) is a real answer."""
+        """Refuse log-probabilities no model can give (NaN, +inf, > 0, text): they would
+        otherwise become a metric and the request cache. -inf (probability 0) is a real
+        answer."""
         for value in values:
-            if not isinstance(value, float) or math.isnan(value) or value > LOGPROB_TOLERANCE:
-                raise BiaslensError(
-                    f"{self.source} returned the log-probability {value!r} for {what}; a "
-                    "log-probability is a number <= 0 (nothing was stored)"
-                )
+            check_logprob(value, f"{self.source} ({what})")
 
     def checked_top_k(self, contexts: list[list[int]], k: int) -> list[TopK]:
         tops = self.top_k(contexts, k)
         for top in tops:
-            self.check_logprobs((v for _, v in top), "a top-k next token")
+            check_step(top, f"{self.source} (a top-k next token)")
         return tops
 
     def checked_logprobs_of(
         self, contexts: list[list[int]], token_ids: list[list[int]]
     ) -> list[list[float]]:
         values = self.logprobs_of(contexts, token_ids)
-        for row in values:
-            self.check_logprobs(row, "a given next token")
+        for ids, row in zip(token_ids, values, strict=True):
+            check_step(zip(ids, row, strict=True), f"{self.source} (the given next tokens)")
         return values
 
     def checked_greedy(
         self, contexts: list[list[int]], max_new_tokens: int, k: int
     ) -> list[tuple[list[int], list[TopK]]]:
         outputs = self.greedy(contexts, max_new_tokens, k)
-        for _, steps in outputs:
+        where = f"{self.source} (a greedy continuation)"
+        for tokens, steps in outputs:
+            check_step_count(max(len(tokens), len(steps)), max_new_tokens, where)
             for step in steps:
-                self.check_logprobs((v for _, v in step), "a generated step's top-k")
+                check_step(step, where)
         return outputs
 
     # ------------------------------------------------------------------ tokenization (= hf)

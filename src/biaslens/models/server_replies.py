@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from biaslens.errors import BiaslensError
 
@@ -25,10 +25,21 @@ class _Reply(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+def _json_number(value: Any) -> Any:
+    """A log-probability is a JSON number: ``false`` (read as 0, i.e. p = 1) and ``"-0.1"``
+    (text) are refused, where pydantic's lax mode would convert them."""
+    if isinstance(value, (bool, str)):
+        raise ValueError("a log-probability must be a JSON number")
+    return value
+
+
+LogProb = Annotated[float, BeforeValidator(_json_number)]
+
+
 class Logprobs(_Reply):
     tokens: list[str] | None = None
-    token_logprobs: list[float | None] | None = None
-    top_logprobs: list[dict[str, float] | None] | None = None
+    token_logprobs: list[LogProb | None] | None = None
+    top_logprobs: list[dict[str, LogProb] | None] | None = None
 
 
 class Choice(_Reply):
@@ -43,7 +54,7 @@ class Completion(_Reply):
 
 class ChatTopLogprob(_Reply):
     token: str
-    logprob: float
+    logprob: LogProb
     bytes: list[Annotated[int, Field(ge=0, le=255)]] | None = None
 
 

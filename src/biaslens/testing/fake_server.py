@@ -48,7 +48,16 @@ class Faults:
     chat: str = "ok"
     """``/v1/chat/completions`` replies as other providers shape them: ``"ok"`` (vLLM's shape),
     ``"no-logprobs"``, ``"fewer"`` (one top log-probability fewer than asked), ``"no-bytes"``
-    (no ``bytes`` fields) or ``"refusal"`` (OpenAI's refusal message)."""
+    (no ``bytes`` fields) or ``"refusal"`` (OpenAI's refusal message); and replies that claim
+    impossible distributions: ``"duplicate"`` (each step's top list holds its first token
+    twice), ``"overlong"`` (more steps than ``max_tokens``), ``"empty-after-probe"`` (every
+    reply empty, except to the one-token load probe)."""
+    echo_key: bool = False
+    """Answer every completion request 400 with its Authorization header in the error text (a
+    server that echoes the key)."""
+    chat_logprob: Any = None
+    """If set, every log-probability of a chat reply is this JSON value (``False``, ``"-0.1"``,
+    ``-0.01``: replies a client must refuse)."""
     requests: list[dict] = field(default_factory=list)
 
 
@@ -143,7 +152,12 @@ def chat_complete(model, tokenizer, body: dict, faults: Faults) -> dict:
     if faults.chat == "fewer":
         k = max(k - 1, 0)
     steps, generated = [], []
-    for _ in range(int(body.get("max_tokens", 16))):
+    max_tokens = int(body.get("max_tokens", 16))
+    if faults.chat == "overlong":
+        max_tokens = max_tokens * 3 + 1
+    if faults.chat == "empty-after-probe" and max_tokens > 1:  # the load probe asks for 1
+        max_tokens = 0
+    for _ in range(max_tokens):
         row = _logprobs_rows(model, context)[-1]
         token = int(row.argmax())
         values, indices = row.topk(k) if k else (torch.zeros(0), torch.zeros(0, dtype=torch.long))
@@ -156,9 +170,14 @@ def chat_complete(model, tokenizer, body: dict, faults: Faults) -> dict:
                 ],
             }
         )
+        if faults.chat == "duplicate" and steps[-1]["top_logprobs"]:
+            steps[-1]["top_logprobs"].append(dict(steps[-1]["top_logprobs"][0]))
+        if faults.chat_logprob is not None:
+            for entry in [steps[-1], *steps[-1]["top_logprobs"]]:
+                entry["logprob"] = faults.chat_logprob
         generated.append(token)
         context.append(token)
-        if token == tokenizer.eos_token_id:
+        if token == tokenizer.eos_token_id and faults.chat != "overlong":
             break
     message = {
         "role": "assistant",
@@ -206,6 +225,9 @@ def create_app(model, tokenizer, name: str, faults: Faults | None = None, max_mo
             return None, JSONResponse({"error": {"message": "invalid api key"}}, status_code=401)
         body = await request.json()
         faults.requests.append(body)
+        if faults.echo_key:
+            said = f"bad request, headers: {request.headers.get('authorization')}"
+            return None, JSONResponse({"error": {"message": said}}, status_code=400)
         if body.get("model") != name:
             return None, JSONResponse({"error": {"message": "model not found"}}, status_code=404)
         return body, None
