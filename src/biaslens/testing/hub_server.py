@@ -186,6 +186,18 @@ class _Handler(BaseHTTPRequestHandler):
                 return None
         return repo
 
+    def _commit(self, repo_id: str, revision: str) -> tuple[str, dict[str, bytes]] | None:
+        """The commit sha and files ``revision`` names in ``repo_id``; None once an error reply
+        (no such repo, not allowed, no such revision) is sent."""
+        repo = self._repo(repo_id)
+        if repo is None:
+            return None
+        sha = repo.resolve(revision)
+        if sha is None:
+            self._error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
+            return None
+        return sha, repo.commits[sha]
+
     def _api(self, rest: str, query: dict) -> None:
         if "/tree/" in rest:
             repo_id, _, tail = rest.partition("/tree/")
@@ -196,13 +208,10 @@ class _Handler(BaseHTTPRequestHandler):
             kind = "info"
         else:
             repo_id, revision, kind = rest.strip("/"), "main", "info"
-        repo = self._repo(repo_id)
-        if repo is None:
+        found = self._commit(repo_id, revision)
+        if found is None:
             return
-        sha = repo.resolve(revision)
-        if sha is None:
-            return self._error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
-        files = repo.commits[sha]
+        sha, files = found
         if kind == "tree":
             listing = [
                 {
@@ -220,20 +229,18 @@ class _Handler(BaseHTTPRequestHandler):
                 "modelId": repo_id,
                 "sha": sha,
                 "private": False,
-                "gated": "manual" if repo.gated_token else False,
+                "gated": "manual" if self.hub.repos[repo_id].gated_token else False,
                 "tags": [],
                 "siblings": [{"rfilename": name} for name in sorted(files)],
             }
         )
 
     def _file(self, repo_id: str, revision: str, name: str, send_body: bool) -> None:
-        repo = self._repo(repo_id)
-        if repo is None:
+        found = self._commit(repo_id, revision)
+        if found is None:
             return
-        sha = repo.resolve(revision)
-        if sha is None:
-            return self._error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
-        data = repo.commits[sha].get(name)
+        sha, files = found
+        data = files.get(name)
         if data is None:
             return self._error(404, "EntryNotFound", f"Entry not found: {name}")
         start = 0
