@@ -8,6 +8,7 @@ are printed once each, after the progress bars.
 from __future__ import annotations
 
 import math
+import unicodedata
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -22,14 +23,29 @@ err_console = Console(stderr=True, markup=False, emoji=False, highlight=False)
 ``[``, ``]`` or ``:name:`` are user data, never rich markup or emoji codes."""
 
 
+BIDI_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def visible(text: str) -> str:
+    """``text`` with control characters shown as escapes (``\\x1b``): a model id, a server's
+    message or a file's line may hold terminal escape sequences or bidi overrides, which would
+    otherwise act on the user's terminal instead of being read."""
+    return "".join(
+        c.encode("unicode_escape").decode("ascii")
+        if unicodedata.category(c) == "Cc" or c in BIDI_CONTROLS
+        else c
+        for c in str(text)
+    )
+
+
 def print_error(message: str) -> None:
-    """One ``error: …`` line on stderr (the message is shown verbatim)."""
-    err_console.print(Text.assemble(("error:", "bold red"), " ", str(message)), soft_wrap=True)
+    """One ``error: …`` line on stderr (the message verbatim, control characters escaped)."""
+    err_console.print(Text.assemble(("error:", "bold red"), " ", visible(message)), soft_wrap=True)
 
 
 def print_warning(message: str) -> None:
-    """One ``warning: …`` line on stderr (verbatim)."""
-    err_console.print(Text.assemble(("warning:", "yellow"), " ", str(message)), soft_wrap=True)
+    """One ``warning: …`` line on stderr (verbatim, control characters escaped)."""
+    err_console.print(Text.assemble(("warning:", "yellow"), " ", visible(message)), soft_wrap=True)
 
 
 def format_value(value) -> str:
@@ -43,7 +59,7 @@ def format_value(value) -> str:
         return f"{value:.4f}"
     if hasattr(value, "item"):
         return format_value(value.item())
-    return str(value)
+    return visible(str(value))
 
 
 def print_table(title: str, frame, columns: Sequence[str] | None = None) -> None:

@@ -296,6 +296,12 @@ def subject_pairs(lists: list[list[Subject]]) -> tuple[tuple[Subject, Subject], 
         pairs = [(items[i], items[j]) for i in range(len(items)) for j in range(i + 1, len(items))]
     else:
         first, second = lists
+        shared = {a.term.casefold() for a in first} & {b.term.casefold() for b in second}
+        if shared:
+            raise BiaslensError(
+                f"the two subject lists share {', '.join(sorted(shared)[:5])}: a subject would "
+                "be paired with itself"
+            )
         pairs = [(a, b) for a in first for b in second]
     return tuple(pairs + [(b, a) for a, b in pairs])
 

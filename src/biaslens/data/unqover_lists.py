@@ -4,6 +4,7 @@ and how questions are built from them)."""
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +65,12 @@ def read_lines(path: Path) -> list[tuple[int, str]]:
     for number, raw in enumerate(read_text(path, "word list").splitlines(), start=1):
         text = raw.strip()
         if text and not text.startswith("#"):
+            control = next((c for c in text if unicodedata.category(c) == "Cc" and c != "\t"), None)
+            if control is not None:
+                raise BiaslensError(
+                    f"{path}:{number}: a control character ({control!r}) in {text[:60]!r}; a "
+                    "word list holds words"
+                )
             rows.append((number, text))
     if not rows:
         raise BiaslensError(f"{path}: the list is empty")
@@ -99,6 +106,14 @@ def parse_subjects(path: Path) -> list[Subject]:
     for head, rows in forms.items():
         if len(rows) != size:
             raise BiaslensError(f"{path}: {len(rows)} {head} rows but {size} [subj] rows")
+    seen: dict[str, int] = {}
+    for number, _, term in forms["[subj]"]:
+        if term.casefold() in seen:
+            raise BiaslensError(
+                f"{path}:{number}: the subject {term!r} is listed twice (first on line "
+                f"{seen[term.casefold()]}): it would be paired with itself and counted twice"
+            )
+        seen[term.casefold()] = number
     subjects = []
     for i, (_, cluster, term) in enumerate(forms["[subj]"]):
         subjects.append(Subject(term, cluster, {head: rows[i][2] for head, rows in forms.items()}))

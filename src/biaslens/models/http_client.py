@@ -58,6 +58,10 @@ def backoff(attempt: int, asked: float | None) -> float:
 _sleep = asyncio.sleep  # tests record the waits here
 
 
+MAX_REPLY_BYTES = 32 * 2**20
+"""The largest reply read: a top-20 for every step of a long generation is well under 1 MiB."""
+
+
 class HTTPClient:
     """Async HTTP on a background event loop, called synchronously by the backend."""
 
@@ -114,11 +118,11 @@ class HTTPClient:
                 asked = None
             try:
                 async with self._semaphore:
-                    response = await self._client.request(
-                        method, f"{self._url}{path}", json=payload
+                    response = await asyncio.wait_for(
+                        self._fetch(method, f"{self._url}{path}", payload), self.timeout
                     )
-            except self.httpx.TimeoutException:
-                problem = f"no answer within {self.timeout:g} s"
+            except (self.httpx.TimeoutException, asyncio.TimeoutError):
+                problem = f"no whole answer within {self.timeout:g} s"
                 continue
             except self.httpx.TransportError as error:
                 problem = self.redact(f"connection failed ({type(error).__name__}: {error})")
@@ -149,6 +153,27 @@ class HTTPClient:
         raise ServerError(
             f"{url}: {problem} after {self.retries + 1} attempt(s); finished answers are kept in "
             "the run's cache, rerun the same command to resume once the server is back"
+        )
+
+    async def _fetch(self, method: str, url: str, payload: dict | None):
+        """The response with its body read, refused past :data:`MAX_REPLY_BYTES` (a reply is
+        read as it arrives, never held whole when it is larger than any real answer)."""
+        async with self._client.stream(method, url, json=payload) as response:
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > MAX_REPLY_BYTES:
+                raise ServerError(self._too_large(url, int(declared)))
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > MAX_REPLY_BYTES:
+                    raise ServerError(self._too_large(url, len(body)))
+            response._content = bytes(body)  # read: .json() and .text work on it
+            return response
+
+    def _too_large(self, url: str, size: int) -> str:
+        return (
+            f"{redact_url(url)}: the reply is over {MAX_REPLY_BYTES // 2**20} MiB ({size:,} bytes "
+            "so far); no answer biaslens asks for is that large, so it was not read"
         )
 
     def redact(self, text: str) -> str:
