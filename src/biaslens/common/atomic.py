@@ -44,6 +44,11 @@ def atomic_file(path: Path) -> Iterator[io.BufferedWriter]:
     path = Path(path)
     if path.is_dir():
         raise BiaslensError(f"{path} is a folder, not a file; give a file name")
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        kind = "a symbolic link" if path.is_symlink() else "not a regular file (a device or FIFO)"
+        raise BiaslensError(
+            f"{path} is {kind}: biaslens replaces only regular files; give another file name"
+        )
     make_dir(path.parent, "output folder")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
@@ -143,8 +148,16 @@ def write_json(path: Path, value: Any) -> None:
     write_bytes(path, (text + "\n").encode())
 
 
+class _NoAliasDumper(yaml.SafeDumper):
+    """Writes a value shared in two places twice, never as an anchor and alias: biaslens's
+    readers refuse aliases (an alias bomb expands to gigabytes)."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
 def write_yaml(path: Path, value: Any) -> None:
-    write_bytes(path, yaml.safe_dump(value, sort_keys=False).encode())
+    write_bytes(path, yaml.dump(value, Dumper=_NoAliasDumper, sort_keys=False).encode())
 
 
 def write_parquet(path: Path, table) -> None:

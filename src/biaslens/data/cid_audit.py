@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from biaslens.common.files import read_text
+from biaslens.common.structured import load_yaml
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.errors import BiaslensError
 
@@ -36,13 +36,7 @@ class NameGroup:
 
 
 def _read_yaml(path: Path) -> dict:
-    try:
-        data = yaml.safe_load(read_text(path, "YAML file"))
-    except yaml.YAMLError as error:
-        where = getattr(error, "problem_mark", None)
-        line = f":{where.line + 1}" if where is not None else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise BiaslensError(f"{path}{line}: not valid YAML ({problem})") from None
+    data = load_yaml(read_text(path, "YAML file"), path, "YAML file")
     if not isinstance(data, dict) or not data:
         raise BiaslensError(f"{path}: expected a non-empty mapping at the top level")
     return data

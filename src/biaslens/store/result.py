@@ -8,7 +8,6 @@ first access, so opening a run with millions of samples costs nothing until they
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,8 +16,15 @@ from typing import Any
 import pandas as pd
 
 from biaslens.common.files import read_text
+from biaslens.common.structured import load_json
 from biaslens.errors import BiaslensError
-from biaslens.store.run import CONFIG_FILE, SUMMARY_FILE, check_format_version, read_config
+from biaslens.store.run import (
+    CONFIG_FILE,
+    SUMMARY_FILE,
+    check_format_version,
+    inside_run,
+    read_config,
+)
 
 
 class LazyTables(Mapping):
@@ -123,30 +129,63 @@ class RunResult:
         if not (root / CONFIG_FILE).is_file():
             raise BiaslensError(f"{root}: not a biaslens run directory (no {CONFIG_FILE})")
         config = read_config(root)  # raises for a newer format
-        summary_path = root / SUMMARY_FILE
+        summary_path = inside_run(root, SUMMARY_FILE)
         if not summary_path.is_file():
             raise BiaslensError(
                 f"{root}: the {config['method']} run is incomplete (no {SUMMARY_FILE}); run the "
                 "same command again to resume and finish it"
             )
-        try:
-            summary = json.loads(read_text(summary_path, "run summary"))
-        except json.JSONDecodeError as error:
-            raise BiaslensError(f"{summary_path}: unreadable summary ({error})") from None
+        summary = load_json(read_text(summary_path, "run summary"), summary_path, "summary")
         if not isinstance(summary, dict):
             raise BiaslensError(f"{summary_path}: not a run summary")
         check_format_version(summary_path, summary.get("format_version"))
-        plots = sorted((root / "plots").glob("*.png")) if (root / "plots").is_dir() else []
+        check_summary_types(summary_path, summary)
+        plots_dir = inside_run(root, "plots")
+        plots = run_files(plots_dir, "*.png") if plots_dir.is_dir() else []
         report = root / "report.html"
         return cls(
             run_dir=root,
             method=config["method"],
             settings=config.get("settings", {}),
             summary=summary,
-            tables=LazyTables({p.stem: p for p in sorted(root.glob("*.csv"))}),
-            sample_tables=LazyTables({p.stem: p for p in sorted(root.glob("*.parquet"))}),
+            tables=LazyTables({p.stem: p for p in run_files(root, "*.csv")}),
+            sample_tables=LazyTables({p.stem: p for p in run_files(root, "*.parquet")}),
             plots=plots,
             cache_stats=dict(summary.get("requests") or {}),
             notes=[str(n) for n in summary.get("notes") or []],
             report=report if report.is_file() else None,
         )
+
+
+def run_files(folder: Path, pattern: str) -> list[Path]:
+    """A run folder's files matching ``pattern``: regular files only. A symbolic link is
+    refused in one line: a report would otherwise embed whatever it points to."""
+    found = []
+    for path in sorted(Path(folder).glob(pattern)):
+        if path.is_symlink() or not path.is_file():
+            raise BiaslensError(
+                f"{path} is {'a symbolic link' if path.is_symlink() else 'not a regular file'}; "
+                "biaslens reads only a run folder's own regular files (remove it)"
+            )
+        found.append(path)
+    return found
+
+
+SUMMARY_TYPES = {
+    "metrics": (dict,),
+    "settings": (dict,),
+    "requests": (dict, type(None)),
+    "notes": (list, type(None)),
+    "model": (dict, str, type(None)),
+    "backend": (dict, type(None)),
+}
+
+
+def check_summary_types(path: Path, summary: dict) -> None:
+    """The fields a report reads, of the types biaslens writes (a wrong type is one line)."""
+    for name, kinds in SUMMARY_TYPES.items():
+        if name in summary and not isinstance(summary[name], kinds):
+            raise BiaslensError(
+                f"{path}: {name} must be a {' or '.join(k.__name__ for k in kinds)}, got "
+                f"{type(summary[name]).__name__}"
+            )

@@ -31,10 +31,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from biaslens.common import atomic
 from biaslens.common.files import make_dir, read_text
+from biaslens.common.structured import load_yaml
 from biaslens.errors import BiaslensError, ConfigMismatchError
 from biaslens.store.cache import RequestCache
 from biaslens.store.provenance import build_info, package_versions
@@ -86,14 +85,20 @@ def same_model(root: Path, recorded: Any, model: dict[str, Any] | None) -> None:
 
 
 def read_config(root: Path) -> dict[str, Any]:
+    """A run's ``config.yaml``, read as untrusted input: no aliases, bounded depth, and the
+    fields of the expected types (``method`` text, ``settings`` a mapping)."""
     path = inside_run(root, CONFIG_FILE)
-    try:
-        loaded = yaml.safe_load(read_text(path, "run configuration"))
-    except yaml.YAMLError as error:
-        raise BiaslensError(f"{path}: cannot read the run configuration ({error})") from None
+    loaded = load_yaml(read_text(path, "run configuration"), path, "run configuration")
     if not isinstance(loaded, dict) or "method" not in loaded or "settings" not in loaded:
         raise BiaslensError(f"{path}: not a biaslens run configuration (needs method and settings)")
     check_format_version(path, loaded.get("format_version"))
+    for field, kind, name in (("method", str, "text"), ("settings", dict, "a mapping"),
+                              ("runtime", (dict, type(None)), "a mapping"),
+                              ("model", (dict, type(None)), "a mapping")):  # fmt: skip
+        if not isinstance(loaded.get(field), kind):
+            raise BiaslensError(
+                f"{path}: {field} must be {name}, got {type(loaded.get(field)).__name__}"
+            )
     return loaded
 
 
