@@ -5,10 +5,9 @@ shown escaped, never acted on by the terminal."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -16,6 +15,7 @@ from biaslens.cli.render import visible
 from biaslens.models.base import BackendConfig
 from biaslens.models.http_client import MAX_REPLY_BYTES, HTTPClient
 from biaslens.models.server_replies import ServerError
+from biaslens.testing.hub_server import serve_handler
 
 
 @contextmanager
@@ -34,15 +34,8 @@ def raw_server(reply):
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_handler(Handler) as url:
+        yield f"{url}/v1"
 
 
 def client(url: str, **options) -> HTTPClient:

@@ -292,9 +292,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def serve_hub(hub: Hub):
-    """Serve ``hub`` on 127.0.0.1 in a thread; yields the endpoint (for ``HF_ENDPOINT``)."""
-    handler = type("HubHandler", (_Handler,), {"hub": hub})
+def serve_handler(handler: type[BaseHTTPRequestHandler]):
+    """Serve ``handler`` on 127.0.0.1 in a thread; yields the base URL (``http://127.0.0.1:N``)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -305,3 +304,10 @@ def serve_hub(hub: Hub):
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+@contextmanager
+def serve_hub(hub: Hub):
+    """Serve ``hub`` on 127.0.0.1 in a thread; yields the endpoint (for ``HF_ENDPOINT``)."""
+    with serve_handler(type("HubHandler", (_Handler,), {"hub": hub})) as endpoint:
+        yield endpoint
