@@ -16,6 +16,7 @@ from biaslens.cli.options import (
     numbers,
 )
 from biaslens.cli.render import console
+from biaslens.common.seeds import MAX_SEED
 from biaslens.errors import BiaslensError
 
 Lambdas = Annotated[
@@ -57,7 +58,7 @@ def cid(
             help="Sampling temperature.",
         ),
     ] = 1.0,
-    seed: Annotated[int, typer.Option("--seed", min=0, help="Sampling seed.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=MAX_SEED, help="Sampling seed.")] = 0,
 ) -> None:
     """Contrastive Input Decoding: continuations likely given x but not given x', per λ.
 

@@ -84,9 +84,21 @@ def load_templates(path: Path | str | None = None) -> dict[str, str]:
 def check_template(text: str, where: str = "template") -> None:
     """A template needs the ``{name}`` slot and may use only the pronoun slots."""
     try:
-        slots = {field for _, field, _, _ in string.Formatter().parse(text) if field is not None}
+        parsed = [part for part in string.Formatter().parse(text) if part[1] is not None]
     except ValueError as error:
         raise BiaslensError(f"{where}: malformed slot: {error}") from None
+    for _, field, spec, conversion in parsed:
+        if "." in field or "[" in field:
+            raise BiaslensError(
+                f"{where}: slot {{{field}}} reads an attribute or an index; slots are plain "
+                "({name}, {he})"
+            )
+        if spec or conversion:
+            raise BiaslensError(
+                f"{where}: slot {{{field}{'!' + conversion if conversion else ''}"
+                f"{':' + spec if spec else ''}}} has a format; slots are plain ({{name}}, {{he}})"
+            )
+    slots = {field for _, field, _, _ in parsed}
     if "name" not in slots:
         raise BiaslensError(f"{where}: has no {{name}} slot: {text!r}")
     unknown = slots - {"name", *PRONOUNS["male"]}

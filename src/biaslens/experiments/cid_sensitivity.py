@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
+from biaslens.common.seeds import Seed
 from biaslens.data import perturbations as P
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.errors import BiaslensError
@@ -43,7 +44,7 @@ class SensitivitySettings(MethodSettings):
     encoder: str = "all-minilm-l6-v2"
     tau: float = Field(default=DEFAULT_TAU, gt=0, le=1)
     variants: int = Field(default=2, ge=1, le=100, description="variants per sentence and family")
-    seed: int = Field(default=0, ge=0)
+    seed: Seed = 0
     types: tuple[str, ...] = (*P.PERTURBATIONS, *P.SEMANTIC_TYPES)
     sentences_sha256: str = ""
     semantic_sha256: str = ""

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from biaslens.common.seeds import Seed
 from biaslens.data import lei
 from biaslens.errors import BiaslensError
 from biaslens.experiments import options as O
@@ -33,7 +34,7 @@ class LeiEvalSettings(MethodSettings):
         default="question-first", description="extractive input order"
     )
     limit: int | None = Field(default=None, ge=1, description="context pairs, stratified")
-    seed: int = Field(default=0, ge=0)
+    seed: Seed = 0
     specified_sha256: str = ""
     qa_sha256: str = ""
     qa_limit: int | None = Field(default=None, ge=1)

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from biaslens.common.seeds import Seed
 from biaslens.data import lei
 from biaslens.experiments import options as O
 from biaslens.experiments.settings import MethodSettings, file_sha256, validated
@@ -45,7 +46,7 @@ class LeiTrainSettings(MethodSettings):
     qa_order: Literal["question-first", "context-first"] = "question-first"
     span_adjustment: Literal["none", "articles", "reference"] = "none"
     train_types: tuple[str, ...] = lei.INTERVENTION_TYPES
-    seed: int = Field(default=0, ge=0)
+    seed: Seed = 0
     top_k: int = Field(default=5, ge=1)
     dev: str = "religion/noniid_dev"
     dev_limit: int | None = Field(default=None, ge=1)

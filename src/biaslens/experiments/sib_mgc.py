@@ -21,6 +21,7 @@ from typing import Literal
 import pandas as pd
 from pydantic import Field, field_validator
 
+from biaslens.common.seeds import Seed
 from biaslens.data import mgc
 from biaslens.errors import BiaslensError
 from biaslens.experiments import options as O
@@ -58,7 +59,7 @@ class MGCSettings(MethodSettings):
         default=20, ge=1, le=256, description="paper-mode greedy steps of causal/seq2seq models"
     )
     limit: int | None = Field(default=None, ge=1, description="sentences per W value")
-    seed: int = Field(default=0, ge=0)
+    seed: Seed = 0
 
     @field_validator("prompts")
     @classmethod

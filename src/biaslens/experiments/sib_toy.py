@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 from pydantic import Field
 
+from biaslens.common.seeds import Seed
 from biaslens.data.toy_scm import sample_toy_scm
 from biaslens.experiments import options as O
 from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
@@ -22,7 +23,7 @@ GAMMAS = {"well-specified": 1.0, "unspecified": 0.0}
 class ToySettings(MethodSettings):
     n: int = Field(default=100_000, ge=100, le=100_000_000, description="samples per task")
     alpha: float = Field(default=10.0, gt=0, le=1e6)
-    seed: int = Field(default=0, ge=0)
+    seed: Seed = 0
 
 
 def make_settings(**values) -> ToySettings:

@@ -29,6 +29,7 @@ import pandas as pd
 from pydantic import Field
 
 from biaslens.common.atomic import json_records
+from biaslens.common.seeds import Seed
 from biaslens.data import sources
 from biaslens.data.unqover import DOMAINS, load_question_set
 from biaslens.errors import BiaslensError
@@ -61,7 +62,7 @@ class UnqoverSettings(MethodSettings):
     activities: str | None = Field(default=None, description="activity list name")
     filler: Literal["none", "newsqa"] = "none"
     limit: int = Field(default=500, ge=0, description="examples drawn, both orders (0: all)")
-    seed: int = Field(default=0, ge=0)
+    seed: Seed = 0
     span_adjustment: Literal["none", "articles", "reference"] = "none"
     qa_order: Literal["question-first", "context-first"] = "question-first"
     fill_mask_top_k: int | None = Field(

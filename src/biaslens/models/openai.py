@@ -302,10 +302,10 @@ def load_openai(name: str, config: BackendConfig | None = None, display_name: st
         return load_chat_endpoint(name, config, display_name)
     tokenizer = None
     if folder is not None:
-        from transformers import AutoTokenizer
+        from biaslens.models.hf.loading import load_tokenizer
 
         try:
-            tokenizer = AutoTokenizer.from_pretrained(folder)
+            tokenizer = load_tokenizer(folder)
         except (OSError, ValueError) as error:
             raise BiaslensError(f"{folder}: cannot load the tokenizer ({error})") from None
     check_chat(tokenizer, ModelKind.CAUSAL, config, display_name or name)

@@ -177,8 +177,8 @@ def planning_model(name: str, config: BackendConfig) -> PlanningLM:
         folder, _, kind = locate_model(str(located), config.with_options(backend="hf"))
     tokenizer = None
     if folder is not None:
-        from transformers import AutoTokenizer
+        from biaslens.models.hf.loading import load_tokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(folder)
+        tokenizer = load_tokenizer(folder)
     identity = ModelIdentity(name=name, kind=kind, fingerprint="dry-run", backend=config.backend)
     return PlanningLM(identity, capabilities, tokenizer, config, check)

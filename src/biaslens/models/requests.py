@@ -30,6 +30,7 @@ import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from biaslens.common.decoding_limits import MIN_TEMPERATURE, lambda_problem
 from biaslens.common.tokens import MASK
 from biaslens.errors import BiaslensError
 
@@ -286,17 +287,19 @@ class ContrastiveGenerateRequest:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.lam, (int, float)) or not (
-            math.isfinite(self.lam) and self.lam >= 0
-        ):
-            raise BiaslensError(
-                f"λ must be >= 0 and finite (0 is plain decoding), got {self.lam!r}"
-            )
+        if not (isinstance(self.seed, int) and 0 <= self.seed <= 2**32 - 1):
+            raise BiaslensError(f"seed must be an integer from 0 to 2**32 - 1, got {self.seed!r}")
+        if (problem := lambda_problem(self.lam)) is not None:
+            raise BiaslensError(problem)
         _check_count(self.max_new_tokens, "max_new_tokens")
         _check_count(self.top_k, "top_k")
-        if self.do_sample and not (math.isfinite(self.temperature) and self.temperature > 0):
+        if self.do_sample and not (
+            isinstance(self.temperature, (int, float))
+            and MIN_TEMPERATURE <= self.temperature < math.inf
+        ):
             raise BiaslensError(
-                f"temperature must be a finite number > 0, got {self.temperature!r}"
+                f"temperature must be a finite number >= {MIN_TEMPERATURE:g} (below, sampling "
+                f"is greedy decoding), got {self.temperature!r}"
             )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from biaslens.common.decoding_limits import lambda_problem
 from biaslens.models.base import LM
 from biaslens.models.requests import ContrastiveGenerateRequest
 from biaslens.progress import Progress
@@ -27,8 +28,9 @@ class DecodingSettings(BaseModel):
     def _check_lams(cls, values: tuple[float, ...]) -> tuple[float, ...]:
         if not values:
             raise ValueError("give at least one λ")
-        if any(not v >= 0 for v in values):
-            raise ValueError("λ must be >= 0")
+        for value in values:
+            if (problem := lambda_problem(value)) is not None:
+                raise ValueError(problem.split(" (")[0])
         return tuple(sorted(set(values)))
 
 

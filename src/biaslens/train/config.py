@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from biaslens.common.seeds import Seed
+
 
 class LossWeights(BaseModel):
     """Per-type loss weights (the paper sums all terms with weight 1)."""
@@ -38,4 +40,4 @@ class LeiTrainConfig(BaseModel):
     context_first: bool = False
     """Extractive input order: (context, question) as LEI's fine-tuning, else (question,
     context)."""
-    seed: int = Field(default=0, ge=0)
+    seed: Seed = 0

@@ -217,6 +217,13 @@ def _load(what: str, folder: Path, load):
         raise
 
 
+def load_tokenizer(folder: Path):
+    """The tokenizer saved in ``folder``; a damaged or missing one is a one-line error."""
+    from transformers import AutoTokenizer
+
+    return _load("tokenizer", Path(folder), lambda: AutoTokenizer.from_pretrained(folder))
+
+
 def locate_model(name_or_path: str, config: BackendConfig | None = None):
     """The model's folder, config and kind, checked without loading its weights: a folder that
     cannot be a loadable model is a one-line error here (``biaslens`` checks every model of a
@@ -257,7 +264,6 @@ def load_parts(
         AutoModelForMaskedLM,
         AutoModelForQuestionAnswering,
         AutoModelForSeq2SeqLM,
-        AutoTokenizer,
     )
     from transformers.utils import logging as hf_logging
 
@@ -282,7 +288,7 @@ def load_parts(
     )
     unused = check_loaded_tensors(folder, model, model_config, loading_info, config)
     check_finite_weights(folder, model)
-    tokenizer = _load("tokenizer", folder, lambda: AutoTokenizer.from_pretrained(folder))
+    tokenizer = load_tokenizer(folder)
     check_chat(tokenizer, kind, config, display_name or name_or_path)
     model.to(device).eval()
     use_cpu_gqa(model)

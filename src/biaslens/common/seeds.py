@@ -1,0 +1,12 @@
+"""One range for every seed: 0 to 2**32 - 1, what every generator biaslens seeds accepts (pandas'
+``random_state`` and NumPy's legacy seeding stop there; torch's at 2**64 - 1)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+MAX_SEED = 2**32 - 1
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
+"""A settings field that is a seed (a value out of range is a one-line error naming it)."""
