@@ -18,3 +18,17 @@ def lambda_problem(value: object) -> str | None:
             f"precision), got {value!r}"
         )
     return None
+
+
+def temperature_problem(value: object) -> str | None:
+    """Why ``value`` cannot be a sampling temperature (None: it can)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not MIN_TEMPERATURE <= value < float("inf")
+    ):
+        return (
+            f"temperature must be a finite number >= {MIN_TEMPERATURE:g} (below, sampling is "
+            f"greedy decoding), got {value!r}"
+        )
+    return None

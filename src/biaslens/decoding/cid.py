@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-from biaslens.common.decoding_limits import MIN_TEMPERATURE, lambda_problem
+from biaslens.common.decoding_limits import lambda_problem, temperature_problem
 from biaslens.common.stopping import apply_stop, contains_stop
 from biaslens.common.tokens import pad_sequences
 from biaslens.errors import BiaslensError
@@ -142,10 +142,8 @@ class ContrastiveDecoder:
             raise BiaslensError("xs, x_primes and lams must have the same length")
         if max_new_tokens < 1:
             raise BiaslensError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        if do_sample and not MIN_TEMPERATURE <= temperature < float("inf"):
-            raise BiaslensError(
-                f"temperature must be a finite number >= {MIN_TEMPERATURE:g}, got {temperature}"
-            )
+        if do_sample and (problem := temperature_problem(temperature)) is not None:
+            raise BiaslensError(problem)
         TopKSupport(top_k)
         lam = torch.tensor([check_lambda(v) for v in lams], dtype=torch.float32)
         for i, (x, xp) in enumerate(zip(xs, x_primes, strict=True)):

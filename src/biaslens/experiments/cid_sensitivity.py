@@ -125,10 +125,10 @@ def build_perturbation_pairs(
     return pairs.reset_index(drop=True).reset_index(names="pair")
 
 
-def minilm_similarity(name: str = "all-minilm-l6-v2", offline: bool = False) -> Similarity:
+def minilm_similarity(name: str = "all-minilm-l6-v2") -> Similarity:
     from biaslens.models.embeddings import cosine_similarity, load_sentence_encoder
 
-    encoder = load_sentence_encoder(name, offline=offline)
+    encoder = load_sentence_encoder(name)
     return lambda a, b: cosine_similarity(encoder, a, b)
 
 

@@ -48,14 +48,8 @@ def encoder_folder(name: str, offline: bool = False) -> Path:
 def encoder_source(name: str, folder: Path) -> dict[str, str]:
     """What a run records of its sentence encoder: the name and, for a hub snapshot, the repo,
     revision and commit."""
-    snapshot = hub.snapshot_source(folder)
-    if snapshot is None:
-        return {"name": name}
-    revision = None if Path(name).expanduser().is_dir() else hub.split_revision(name)[1]
-    return {
-        "name": name,
-        **dict(hub.HubSource(snapshot.repo_id, snapshot.commit, revision).describe()),
-    }
+    snapshot = hub.snapshot_source(folder, name=name)
+    return {"name": name, **(dict(snapshot.describe()) if snapshot is not None else {})}
 
 
 def cosine_similarity(encoder, texts_a: list[str], texts_b: list[str]) -> np.ndarray:

@@ -119,9 +119,11 @@ def is_repo_id(name: str) -> bool:
     return True
 
 
-def snapshot_source(folder: Path, revision: str | None = None) -> HubSource | None:
+def snapshot_source(folder: Path, revision: str | None = None, name: str = "") -> HubSource | None:
     """The hub provenance of a folder inside the Hugging Face cache
-    (``models--org--name/snapshots/<commit>``); None for any other folder."""
+    (``models--org--name/snapshots/<commit>``); None for any other folder. The revision asked
+    for is ``revision``, or where the folder was named (``name``): the ``@REV`` of a hub name,
+    else ``revision``, and none when it was named by its path."""
     folder = Path(folder)
     parent = folder.parent
     if parent.name != "snapshots" or not COMMIT_RE.fullmatch(folder.name):
@@ -129,7 +131,10 @@ def snapshot_source(folder: Path, revision: str | None = None) -> HubSource | No
     repo = parent.parent.name
     if not repo.startswith("models--"):
         return None
-    return HubSource(repo.removeprefix("models--").replace("--", "/"), folder.name, revision)
+    asked = revision
+    if name:
+        asked = None if Path(name).expanduser().is_dir() else split_revision(name, revision)[1]
+    return HubSource(repo.removeprefix("models--").replace("--", "/"), folder.name, asked)
 
 
 def fetch(

@@ -304,10 +304,7 @@ def load_openai(name: str, config: BackendConfig | None = None, display_name: st
     if folder is not None:
         from biaslens.models.hf.loading import load_tokenizer
 
-        try:
-            tokenizer = load_tokenizer(folder)
-        except (OSError, ValueError) as error:
-            raise BiaslensError(f"{folder}: cannot load the tokenizer ({error})") from None
+        tokenizer = load_tokenizer(folder)
     check_chat(tokenizer, ModelKind.CAUSAL, config, display_name or name)
     client = HTTPClient(config)
     try:

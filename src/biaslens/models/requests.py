@@ -26,11 +26,11 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from biaslens.common.decoding_limits import MIN_TEMPERATURE, lambda_problem
+from biaslens.common.decoding_limits import lambda_problem, temperature_problem
+from biaslens.common.seeds import MAX_SEED
 from biaslens.common.tokens import MASK
 from biaslens.errors import BiaslensError
 
@@ -287,20 +287,14 @@ class ContrastiveGenerateRequest:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.seed, int) and 0 <= self.seed <= 2**32 - 1):
+        if not (isinstance(self.seed, int) and 0 <= self.seed <= MAX_SEED):
             raise BiaslensError(f"seed must be an integer from 0 to 2**32 - 1, got {self.seed!r}")
         if (problem := lambda_problem(self.lam)) is not None:
             raise BiaslensError(problem)
         _check_count(self.max_new_tokens, "max_new_tokens")
         _check_count(self.top_k, "top_k")
-        if self.do_sample and not (
-            isinstance(self.temperature, (int, float))
-            and MIN_TEMPERATURE <= self.temperature < math.inf
-        ):
-            raise BiaslensError(
-                f"temperature must be a finite number >= {MIN_TEMPERATURE:g} (below, sampling "
-                f"is greedy decoding), got {self.temperature!r}"
-            )
+        if self.do_sample and (problem := temperature_problem(self.temperature)) is not None:
+            raise BiaslensError(problem)
 
 
 Request = (

@@ -28,7 +28,6 @@ from biaslens.common.stopping import apply_stop, contains_stop
 from biaslens.errors import BiaslensError
 from biaslens.models.base import LM, BackendConfig, ModelIdentity, ProgressCallback
 from biaslens.models.reply_checks import (
-    check_logprob,
     check_step,
     check_step_count,
 )
@@ -107,13 +106,6 @@ class TokenLevelBackend(LocalTokenizer, LM):
     def source(self) -> str:
         """Who answered, for error messages (a served backend names its server)."""
         return f"the {self.identity.backend} backend of {self.identity.name!r}"
-
-    def check_logprobs(self, values, what: str) -> None:
-        """Refuse log-probabilities no model can give (NaN, +inf, > 0, text): they would
-        otherwise become a metric and the request cache. -inf (probability 0) is a real
-        answer."""
-        for value in values:
-            check_logprob(value, f"{self.source} ({what})")
 
     def checked_top_k(self, contexts: list[list[int]], k: int) -> list[TopK]:
         tops = self.top_k(contexts, k)

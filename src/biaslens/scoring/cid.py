@@ -30,7 +30,7 @@ class DecodingSettings(BaseModel):
             raise ValueError("give at least one λ")
         for value in values:
             if (problem := lambda_problem(value)) is not None:
-                raise ValueError(problem.split(" (")[0])
+                raise ValueError(problem)
         return tuple(sorted(set(values)))
 
 

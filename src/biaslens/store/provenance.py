@@ -58,11 +58,6 @@ def build_info() -> dict[str, Any]:
     return {"version": __version__, "commit": BUILT_COMMIT, "dirty": BUILT_DIRTY, "source": "build"}
 
 
-def git_revision() -> str | None:
-    """The commit biaslens came from (see :func:`build_info`)."""
-    return build_info()["commit"]
-
-
 def _own_checkout() -> Path | None:
     """The root of biaslens's own repository when the package runs from its ``src/`` there."""
     package = Path(__file__).resolve().parents[1]

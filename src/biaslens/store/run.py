@@ -213,7 +213,7 @@ class RunStore:
         root: Path, method: str, settings: dict[str, Any], model: dict[str, Any] | None = None
     ) -> None:
         """Raise unless ``root`` is absent, empty, or a run of ``method`` with ``settings`` (and,
-        where both record one, of the same model: hub commit and files)."""
+        where both record a hub commit, of the same commit: :func:`same_model`)."""
         root = Path(root)
         for place in [root, *root.parents]:
             if place.exists() and not place.is_dir():

@@ -6,6 +6,7 @@ random weights, no tokenizer files) is a one-line :class:`BiaslensError` naming 
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from pathlib import Path
@@ -321,16 +322,10 @@ def model_source(
     another local folder (its fingerprint identifies it)."""
     from biaslens.models import hub
 
-    snapshot = hub.snapshot_source(folder)
+    snapshot = hub.snapshot_source(folder, revision, name)
     if snapshot is not None:
-        if not Path(name).expanduser().is_dir():  # named on the hub: the revision asked for
-            snapshot = hub.HubSource(
-                snapshot.repo_id, snapshot.commit, hub.split_revision(name, revision)[1]
-            )
         return snapshot.describe()
     try:
-        import json
-
         converted = json.loads((Path(folder) / "biaslens-conversion.json").read_text())
         return (
             ("converted_from", str(converted["source"]["gguf"])),
