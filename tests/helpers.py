@@ -25,3 +25,14 @@ run_lei_eval = runner("lei-eval")
 run_lei_train = runner("lei-train")
 run_audit = runner("cid-audit")
 run_sensitivity = runner("cid-sensitivity")
+
+
+def import_ray():
+    """Ray, or a skip where it is not installed (a failure where ``BIASLENS_REQUIRE_RAY=1``)."""
+    import os
+
+    import pytest
+
+    if os.environ.get("BIASLENS_REQUIRE_RAY") == "1":
+        return __import__("ray")
+    return pytest.importorskip("ray")

@@ -296,6 +296,12 @@ def test_cid_audit_and_sensitivity_commands(tiny_models, tmp_path, monkeypatch, 
         monkeypatch, capsys, "cid-ratings", str(run), str(tmp_path / "rated.csv")
     )
     assert code == 0 and "1.00" in out
+    from biaslens import load_run
+
+    loaded = load_run(run)  # the imported ratings are outputs of the run, in its report
+    assert loaded.biased_fraction["fraction_biased"].eq(1.0).all()
+    assert {"ratings", "biased_fraction"} <= set(loaded.tables)
+    assert "biased_fraction" in (run / "report.html").read_text()
     code, out, _ = run_cli(
         monkeypatch, capsys, "run", "cid-sensitivity", "--model", str(tiny_models["llama"]),
         "--type", "gender", "--variants", "1", "--lam", "0", "50", "--max-new-tokens", "3",

@@ -17,17 +17,14 @@ from biaslens.models import (
     TokenDistributionRequest,
     load_model,
 )
+from tests.helpers import import_ray
 
 pytestmark = pytest.mark.ray
 
 
 @pytest.fixture(scope="module")
 def ray_runtime():
-    ray = (
-        pytest.importorskip("ray")
-        if os.environ.get("BIASLENS_REQUIRE_RAY") != "1"
-        else __import__("ray")
-    )
+    ray = import_ray()
     from biaslens.models.ray_runtime import connect
 
     connect(None)

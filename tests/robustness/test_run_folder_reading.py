@@ -4,6 +4,7 @@ it only, no YAML aliases, a bounded depth, the fields of the types biaslens writ
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import time
@@ -36,14 +37,28 @@ def outside(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("name", ["plots/evil.png", "evil.csv", "evil.parquet"])
-def test_a_symbolic_link_in_a_run_folder_is_refused_not_embedded(run, outside, tmp_path, name):
+@pytest.mark.parametrize("name", ["plots/toy_scm.png", "toy_summary.csv", "samples.parquet"])
+def test_an_output_replaced_by_a_symbolic_link_is_refused_not_embedded(
+    run, outside, tmp_path, name
+):
     link = run / name
-    link.parent.mkdir(exist_ok=True)
+    link.unlink()
     link.symlink_to(outside)
-    with pytest.raises(BiaslensError, match="is a symbolic link; biaslens reads only"):
+    with pytest.raises(BiaslensError, match="is a symbolic link; biaslens does not follow"):
         write_report([run], tmp_path / "report.html")
     assert not (tmp_path / "report.html").exists()
+
+
+@pytest.mark.parametrize("name", ["plots/evil.png", "evil.csv", "evil.parquet"])
+def test_a_file_the_summary_does_not_name_is_never_read(run, outside, tmp_path, name):
+    link = run / name
+    link.symlink_to(outside)
+    loaded = RunResult.load(run)
+    assert link not in loaded.plots
+    assert "evil" not in loaded.tables and "evil" not in loaded.sample_tables
+    write_report([run], tmp_path / "report.html")
+    page = (tmp_path / "report.html").read_text()
+    assert SECRET not in page and base64.b64encode(SECRET.encode()).decode()[:20] not in page
 
 
 def test_a_symlinked_plots_folder_or_summary_is_refused(run, tmp_path):

@@ -108,8 +108,10 @@ def cid_ratings(
 ) -> None:
     """Fraction of biased continuations per group and λ from human ratings (paper Fig. 2)."""
     from biaslens.experiments.cid_audit import import_ratings
+    from biaslens.runner import write_run_report
 
     result = import_ratings(run_dir, ratings)
+    report = write_run_report([run_dir])
     table = Table(title="fraction of biased continuations")
     for column in ("group", "λ", "biased", "continuations", "fraction"):
         table.add_column(column)
@@ -124,6 +126,7 @@ def cid_ratings(
     console.print(table)
     console.print(f"table: {result.table_path}")
     console.print(f"plot: {result.plot_path}")
+    console.print(f"report: {report}")
 
 
 def register(app: typer.Typer, run_app: typer.Typer) -> None:

@@ -8,6 +8,7 @@ not the 0600 of the temporary file. A temporary file left by a killed process
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import math
@@ -61,10 +62,24 @@ def atomic_file(path: Path) -> Iterator[io.BufferedWriter]:
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as error:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if write_failure(error):
+            raise BiaslensError(
+                f"cannot write {path}: {error.strerror}; nothing was replaced (free disk space, "
+                "then run the same command again)"
+            ) from None
         raise
+
+
+WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
+"""A full disk or quota, a file size limit, a read-only or failing file system."""
+
+
+def write_failure(error: BaseException) -> bool:
+    """Whether ``error`` is the file system refusing a write (not a bug, not damage)."""
+    return isinstance(error, OSError) and error.errno in WRITE_ERRNOS
 
 
 class ParquetAppender:

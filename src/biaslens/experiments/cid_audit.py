@@ -19,7 +19,6 @@ from pathlib import Path
 import pandas as pd
 from pydantic import model_validator
 
-from biaslens.common import atomic
 from biaslens.common.files import read_table, read_text
 from biaslens.data import cid_audit as names_data
 from biaslens.errors import BiaslensError
@@ -29,7 +28,8 @@ from biaslens.experiments.settings import MethodSettings, validated
 from biaslens.metrics.cid import biased_fraction, top_continuations
 from biaslens.models.base import LM
 from biaslens.scoring.cid import DecodingSettings, decode_both_directions
-from biaslens.store.run import CONFIG_FILE, dataset_hash, read_config
+from biaslens.store.result import RunResult
+from biaslens.store.run import CONFIG_FILE, RunStore, dataset_hash, read_config
 
 METHOD = "cid-audit"
 RATINGS_EXPORT = "ratings_to_fill.csv"
@@ -281,6 +281,7 @@ def import_ratings(run_dir: Path | str, ratings: Path | str) -> RatingsResult:
     config = read_config(run_dir)
     if config.get("method") != METHOD:
         raise BiaslensError(f"{run_dir} holds a {config.get('method')} run, not a {METHOD} run")
+    finished = RunResult.load(run_dir)  # a finished run, its outputs as it wrote them
     export_path = run_dir / RATINGS_EXPORT
     if not export_path.exists():
         raise BiaslensError(f"{run_dir}: no {RATINGS_EXPORT}; the run did not finish")
@@ -301,14 +302,17 @@ def import_ratings(run_dir: Path | str, ratings: Path | str) -> RatingsResult:
     exported["continuation"] = exported["continuation"].astype(str)
     rated = read_ratings(Path(ratings), exported)
     fractions = biased_fraction(rated, ["group", "lam"])
-    atomic.write_csv(run_dir / "ratings.csv", rated)
-    table_path = run_dir / "biased_fraction.csv"
-    atomic.write_csv(table_path, fractions)
     settings = config["settings"]
     figure = biased_heatmap(
         fractions, f"{settings['model']}: {settings['group_a']} vs {settings['group_b']}"
     )
-    plot_path = run_dir / "plots" / "biased_fraction.png"
-    atomic.write_figure(plot_path, figure)
-    plt.close(figure)
+    store = RunStore(run_dir, METHOD, settings, config.get("runtime"), config.get("model"))
+    with store:  # the run's outputs change together: the summary names the new ones
+        store.write_table("ratings", rated)
+        table_path = store.write_table("biased_fraction", fractions)
+        try:
+            plot_path = store.write_plot("biased_fraction", figure)
+        finally:
+            plt.close(figure)
+        store.extend_summary(finished.summary)
     return RatingsResult(fractions, table_path, plot_path)

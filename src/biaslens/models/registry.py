@@ -141,7 +141,7 @@ def load_model(name: str, config: BackendConfig | None = None, backend: str | No
     if config.data_parallel > 1:
         from biaslens.models.replicated import load_replicated
 
-        return load_replicated(name, config, load_model)
+        return load_replicated(name, config, load_model, weight_bytes(name, config))
     key = resolve_name(name)
     entry = REGISTRY.get(key)
     if entry is not None and entry.backend not in BACKENDS:
@@ -178,3 +178,18 @@ def check_loadable(name: str, config: BackendConfig | None = None) -> None:
     from biaslens.models.hf.loading import locate_model
 
     locate_model(name, config.with_options(backend="hf", data_parallel=1))
+
+
+def weight_bytes(name: str, config: BackendConfig) -> int | None:
+    """The size of the weight files of a model loaded in process (None for a served one): a
+    lower bound of the memory each of its replicas holds."""
+    if not get_backend(config.backend).local:
+        return None
+    from biaslens.models.hf.loading import locate_model, weight_files
+
+    entry = REGISTRY.get(resolve_name(name))
+    if entry is not None:
+        folder = entry.folder(config.offline)
+    else:
+        folder = locate_model(name, config.with_options(backend="hf", data_parallel=1))[0]
+    return sum(path.stat().st_size for path in weight_files(folder))

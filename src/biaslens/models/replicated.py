@@ -24,7 +24,13 @@ from collections.abc import Callable
 from biaslens.errors import BiaslensError
 from biaslens.models.base import LM, BackendConfig
 from biaslens.models.forwarding import ForwardingLM
-from biaslens.models.ray_runtime import connect, load_in_worker, worker_plan
+from biaslens.models.ray_runtime import (
+    admit,
+    connect,
+    load_in_worker,
+    placement_timeout,
+    plan_for,
+)
 from biaslens.models.requests import as_fields
 
 Loader = Callable[[str, BackendConfig], LM]
@@ -32,15 +38,17 @@ Loader = Callable[[str, BackendConfig], LM]
 
 
 class _Replica:
-    """One model replica (the body of a Ray actor)."""
+    """One model replica (the body of a Ray actor): placed first, then asked to load, so that
+    a replica the cluster cannot place and a model that cannot load are told apart."""
 
-    def __init__(self, load: Loader, name: str, config: dict, threads: int | None) -> None:
-        self.lm = load_in_worker(load, name, config, threads)
+    def __init__(self) -> None:
+        self.lm: LM | None = None
 
     def pid(self) -> int:
         return os.getpid()
 
-    def describe(self):
+    def load(self, load: Loader, name: str, config: dict, threads: int | None):
+        self.lm = load_in_worker(load, name, config, threads)
         return self.lm.identity, dict(self.lm.capabilities)
 
     def answer(self, requests: list) -> list:
@@ -56,22 +64,47 @@ class ReplicatedLM(ForwardingLM):
 
     in_flight_per_replica = 2
 
-    def __init__(self, name: str, config: BackendConfig, load: Loader) -> None:
+    def __init__(
+        self, name: str, config: BackendConfig, load: Loader, weight_bytes: int | None = None
+    ) -> None:
         self.ray = ray = connect(config.ray_address)
         self.config = config
+        self.actors: list = []
         replicas = config.data_parallel
-        resources, threads, options = worker_plan(ray, replicas, config)
+        resources = admit(replicas, ray.cluster_resources(), config.device, weight_bytes)
+        resources, threads, options = plan_for(resources, config)
         actor = ray.remote(_Replica).options(max_restarts=0, **resources)
-        self.actors = [actor.remote(load, name, options, threads) for _ in range(replicas)]
+        self.actors = [actor.remote() for _ in range(replicas)]
         try:
-            self.identity, capabilities = ray.get(self.actors[0].describe.remote())
-            ray.get([a.pid.remote() for a in self.actors[1:]])
+            self._await_placement(resources)
+            described = ray.get([a.load.remote(load, name, options, threads) for a in self.actors])
         except ray.exceptions.RayTaskError as error:
             self.close()
-            raise _cause(error) from None
-        self._capabilities = capabilities
+            raise _cause(error, name) from None
+        except ray.exceptions.RayActorError:
+            self.close()
+            raise BiaslensError(
+                f"a replica of model {name} died while loading it (out of memory? each replica "
+                "holds a copy of the weights): use a smaller --data-parallel"
+            ) from None
+        self.identity, self._capabilities = described[0]
         self.cache_chunk_size = 64 * replicas
         """Answers committed to a run's cache per chunk (a dead runtime loses at most one)."""
+
+    def _await_placement(self, resources: dict) -> None:
+        """Wait until every replica's process runs; a cluster that cannot place them all in
+        the placement timeout is a one-line error, not an endless wait."""
+        timeout = placement_timeout()
+        started, _ = self.ray.wait(
+            [a.pid.remote() for a in self.actors], num_returns=len(self.actors), timeout=timeout
+        )
+        if len(started) < len(self.actors):
+            self.close()
+            raise BiaslensError(
+                f"only {len(started)} of {self.config.data_parallel} model replicas could be "
+                f"placed on the Ray cluster within {timeout:g} s (each needs {resources}; free "
+                f"now: {_free(self.ray)}): use a smaller --data-parallel, or wait for the cluster"
+            )
 
     @property
     def capabilities(self):
@@ -140,16 +173,28 @@ class ReplicatedLM(ForwardingLM):
         self.actors = []
 
 
-def _cause(error) -> Exception:
-    """The replica's own exception (a BiaslensError stays a one-line error)."""
+def _cause(error, name: str | None = None) -> Exception:
+    """The replica's own exception as one line (a BiaslensError keeps its words), naming the
+    model when the replica failed to load it."""
     cause = getattr(error, "cause", None)
     if isinstance(cause, BiaslensError):
-        return BiaslensError(str(cause))
-    return BiaslensError(
-        f"a model replica failed: {type(cause or error).__name__}: {cause or error}"
-    )
+        text = str(cause)
+        return BiaslensError(text if name is None or name in text else f"model {name}: {text}")
+    lines = str(cause or error).strip().splitlines() or [""]
+    detail = f"{type(cause or error).__name__}: {lines[-1]}"
+    if name is not None:
+        return BiaslensError(f"a replica could not load model {name}: {detail}")
+    return BiaslensError(f"a model replica failed: {detail}")
 
 
-def load_replicated(name: str, config: BackendConfig, load: Loader) -> ReplicatedLM:
-    """``config.data_parallel`` replicas of model ``name`` on Ray, each loaded by ``load``."""
-    return ReplicatedLM(name, config, load)
+def _free(ray) -> dict:
+    free = ray.available_resources()
+    return {k: round(v, 1) for k, v in free.items() if k in ("CPU", "GPU")}
+
+
+def load_replicated(
+    name: str, config: BackendConfig, load: Loader, weight_bytes: int | None = None
+) -> ReplicatedLM:
+    """``config.data_parallel`` replicas of model ``name`` on Ray, each loaded by ``load``
+    (``weight_bytes``: the size of its weights, for admission; None when unknown)."""
+    return ReplicatedLM(name, config, load, weight_bytes)

@@ -6,10 +6,13 @@ tokenizer, dtype, device class, backend options; see :class:`ModelIdentity`). Mi
 are computed in chunks, and each chunk is committed as soon as it is done: an interrupted run
 loses at most the chunk in flight, and a rerun recomputes nothing that finished.
 
-A damaged cache file is moved aside with a one-line warning and a new one is started; a stored
-answer that cannot be read back is recomputed. Nothing wrong is ever reused. A *busy* cache (another
-process holds a write lock) is not damaged: biaslens waits for it (``$BIASLENS_CACHE_BUSY_TIMEOUT``
-seconds, 60 by default), then stops with a one-line error and leaves the file as it is.
+A damaged cache file (SQLite says corrupt or not a database, or its integrity check fails) is
+moved aside with a one-line warning and a new one is started; a stored answer that cannot be read
+back is recomputed. Nothing wrong is ever reused. A *busy* cache (another process holds a write
+lock) is not damaged: biaslens waits for it (``$BIASLENS_CACHE_BUSY_TIMEOUT`` seconds, 60 by
+default), then stops with a one-line error and leaves the file as it is. Nor is a cache that
+cannot be written (a full disk, a quota, an I/O error): that is a one-line error too, and the file
+with every answer it holds stays where it is.
 """
 
 from __future__ import annotations
@@ -32,6 +35,11 @@ from biaslens.models.requests import as_fields
 CHUNK = 256
 BUSY_TIMEOUT_ENV = "BIASLENS_CACHE_BUSY_TIMEOUT"
 SQLITE_BUSY_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
+SQLITE_DAMAGE_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB (and their extended codes)
+
+
+class FailedIntegrityCheck(sqlite3.DatabaseError):
+    """``PRAGMA quick_check`` found the file damaged."""
 
 
 def busy_timeout() -> float:
@@ -46,6 +54,32 @@ def is_busy(error: Exception) -> bool:
     code = getattr(error, "sqlite_errorcode", None)
     text = str(error).lower()
     return code in SQLITE_BUSY_CODES or "locked" in text or "database is busy" in text
+
+
+def is_damage(error: Exception) -> bool:
+    """Whether an SQLite error says the file itself is damaged (not busy, not a failed write)."""
+    if isinstance(error, FailedIntegrityCheck):
+        return True
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is None:
+        return "malformed" in str(error) or "not a database" in str(error)
+    return code & 0xFF in SQLITE_DAMAGE_CODES
+
+
+def failure(path: Path, error: sqlite3.Error) -> BiaslensError:
+    """The one-line error for a cache that cannot be used as it is: busy, or a write or read
+    the file system refused (the file is left as it is, with every answer it holds)."""
+    if is_busy(error):
+        return busy_error(path)
+    if is_damage(error):
+        return BiaslensError(
+            f"{path}: the request cache is damaged ({error}); rerun the same command: the file "
+            "is then moved aside and a new one started"
+        )
+    return BiaslensError(
+        f"{path}: cannot use the request cache ({error}); the answers it holds are kept: free "
+        "disk space (or repair the file system), then rerun the same command to resume"
+    )
 
 
 def busy_error(path: Path) -> BiaslensError:
@@ -84,18 +118,29 @@ class RequestCache:
         try:
             self._open()
         except sqlite3.DatabaseError as error:
-            if is_busy(error):
-                raise busy_error(self.path) from None
-            self._move_aside(error)
-            self._open()
+            if is_busy(error) or not is_damage(error):
+                raise failure(self.path, error) from None
+            try:
+                self._move_aside(error)
+                self._open()
+            except OSError as again:
+                raise BiaslensError(
+                    f"{self.path}: the request cache is damaged ({error}) and cannot be moved "
+                    f"aside ({again.strerror}); move or delete it, then rerun"
+                ) from None
+            except sqlite3.DatabaseError as again:
+                raise failure(self.path, again) from None
 
     def _open(self) -> None:
-        self.db = sqlite3.connect(self.path, timeout=busy_timeout())
+        try:
+            self.db = sqlite3.connect(self.path, timeout=busy_timeout())
+        except sqlite3.OperationalError as error:  # cannot open: never damage
+            raise failure(self.path, error) from None
         try:
             self.db.execute("PRAGMA journal_mode=WAL")
             check = self.db.execute("PRAGMA quick_check").fetchone()
             if not check or check[0] != "ok":
-                raise sqlite3.DatabaseError(f"integrity check: {check[0] if check else 'failed'}")
+                raise FailedIntegrityCheck(f"integrity check: {check[0] if check else 'failed'}")
             self.db.execute(
                 "CREATE TABLE IF NOT EXISTS responses ("
                 "key TEXT PRIMARY KEY, request_type TEXT NOT NULL, value TEXT NOT NULL)"
@@ -130,10 +175,8 @@ class RequestCache:
                     f"SELECT key, value FROM responses WHERE key IN ({marks})", part
                 ).fetchall()
                 found.update(rows)
-        except sqlite3.OperationalError as error:
-            if is_busy(error):
-                raise busy_error(self.path) from None
-            raise
+        except sqlite3.Error as error:
+            raise failure(self.path, error) from None
         return found
 
     def put_many(self, request_type: str, items: Sequence[tuple[str, str]]) -> None:
@@ -143,10 +186,8 @@ class RequestCache:
                     "INSERT OR REPLACE INTO responses (key, request_type, value) VALUES (?, ?, ?)",
                     [(k, request_type, v) for k, v in items],
                 )
-        except sqlite3.OperationalError as error:
-            if is_busy(error):
-                raise busy_error(self.path) from None
-            raise
+        except sqlite3.Error as error:
+            raise failure(self.path, error) from None
 
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]

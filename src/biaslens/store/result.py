@@ -18,6 +18,7 @@ import pandas as pd
 from biaslens.common.files import read_text
 from biaslens.common.structured import load_json
 from biaslens.errors import BiaslensError
+from biaslens.store import outputs
 from biaslens.store.run import (
     CONFIG_FILE,
     SUMMARY_FILE,
@@ -140,16 +141,22 @@ class RunResult:
             raise BiaslensError(f"{summary_path}: not a run summary")
         check_format_version(summary_path, summary.get("format_version"))
         check_summary_types(summary_path, summary)
-        plots_dir = inside_run(root, "plots")
-        plots = run_files(plots_dir, "*.png") if plots_dir.is_dir() else []
+        if outputs.OUTPUTS_KEY in summary:
+            files = outputs.checked(root, summary_path, summary[outputs.OUTPUTS_KEY])
+        else:  # a run written before summaries named their outputs
+            plots_dir = inside_run(root, "plots")
+            files = [*run_files(root, "*.csv"), *run_files(root, "*.parquet")]
+            files += run_files(plots_dir, "*.png") if plots_dir.is_dir() else []
+        plots = [p for p in files if p.parent == root / "plots" and p.suffix == ".png"]
+        at_top = [p for p in files if p.parent == root]
         report = root / "report.html"
         return cls(
             run_dir=root,
             method=config["method"],
             settings=config.get("settings", {}),
             summary=summary,
-            tables=LazyTables({p.stem: p for p in run_files(root, "*.csv")}),
-            sample_tables=LazyTables({p.stem: p for p in run_files(root, "*.parquet")}),
+            tables=LazyTables({p.stem: p for p in at_top if p.suffix == ".csv"}),
+            sample_tables=LazyTables({p.stem: p for p in at_top if p.suffix == ".parquet"}),
             plots=plots,
             cache_stats=dict(summary.get("requests") or {}),
             notes=[str(n) for n in summary.get("notes") or []],

@@ -7,7 +7,8 @@ Layout::
       samples.parquet    per-sample results (other per-sample tables: NAME.parquet)
       <table>.csv        small result tables (e.g. fits.csv)
       summary.json       metrics, model identity and backend settings, dataset hash,
-                         request counts, package versions, git revision
+                         request counts, package versions, git revision, and the outputs
+                         (tables, samples, plots) with their sizes and sha256
       plots/*.png
       report.html        the run's HTML report
       requests.sqlite    request cache; a rerun resumes from it
@@ -17,14 +18,15 @@ Nothing is written until the run has something to keep: a run that fails on its 
 no folder behind. Every file is written atomically, with the permissions of the umask. A
 directory that holds a run with a different configuration (or files that are not a biaslens
 run) is refused before anything is written, and a second process on the same folder is
-refused with the first one's pid while the first holds the lock.
+refused with the first one's pid while the first holds the lock. A run's outputs change
+together: from a process's first new output until its ``summary.json`` the run reads as
+incomplete (:mod:`biaslens.store.outputs`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -35,14 +37,17 @@ from biaslens.common import atomic
 from biaslens.common.files import make_dir, read_text
 from biaslens.common.structured import load_yaml
 from biaslens.errors import BiaslensError, ConfigMismatchError
+from biaslens.store import outputs
 from biaslens.store.cache import RequestCache
+from biaslens.store.lock import LOCK_FILE, RunLock
+from biaslens.store.paths import inside_run
 from biaslens.store.provenance import build_info, package_versions
 
 FORMAT_VERSION = 1
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
 CACHE_FILE = "requests.sqlite"
-LOCK_FILE = ".lock"
+REPORT_FILE = "report.html"
 
 
 def dataset_hash(table) -> str:
@@ -111,70 +116,6 @@ def check_format_version(path: Path, version: Any) -> None:
         )
 
 
-def inside_run(root: Path | str, name: str | Path) -> Path:
-    """``root / name``, refusing a symbolic link anywhere below ``root`` on the way: a link
-    in a run folder (``.lock`` → ``/etc/passwd``, ``plots`` → elsewhere) would make a write land
-    outside it. biaslens writes only inside the run folder and never follows links there."""
-    root = Path(root)
-    current = root
-    for part in Path(name).parts:
-        current = current / part
-        if current.is_symlink():
-            raise BiaslensError(
-                f"{current} is a symbolic link; biaslens does not follow links inside a run "
-                "folder (remove it, or choose another --output)"
-            )
-    return current
-
-
-class RunLock:
-    """An exclusive lock on a run folder (``.lock``, ``flock``), released when the process
-    ends, however it ends. Without ``fcntl`` (Windows) there is no lock."""
-
-    def __init__(self, root: Path) -> None:
-        self.path = Path(root) / LOCK_FILE
-        self._handle = None
-
-    def acquire(self) -> None:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows
-            return
-        inside_run(self.path.parent, LOCK_FILE)
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        try:
-            descriptor = os.open(self.path, flags, 0o666)
-        except IsADirectoryError:
-            raise BiaslensError(
-                f"{self.path} is a folder; the run's lock file cannot be taken (remove it)"
-            ) from None
-        except OSError as error:  # ELOOP: a link raced in after the check
-            raise BiaslensError(
-                f"cannot take the run's lock {self.path}: {error.strerror or error}"
-            ) from None
-        handle = os.fdopen(descriptor, "r+")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.seek(0)
-            holder = handle.read().strip() or "?"
-            handle.close()
-            raise BiaslensError(
-                f"{self.path.parent} is in use by another biaslens run (pid {holder}); wait for "
-                "it to finish, or choose another --output"
-            ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
-        self._handle = handle
-
-    def release(self) -> None:
-        if self._handle is not None:
-            self._handle.close()  # closing the descriptor releases the flock
-            self._handle = None
-
-
 class RunStore:
     """A run directory for a method and its result-defining settings.
 
@@ -201,6 +142,8 @@ class RunStore:
         self._opened = False
         self._lock = RunLock(self.root)
         self._cache: RequestCache | None = None
+        self._outputs: list[str] = []
+        """Outputs written by this process, in order (named by ``summary.json``)."""
 
     def __enter__(self) -> RunStore:
         return self
@@ -286,9 +229,19 @@ class RunStore:
         return inside_run(self.root, name)
 
     # -------------------------------------------------------------- writers
-    def write_samples(self, table, name: str = "samples") -> Path:
+    def output_path(self, name: str) -> Path:
+        """Where to write the output ``name`` (a table, samples, a plot). The first output of a
+        process marks the run incomplete (:mod:`biaslens.store.outputs`): an attempt killed
+        while it replaces the outputs leaves no finished-looking mix of two runs."""
         self.open()
-        path = self.path(f"{name}.parquet")
+        if not self._outputs:
+            outputs.remove_finished_marks(self.root, (SUMMARY_FILE, REPORT_FILE))
+        if name not in self._outputs:
+            self._outputs.append(name)
+        return self.path(name)
+
+    def write_samples(self, table, name: str = "samples") -> Path:
+        path = self.output_path(f"{name}.parquet")
         atomic.write_parquet(path, table)
         return path
 
@@ -296,25 +249,23 @@ class RunStore:
     def append_samples(self, name: str = "samples") -> Iterator[atomic.ParquetAppender]:
         """Per-sample rows written chunk by chunk (a method that streams a large set); the
         file replaces an earlier one only once complete."""
-        self.open()
-        path = self.path(f"{name}.parquet")
+        path = self.output_path(f"{name}.parquet")
         with atomic.append_parquet(path) as appender:
             yield appender
 
     def write_table(self, name: str, table) -> Path:
-        self.open()
-        path = self.path(f"{name}.csv")
+        path = self.output_path(f"{name}.csv")
         atomic.write_csv(path, table)
         return path
 
     def write_plot(self, name: str, figure) -> Path:
-        self.open()
-        path = self.path(f"plots/{name}.png")
+        path = self.output_path(f"plots/{name}.png")
         atomic.write_figure(path, figure)
         return path
 
     def write_summary(self, metrics: dict[str, Any], **provenance: Any) -> dict[str, Any]:
-        """Write ``summary.json`` (strict JSON: NaN and ±inf become null) and return it."""
+        """Write ``summary.json`` (strict JSON: NaN and ±inf become null), naming the outputs
+        this process wrote with their sizes and digests, and return it."""
         self.open()
         summary = atomic.json_safe(
             {
@@ -327,10 +278,22 @@ class RunStore:
                 "versions": package_versions(),
                 "biaslens": (build := build_info()),
                 "git_revision": build["commit"],
+                outputs.OUTPUTS_KEY: outputs.describe(self.root, self._outputs),
             }
         )
         atomic.write_json(self.path(SUMMARY_FILE), summary)
         return json.loads((self.root / SUMMARY_FILE).read_text(encoding="utf-8"))
+
+    def extend_summary(self, summary: dict[str, Any]) -> None:
+        """Write back ``summary`` (a finished run's, read before this process wrote anything)
+        naming, beside its outputs, those this process added (a later stage of the run, such as
+        imported ratings). Until then the run reads as incomplete, as during any write."""
+        self.open()
+        extended = dict(summary)
+        if outputs.OUTPUTS_KEY in extended:  # a run written before outputs were named lists none
+            added = outputs.describe(self.root, self._outputs)
+            extended[outputs.OUTPUTS_KEY] = {**extended[outputs.OUTPUTS_KEY], **added}
+        atomic.write_json(self.path(SUMMARY_FILE), extended)
 
     def close(self) -> None:
         if self._cache is not None:

@@ -1,0 +1,34 @@
+"""Paths inside a run folder: never through a symbolic link, never outside it."""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+
+from biaslens.errors import BiaslensError
+
+
+def inside_run(root: Path | str, name: str | Path) -> Path:
+    """``root / name``, refusing a symbolic link anywhere below ``root`` on the way: a link
+    in a run folder (``.lock`` → ``/etc/passwd``, ``plots`` → elsewhere) would make a write land
+    outside it. biaslens writes only inside the run folder and never follows links there."""
+    root = Path(root)
+    current = root
+    for part in Path(name).parts:
+        current = current / part
+        if current.is_symlink():
+            raise BiaslensError(
+                f"{current} is a symbolic link; biaslens does not follow links inside a run "
+                "folder (remove it, or choose another --output)"
+            )
+    return current
+
+
+def output_name(name: object, where: Path) -> str:
+    """A file name a run's summary records (``fits.csv``, ``plots/x.png``), checked as untrusted
+    input: relative, forward slashes, no ``..``, nothing that leaves the run folder."""
+    if not isinstance(name, str) or not name or "\\" in name or "\x00" in name:
+        raise BiaslensError(f"{where}: output name {name!r} is not a relative file name")
+    parts = PurePosixPath(name).parts
+    if PurePosixPath(name).is_absolute() or any(p in ("..", ".") for p in parts):
+        raise BiaslensError(f"{where}: output {name!r} lies outside the run folder")
+    return name
