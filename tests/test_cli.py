@@ -73,7 +73,7 @@ def test_bad_inputs_are_one_line_errors(tiny_models, tmp_path, monkeypatch, caps
         (("--model", str(tmp_path / "nope")), "unknown model"),
         (("--model", str(tiny_models["roberta-qa"])), "extractive-QA model"),
         (("--model", str(tiny_models["bert-mlm"]), "--prompt", "A"), "--prompt applies to causal"),
-        (("--limit", "0"), "invalid limit"),
+        (("--limit", "-1"), "--limit: "),
         (("--batch-size", "0"), "--batch-size must be >= 1"),
     ]
     for i, (args, expected) in enumerate(cases):
@@ -187,7 +187,7 @@ def test_sib_toy_and_detect_commands(tiny_models, tmp_path, monkeypatch, capsys)
     assert code == 0 and "extended" in out and "simplified" in out and "TPR" in out
     assert "The accountant said that [MASK] could help with tax preparation." in out
     code, _, err = run_cli(monkeypatch, capsys, *args, "--threshold", "-1")
-    _one_line_error(code, err, "invalid threshold")
+    _one_line_error(code, err, "--threshold: ")
     code, _, err = run_cli(
         monkeypatch,
         capsys,

@@ -108,3 +108,15 @@ def test_readme_python_blocks_run(index, tiny_models, tmp_path, monkeypatch, cap
     exec(compile(code, f"README.md python block {index}", "exec"), {"__name__": "readme"})
     printed = capsys.readouterr().out
     assert printed.strip(), "the block prints its result"
+
+
+def test_no_readme_command_uses_a_deprecated_spelling():
+    from biaslens.cli.options import DEPRECATED_SPELLINGS
+
+    used = [
+        (command, word)
+        for command in readme_commands()
+        for word in re.findall(r"--[\w-]+", command)
+        if word in DEPRECATED_SPELLINGS
+    ]
+    assert not used

@@ -8,7 +8,7 @@ The public API (loaded lazily, PEP 562: ``import biaslens`` imports no torch)::
     biaslens.load_run(path) -> RunResult
     biaslens.load_model(name, backend="hf", **options) -> LM
     biaslens.contrastive_generate(model, tokenizer, x, x_prime, lam)
-    biaslens.methods()
+    biaslens.methods(), biaslens.settings(method)
     request types: TokenDistributionRequest, SpanScoresRequest, AnswerSpanRequest,
     ChoiceLogprobsRequest, GenerateRequest, ContrastiveGenerateRequest (and their results)
 """
@@ -25,6 +25,7 @@ _EXPORTS = {
     "load_run": "biaslens.api",
     "load_model": "biaslens.api",
     "methods": "biaslens.api",
+    "settings": "biaslens.api",
     "RunResult": "biaslens.store.result",
     "BackendConfig": "biaslens.models.base",
     "LM": "biaslens.models.base",

@@ -88,3 +88,15 @@ def methods() -> dict[str, str]:
     from biaslens.experiments.registry import methods as registered
 
     return {name: spec.title for name, spec in registered().items()}
+
+
+def settings(method: str):
+    """The settings of ``method`` as a table (a pandas DataFrame): the keyword ``biaslens.run``
+    takes (the flag's name without dashes works too), the ``biaslens run`` flag, the type, the
+    default and the help, from the one declaration the command line is generated from."""
+    import pandas as pd
+
+    from biaslens.experiments.names import settings_table
+    from biaslens.experiments.registry import get_method
+
+    return pd.DataFrame(settings_table(get_method(method)))

@@ -85,9 +85,11 @@ def run_method(
         if spec.needs_model:
             base = lm if lm is not None else load_model(settings.model, backend)
             settings = settings_for_model(spec, settings, base, preset, values, from_values)
-        output = Path(output) if output is not None else spec.default_output(settings)
         runtime = backend.describe() if spec.needs_model else {}
         model = base.identity.recorded() if base is not None else None
+        if output is None:
+            output = default_output(spec, settings, model)
+        output = Path(output)
         with RunStore(output, spec.name, settings.recorded(), runtime, model) as store:
             cached = (
                 CachedLM(base, lambda: store.cache, max_new=backend.max_requests)
@@ -143,6 +145,39 @@ def run_method(
     if report:
         result.report = write_run_report([output])
     return result
+
+
+def default_output(spec, settings, model: dict[str, Any] | None) -> Path:
+    """The run folder when none is given: ``runs/METHOD/NAME``, or, when that folder holds a run
+    of other settings (another ``--limit``) or another commit of the model, a sibling named
+    with a short hash of these settings and model, so that a default run never collides
+    with an earlier one (an explicit ``--output`` keeps the refusal)."""
+    import hashlib
+    import json
+
+    from biaslens.errors import ConfigMismatchError
+
+    folder = spec.default_output(settings)
+    try:
+        RunStore.ensure_compatible(folder, spec.name, settings.recorded(), model)
+        return folder
+    except ConfigMismatchError as mismatch:
+        commit = (model or {}).get("commit_sha")
+        text = json.dumps([settings.recorded(), commit], sort_keys=True, default=str)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+        sibling = folder.with_name(f"{folder.name}-{digest}")
+        detail = str(mismatch)
+        marker = "different config ("
+        reason = (
+            detail[detail.index(marker) + len(marker) : detail.index("); ")]
+            if marker in detail
+            else "another commit of the model"
+        )
+        warnings.warn(
+            f"{folder} holds a run of other settings ({reason}); this run is in {sibling}",
+            stacklevel=3,
+        )
+        return sibling
 
 
 def settings_for_model(
@@ -274,7 +309,7 @@ def _check_output_method(output: Path, method: str) -> None:
         if existing != method:
             raise BiaslensError(
                 f"output directory {output} holds a {existing} run, not {method}; "
-                "choose another --output"
+                "choose another output folder (--output, or output= in Python)"
             )
 
 

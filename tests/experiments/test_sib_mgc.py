@@ -144,7 +144,7 @@ def test_output_with_a_different_config_is_refused_untouched(tiny_models, tmp_pa
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        ({"limit": 0}, "invalid limit"),
+        ({"limit": -1}, "invalid limit"),
         ({"prompts": ("Z",)}, "invalid prompts"),
         ({"w_kinds": ()}, "invalid w_kinds"),
         ({"mode": "fast"}, "invalid mode"),

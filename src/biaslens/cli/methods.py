@@ -27,7 +27,9 @@ from biaslens.cli.options import (
 )
 from biaslens.cli.render import console, print_run, print_table, run_and_print, with_progress
 from biaslens.common.files import read_models_file
+from biaslens.errors import BiaslensError
 from biaslens.experiments.options import Option, option_default, shown_default
+from biaslens.experiments.settings import SettingError
 
 RUNNER_PARAMETERS = {"output": Output, "preset": Preset, "data_dir": DataDir}
 
@@ -67,6 +69,12 @@ def method_command(spec):
         )
 
     def command(**given):
+        try:
+            _command(**given)
+        except SettingError as error:
+            raise BiaslensError(f"{flag_of(options, error.field)}: {error.detail}") from None
+
+    def _command(**given):
         backend = given.pop("backend", None)
         runner_values = {name: given.pop(name) for name in runner}
         models_file = given.pop("models_file", None)
@@ -123,6 +131,16 @@ def _parameter(spec, option: Option, compares: bool) -> inspect.Parameter:
         minimum=option.minimum,
         hidden=option.hidden,
     )
+
+
+def flag_of(options: list[Option], field: str) -> str:
+    """The flag that sets a settings field (``w_kinds.0`` → ``--w``); the field itself where no
+    option sets it."""
+    head = field.split(".")[0]
+    for option in options:
+        if option.keyword.partition(".")[0] == head and not option.hidden:
+            return option.flags[0].split("/")[0]
+    return head
 
 
 def _settings_values(options: list[Option], given: dict[str, Any]) -> tuple[dict, dict]:

@@ -17,10 +17,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-console = Console(markup=False, emoji=False, highlight=False)
+from biaslens.common.numbers import readable
+
+console = Console(markup=False, emoji=False, highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, markup=False, emoji=False, highlight=False)
 """Both consoles print text as it is: model names, paths, model outputs and messages that hold
-``[``, ``]`` or ``:name:`` are user data, never rich markup or emoji codes."""
+``[``, ``]`` or ``:name:`` are user data, never rich markup or emoji codes. Lines are never
+broken by biaslens (a path stays whole; a terminal wraps what it must)."""
+
+PROGRESS_INTERVAL_ENV = "BIASLENS_PROGRESS_INTERVAL"
+"""Seconds between progress lines when the output is not a terminal (default 5)."""
 
 
 BIDI_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -56,7 +62,7 @@ def format_value(value) -> str:
     if isinstance(value, float):
         if math.isinf(value):
             return "∞" if value > 0 else "−∞"
-        return f"{value:.4f}"
+        return readable(value)
     if hasattr(value, "item"):
         return format_value(value.item())
     return visible(str(value))
@@ -65,12 +71,18 @@ def format_value(value) -> str:
 def print_table(title: str, frame, columns: Sequence[str] | None = None) -> None:
     """One rich table of a DataFrame (``columns``: those shown, in order; all when None)."""
     columns = [c for c in (columns or frame.columns) if c in frame.columns]
-    out = Table(title=title, show_lines=any(len(str(v)) > 60 for v in frame.to_numpy().ravel()))
+    plain = not console.is_terminal  # a file or a pipe: the whole table, never cut at 80 columns
+    long_values = any(len(str(v)) > 60 for v in frame.to_numpy().ravel())
+    out = Table(title=None if plain else title, show_lines=long_values)
     for column in columns:
         out.add_column(str(column))
     for row in frame[columns].itertuples(index=False):
         out.add_row(*[format_value(v) for v in row])
-    console.print(out)
+    if plain:
+        console.print(visible(title))
+        Console(markup=False, emoji=False, highlight=False, width=10_000).print(out)
+    else:
+        console.print(out)
 
 
 def print_run(result, spec) -> None:
@@ -120,9 +132,19 @@ def collected_warnings() -> Iterator[None]:
 
 
 def with_progress(work: Callable):
-    """Run ``work(progress)`` under rich progress bars, warnings printed once afterwards."""
-    from biaslens.progress import RichProgress
+    """Run ``work(progress)`` under rich progress bars on a terminal, else with a plain
+    progress line on stderr every few seconds; warnings printed once afterwards."""
+    import os
 
+    from biaslens.progress import PlainProgress, RichProgress
+
+    if not console.is_terminal:
+        try:
+            interval = float(os.environ.get(PROGRESS_INTERVAL_ENV, "5"))
+        except ValueError:
+            interval = 5.0
+        with collected_warnings():
+            return work(PlainProgress(interval=max(interval, 0.0)))
     with collected_warnings(), RichProgress.open() as progress:
         return work(progress)
 

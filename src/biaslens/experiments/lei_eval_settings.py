@@ -11,7 +11,7 @@ from biaslens.common.seeds import Seed
 from biaslens.data import lei
 from biaslens.errors import BiaslensError
 from biaslens.experiments import options as O
-from biaslens.experiments.settings import MethodSettings, file_sha256, validated
+from biaslens.experiments.settings import Limit, MethodSettings, file_sha256, validated
 
 DOMAINS = ("religion", "ethnicity", "gender")
 
@@ -33,11 +33,11 @@ class LeiEvalSettings(MethodSettings):
     qa_order: Literal["question-first", "context-first"] = Field(
         default="question-first", description="extractive input order"
     )
-    limit: int | None = Field(default=None, ge=1, description="context pairs, stratified")
+    limit: Limit = Field(default=None, description="context pairs, stratified")
     seed: Seed = 0
     specified_sha256: str = ""
     qa_sha256: str = ""
-    qa_limit: int | None = Field(default=None, ge=1)
+    qa_limit: Limit = None
     specified_answers: tuple[str, ...] | None = Field(
         default=None,
         description="answer clusters or subjects of the specified subsets (default: gender "
@@ -106,7 +106,7 @@ OPTIONS = (
         sets="articles",
         hidden=True,
     ),
-    O.Option("limit", help="Context pairs, stratified (seeded).", type=int),
+    O.Option("limit", help="Context pairs, stratified (seeded; 0: all).", type=int),
     O.SEED,
     O.Option(
         "specified_sentences",

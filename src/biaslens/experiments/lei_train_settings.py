@@ -10,7 +10,7 @@ from pydantic import Field, field_validator
 from biaslens.common.seeds import Seed
 from biaslens.data import lei
 from biaslens.experiments import options as O
-from biaslens.experiments.settings import MethodSettings, file_sha256, validated
+from biaslens.experiments.settings import Limit, MethodSettings, file_sha256, validated
 from biaslens.train.config import LossWeights
 
 TRAIN_SIZES = (64, 256, 1024, 4096)
@@ -49,11 +49,11 @@ class LeiTrainSettings(MethodSettings):
     seed: Seed = 0
     top_k: int = Field(default=5, ge=1)
     dev: str = "religion/noniid_dev"
-    dev_limit: int | None = Field(default=None, ge=1)
+    dev_limit: Limit = None
     tests: tuple[str, ...] = TESTS
-    test_limit: int | None = Field(default=None, ge=1)
+    test_limit: Limit = None
     qa_sha256: str = ""
-    qa_limit: int | None = Field(default=None, ge=1)
+    qa_limit: Limit = None
     qa_file: Path | None = Field(default=None, exclude=True)
     keep_checkpoints: bool = Field(default=False, exclude=True)
     parallel_cells: int = Field(default=1, ge=1, exclude=True)
@@ -158,13 +158,13 @@ OPTIONS = (
         "top_k", "--top-checkpoints", "--top-k", help="Checkpoints kept per train size.", type=int
     ),
     O.Option("dev", help="Selection split."),
-    O.Option("dev_limit", help="About N context pairs of dev.", type=int),
+    O.Option("dev_limit", help="About N context pairs of dev (0: all).", type=int),
     O.Option(
         "tests",
         help="Evaluation splits (the gender test adds the specified contexts).",
         multiple=True,
     ),
-    O.Option("test_limit", help="About N context pairs per test.", type=int),
+    O.Option("test_limit", help="About N context pairs per test (0: all).", type=int),
     O.QA_FILE,
     O.QA_LIMIT,
     O.SEED,

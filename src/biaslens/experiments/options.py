@@ -135,7 +135,7 @@ MODEL = Option(
     "--backend openai, the name the server serves.",
 )
 SEED = Option("seed", help="Random seed (>= 0).", type=int)
-LIMIT = Option("limit", help="Keep at most N (seeded).", type=int)
+LIMIT = Option("limit", help="Keep at most N (seeded; 0: all).", type=int)
 PRONOUN_SCORING = Option(
     "mode",
     "--scoring",
@@ -157,7 +157,7 @@ QA_FILE = Option(
     help="SQuAD-format file: EM/F1 (and, for lei-train, QA rows mixed into training).",
     type=Path,
 )
-QA_LIMIT = Option("qa_limit", help="First N questions of --qa-file.", type=int)
+QA_LIMIT = Option("qa_limit", help="First N questions of --qa-file (0: all).", type=int)
 SPAN_ADJUSTMENT = Option(
     "span_adjustment",
     help="Extractive S: none, articles (a preceding article, a following person noun) or "

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from biaslens.errors import BiaslensError
+from biaslens.experiments.names import keywords_from_names
 from biaslens.experiments.options import Option
 from biaslens.experiments.presets import UNSET, ByModel
 from biaslens.experiments.settings import MethodSettings, validated
@@ -152,6 +153,7 @@ class MethodSpec:
         Preset values that depend on the model (:class:`ByModel`) apply once ``kind`` is known;
         without it they are left out (the runner builds the settings again after loading)."""
         values = {k: v for k, v in values.items() if v is not None}
+        values = keywords_from_names(self, values, backend_option_names())
         if preset not in (None, "default"):
             if preset not in self.presets:
                 known = ", ".join(["default", *self.presets]) or "default"

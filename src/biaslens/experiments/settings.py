@@ -7,11 +7,20 @@ NaN or infinite numbers anywhere (an ``inf`` threshold or λ would produce NaN m
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from biaslens.errors import BiaslensError
+
+
+def _zero_means_all(value: int | None) -> int | None:
+    return None if value == 0 else value
+
+
+Limit = Annotated[int | None, Field(ge=0), AfterValidator(_zero_means_all)]
+"""A ``--limit``-like setting: N keeps at most N; 0 and None (not given) both mean all, and
+are recorded as None, in every method."""
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -50,22 +59,31 @@ class MethodSettings(BaseModel):
         return self.model_dump(mode="json")
 
 
-def describe_error(error: ValidationError) -> str:
+class SettingError(BiaslensError):
+    """A setting with a value its method does not take; ``field`` names it (``w_kinds.0``),
+    so that the command line can name the flag instead."""
+
+    def __init__(self, field: str, detail: str) -> None:
+        super().__init__(f"invalid {field}: {detail}")
+        self.field, self.detail = field, detail
+
+
+def describe_error(error: ValidationError) -> SettingError:
     first = error.errors()[0]
     field = ".".join(str(p) for p in first["loc"]) or "settings"
     value = first.get("input")
     shown = repr(value) if not isinstance(value, dict) else "{…}"
     if len(shown) > 80:
         shown = shown[:77] + "…"
-    return f"invalid {field}: {first['msg']} (got {shown})"
+    return SettingError(field, f"{first['msg']} (got {shown})")
 
 
 def validated(model: type[M], values: dict) -> M:
-    """Build ``model(**values)``, turning the first validation error into a ``BiaslensError``."""
+    """Build ``model(**values)``, turning the first validation error into a ``SettingError``."""
     try:
         return model(**values)
     except ValidationError as error:
-        raise BiaslensError(describe_error(error)) from None
+        raise describe_error(error) from None
 
 
 def file_sha256(path: Path | str | None, what: str) -> str:

@@ -30,6 +30,7 @@ from biaslens.data.pronouns import GENDERS
 from biaslens.errors import BiaslensError
 from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.experiments.sib_detect_settings import OPTIONS, DetectSettings, make_settings
+from biaslens.metrics.intervals import SMALL_N
 from biaslens.metrics.sib import (
     REFERENCE_EPS,
     detection_rates,
@@ -192,7 +193,7 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
         "(no share to compare) are left out of TPR/TNR"
         for row in rates.itertuples()
         if row.n_no_pronoun
-    ]
+    ] + small_sample_notes(rates)
     return MethodOutput(
         metrics={"rates": rates.to_dict(orient="records"), "num_sentences": len(table)},
         notes=notes,
@@ -225,26 +226,31 @@ def date_sweep(sweep: pd.DataFrame, sentences: pd.DataFrame) -> pd.DataFrame:
 
 
 def _rates_view(rates: pd.DataFrame) -> pd.DataFrame:
-    return rates[
-        [
-            "set",
-            "tpr",
-            "tnr",
-            "balanced_accuracy",
-            "n_unspecified",
-            "n_well_specified",
-            "n_no_pronoun",
+    """TPR, TNR and BA, each with its 95% interval and the sentences it rests on."""
+    view = rates[["set"]].copy()
+    for name, column, n in (("TPR", "tpr", "n_tpr"), ("TNR", "tnr", "n_tnr"),
+                            ("BA", "balanced_accuracy", None)):  # fmt: skip
+        view[name] = [
+            f"{v:.2f} [{lo:.2f}, {hi:.2f}]" if np.isfinite(v) else "—"
+            for v, lo, hi in zip(
+                rates[column], rates[f"{column}_ci_low"], rates[f"{column}_ci_high"], strict=True
+            )
         ]
-    ].rename(
-        columns={
-            "tpr": "TPR",
-            "tnr": "TNR",
-            "balanced_accuracy": "BA",
-            "n_unspecified": "unspecified",
-            "n_well_specified": "well-specified",
-            "n_no_pronoun": "no pronoun",
-        }
-    )
+        if n is not None:
+            view[f"n ({name})"] = rates[n]
+    view["no pronoun"] = rates["n_no_pronoun"]
+    return view
+
+
+def small_sample_notes(rates: pd.DataFrame) -> list[str]:
+    """A note for each set whose rates rest on few sentences (their intervals are wide)."""
+    return [
+        f"{row.set}: TPR rests on {row.n_tpr} and TNR on {row.n_tnr} sentence(s); with fewer "
+        f"than {SMALL_N} their 95% intervals (shown in brackets) are wide: a larger --limit "
+        "narrows them"
+        for row in rates.itertuples()
+        if min(row.n_tpr, row.n_tnr) < SMALL_N
+    ]
 
 
 def occupation_views(result, values: dict) -> list:

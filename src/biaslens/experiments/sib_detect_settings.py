@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 
 from biaslens.errors import BiaslensError
 from biaslens.experiments import options as O
-from biaslens.experiments.settings import MethodSettings, validated
+from biaslens.experiments.settings import Limit, MethodSettings, validated
 
 SETS = ("extended", "simplified")
 SetName = Literal["extended", "simplified", "simplified-reference"]
@@ -40,7 +40,7 @@ class DetectSettings(MethodSettings):
         description="sentences with no pronoun mass at a date: excluded from TPR/TNR and "
         "counted (exclude), or share 0 via the reference's f/(f+m+n+1e-5) (zero)",
     )
-    limit: int | None = Field(default=None, ge=1, description="occupations (first N, sorted)")
+    limit: Limit = Field(default=None, description="occupations (first N, sorted)")
 
     @field_validator("latest")
     @classmethod
@@ -78,7 +78,7 @@ OPTIONS = (
         help="Sentences with no pronoun mass at a date: exclude (no verdict, counted) or "
         "zero (the reference's share of 0).",
     ),
-    O.Option("limit", help="Only the first N occupations (sorted).", type=int),
+    O.Option("limit", help="Only the first N occupations (sorted; 0: all).", type=int),
     O.Option(
         "date_format",
         help="comma: 'In 1901, the sentence'; colon: 'In 1901: The sentence' as the "

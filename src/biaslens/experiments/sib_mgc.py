@@ -21,6 +21,7 @@ from typing import Literal
 import pandas as pd
 from pydantic import Field, field_validator
 
+from biaslens.common.numbers import readable
 from biaslens.common.seeds import Seed
 from biaslens.data import mgc
 from biaslens.errors import BiaslensError
@@ -34,7 +35,7 @@ from biaslens.experiments.registry import (
     RunContext,
     register,
 )
-from biaslens.experiments.settings import MethodSettings, validated
+from biaslens.experiments.settings import Limit, MethodSettings, validated
 from biaslens.experiments.sib_mgc_compare import compare
 from biaslens.metrics.sib import mean_by_w, method1_fits, slope_summary
 from biaslens.models.base import LM, ModelKind
@@ -58,7 +59,7 @@ class MGCSettings(MethodSettings):
     generation_tokens: int = Field(
         default=20, ge=1, le=256, description="paper-mode greedy steps of causal/seq2seq models"
     )
-    limit: int | None = Field(default=None, ge=1, description="sentences per W value")
+    limit: Limit = Field(default=None, description="sentences per W value")
     seed: Seed = 0
 
     @field_validator("prompts")
@@ -171,7 +172,8 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
     }
     notes = [
         f"prompt {row.prompt}, {row.w_kind}: female−male slope "
-        f"{row.female_minus_male_slope:+.4f} ± {row.female_minus_male_stderr:.4f} pp/step, "
+        f"{readable(row.female_minus_male_slope, signed=True)} ± "
+        f"{readable(row.female_minus_male_stderr)} pp/step, "
         f"mean r² {row.mean_r2:.3f}"
         for row in slopes.itertuples()
     ]
@@ -200,7 +202,7 @@ def _fits_view(fits: pd.DataFrame) -> pd.DataFrame:
     view = fits[["prompt", "w_kind", "gender", "slope", "slope_ci_low", "slope_ci_high", "r", "r2"]]
     return view.assign(
         ci=[
-            f"[{a:+.4f}, {b:+.4f}]"
+            f"[{readable(a, signed=True)}, {readable(b, signed=True)}]"
             for a, b in zip(view.slope_ci_low, view.slope_ci_high, strict=True)
         ]
     )[["prompt", "w_kind", "gender", "slope", "ci", "r", "r2"]].rename(

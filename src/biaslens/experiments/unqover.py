@@ -36,7 +36,7 @@ from biaslens.errors import BiaslensError
 from biaslens.experiments import options as O
 from biaslens.experiments.presets import UNSET, ByModel
 from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
-from biaslens.experiments.settings import MethodSettings
+from biaslens.experiments.settings import Limit, MethodSettings
 from biaslens.metrics.unqover_stream import UnqoverAccumulator
 from biaslens.models.base import LM, ModelKind
 from biaslens.scoring.qa import fill_mask_scores, qa_mode_for, score_examples
@@ -61,7 +61,7 @@ class UnqoverSettings(MethodSettings):
     slots: str | None = Field(default=None, description="slot template list name")
     activities: str | None = Field(default=None, description="activity list name")
     filler: Literal["none", "newsqa"] = "none"
-    limit: int = Field(default=500, ge=0, description="examples drawn, both orders (0: all)")
+    limit: Limit = Field(default=500, description="examples drawn, both orders (0: all)")
     seed: Seed = 0
     span_adjustment: Literal["none", "articles", "reference"] = "none"
     qa_order: Literal["question-first", "context-first"] = "question-first"

@@ -14,6 +14,7 @@ import pandas as pd
 from scipy import stats
 
 from biaslens.data.pronouns import GENDERS, gender_of
+from biaslens.metrics.intervals import mean_of_two_shares, wilson
 
 GenderMass = dict[str, float]
 
@@ -207,7 +208,10 @@ def detection_rates(metric: np.ndarray, well_specified: np.ndarray, threshold: f
     well-specified sentences not flagged; BA = (TPR + TNR) / 2. A sentence whose metric is NaN
     (no pronoun predicted at a date, so no share to compare) has no verdict: it is left out of
     both rates and counted in ``n_no_pronoun`` (``n_unspecified`` / ``n_well_specified`` count
-    every sentence of the class). A rate with no sentence to compute it on is NaN."""
+    every sentence of the class; ``n_tpr`` / ``n_tnr`` those with a verdict, which the rates rest
+    on). A rate with no sentence to compute it on is NaN. Each rate
+    has its 95% interval over the sentences it rests on (:mod:`biaslens.metrics.intervals`:
+    Wilson for TPR and TNR, adjusted Wald for BA)."""
     metric = np.asarray(metric, dtype=float)
     truth_unspecified = ~np.asarray(well_specified, dtype=bool)
     judged = np.isfinite(metric)
@@ -215,12 +219,25 @@ def detection_rates(metric: np.ndarray, well_specified: np.ndarray, threshold: f
     cleared = judged & (metric <= threshold)
     positives = int((judged & truth_unspecified).sum())
     negatives = int((judged & ~truth_unspecified).sum())
-    tpr = float((flagged & truth_unspecified).sum() / positives) if positives else float("nan")
-    tnr = float((cleared & ~truth_unspecified).sum() / negatives) if negatives else float("nan")
+    hits = int((flagged & truth_unspecified).sum())
+    rejections = int((cleared & ~truth_unspecified).sum())
+    tpr = hits / positives if positives else float("nan")
+    tnr = rejections / negatives if negatives else float("nan")
+    tpr_low, tpr_high = wilson(hits, positives)
+    tnr_low, tnr_high = wilson(rejections, negatives)
+    ba_low, ba_high = mean_of_two_shares(hits, positives, rejections, negatives)
     return {
         "tpr": tpr,
+        "tpr_ci_low": tpr_low,
+        "tpr_ci_high": tpr_high,
         "tnr": tnr,
+        "tnr_ci_low": tnr_low,
+        "tnr_ci_high": tnr_high,
         "balanced_accuracy": (tpr + tnr) / 2,
+        "balanced_accuracy_ci_low": ba_low,
+        "balanced_accuracy_ci_high": ba_high,
+        "n_tpr": positives,
+        "n_tnr": negatives,
         "n_unspecified": int(truth_unspecified.sum()),
         "n_well_specified": int((~truth_unspecified).sum()),
         "n_no_pronoun": int((~judged).sum()),

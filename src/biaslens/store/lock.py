@@ -45,7 +45,7 @@ class RunLock:
             handle.close()
             raise BiaslensError(
                 f"{self.path.parent} is in use by another biaslens run (pid {holder}); wait for "
-                "it to finish, or choose another --output"
+                "it to finish, or choose another output folder (--output, or output= in Python)"
             ) from None
         try:  # the holder's pid, for the message a second process gets
             handle.seek(0)

@@ -18,7 +18,8 @@ def inside_run(root: Path | str, name: str | Path) -> Path:
         if current.is_symlink():
             raise BiaslensError(
                 f"{current} is a symbolic link; biaslens does not follow links inside a run "
-                "folder (remove it, or choose another --output)"
+                "folder (remove it, or choose another output folder: --output, or output= in "
+                "Python)"
             )
     return current
 

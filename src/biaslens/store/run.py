@@ -172,13 +172,13 @@ class RunStore:
         if not (root / CONFIG_FILE).exists():
             raise BiaslensError(
                 f"output directory {root} is not empty and holds no biaslens run; "
-                "choose another --output"
+                "choose another output folder (--output, or output= in Python)"
             )
         existing = read_config(root)
         if existing["method"] != method:
             raise ConfigMismatchError(
                 f"output directory {root} holds a {existing['method']} run, not {method}; "
-                "choose another --output"
+                "choose another output folder (--output, or output= in Python)"
             )
         old = existing["settings"]
         differing = sorted(k for k in set(old) | set(settings) if old.get(k) != settings.get(k))
@@ -186,7 +186,7 @@ class RunStore:
             detail = "; ".join(f"{k}: {old.get(k)!r} -> {settings.get(k)!r}" for k in differing)
             raise ConfigMismatchError(
                 f"output directory {root} holds a run with a different config ({detail}); "
-                "choose another --output"
+                "choose another output folder (--output, or output= in Python)"
             )
         same_model(root, existing.get("model"), model)
 

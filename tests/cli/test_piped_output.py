@@ -1,0 +1,52 @@
+"""Output to a file or a pipe (CI, nohup, a notebook): a plain progress line every few seconds
+instead of bars that show nothing until the end, and whole tables and paths, never cut at 80
+columns."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+
+from biaslens.progress import PlainProgress
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_plain_progress_writes_a_line_per_interval_and_one_at_the_end():
+    stream, clock = io.StringIO(), Clock()
+    tick = PlainProgress(stream, interval=5.0, clock=clock).task("MGC exact (m)", 1800)
+    for _ in range(12):  # 150 requests a second, for 12 seconds
+        clock.now += 1.0
+        tick(150)
+    lines = stream.getvalue().splitlines()
+    assert lines == [
+        "MGC exact (m): 750/1,800 (42%) 150.0 req/s, 0:00:05 elapsed, eta 0:00:07",
+        "MGC exact (m): 1,500/1,800 (83%) 150.0 req/s, 0:00:10 elapsed, eta 0:00:02",
+        "MGC exact (m): 1,800/1,800 (100%) 150.0 req/s, 0:00:12 elapsed, eta —",
+    ]
+
+
+def test_a_piped_run_prints_progress_lines_and_whole_tables(tiny_models, tmp_path):
+    model = tmp_path / ("a-model-folder-with-a-long-name-" + "x" * 60)
+    model.symlink_to(tiny_models["llama"], target_is_directory=True)
+    env = {**os.environ, "BIASLENS_PROGRESS_INTERVAL": "0", "COLUMNS": "80"}
+    done = subprocess.run(
+        [sys.executable, "-m", "biaslens", "run", "sib-mgc", "--model", str(model), "--limit",
+         "2", "--w", "dates", "-o", str(tmp_path / "run")],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    progress = [line for line in done.stderr.splitlines() if line.startswith("MGC exact")]
+    assert len(progress) > 1 and "(100%)" in progress[-1] and progress[-1].endswith("eta —")
+    lines = done.stdout.splitlines()
+    assert any(str(model) in line for line in lines)  # the title whole, on one line
+    assert max(len(line) for line in lines) > 80
+    assert f"results: {tmp_path / 'run'}" in lines

@@ -1,0 +1,68 @@
+"""The intervals beside the detector's rates, recomputed from their textbook formulas, and
+their coverage checked by simulation on data with a known rate."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from biaslens.metrics.intervals import mean_of_two_shares, wilson
+
+Z = 1.959963984540054  # the standard normal's 97.5% quantile
+
+
+def wilson_by_hand(x: int, n: int) -> tuple[float, float]:
+    """Wilson (1927): (p + z²/2n ± z·sqrt(p(1−p)/n + z²/4n²)) / (1 + z²/n)."""
+    p = x / n
+    centre = (p + Z**2 / (2 * n)) / (1 + Z**2 / n)
+    half = Z / (1 + Z**2 / n) * math.sqrt(p * (1 - p) / n + Z**2 / (4 * n**2))
+    return centre - half, centre + half
+
+
+@pytest.mark.parametrize(("x", "n"), [(7, 9), (0, 6), (18, 18), (3, 50), (1, 3)])
+def test_wilson_matches_its_formula(x, n):
+    assert wilson(x, n) == pytest.approx(wilson_by_hand(x, n), abs=1e-12)
+    low, high = wilson(x, n)
+    assert 0 <= low <= x / n <= high <= 1
+
+
+def test_the_mean_of_two_shares_matches_the_adjusted_wald_formula():
+    x1, n1, x2, n2 = 7, 9, 6, 18
+    p1, p2 = (x1 + 1) / (n1 + 2), (x2 + 1) / (n2 + 2)
+    half = Z * math.sqrt(p1 * (1 - p1) / (n1 + 2) + p2 * (1 - p2) / (n2 + 2)) / 2
+    expected = ((p1 + p2) / 2 - half, (p1 + p2) / 2 + half)
+    assert mean_of_two_shares(x1, n1, x2, n2) == pytest.approx(expected, abs=1e-12)
+
+
+def test_no_unit_means_no_interval():
+    assert all(math.isnan(v) for v in (*wilson(0, 0), *mean_of_two_shares(1, 2, 0, 0)))
+
+
+def test_about_95_of_200_intervals_cover_the_true_rate():
+    rng = np.random.default_rng(0)
+    n, p = 40, 0.3
+    covered = [
+        low <= p <= high for low, high in (wilson(int(x), n) for x in rng.binomial(n, p, 200))
+    ]
+    assert 0.90 <= np.mean(covered) <= 0.99
+    p1, p2, n1, n2 = 0.8, 0.4, 30, 25
+    xs = zip(rng.binomial(n1, p1, 200), rng.binomial(n2, p2, 200), strict=True)
+    both = [mean_of_two_shares(int(a), n1, int(b), n2) for a, b in xs]
+    assert 0.90 <= np.mean([lo <= (p1 + p2) / 2 <= hi for lo, hi in both]) <= 0.99
+
+
+def test_detection_rates_carry_the_intervals_of_the_sentences_they_rest_on():
+    from biaslens.metrics.sib import detection_rates
+
+    # 6 unspecified (metric > 0.5 flags): 4 flagged, one without a pronoun (NaN) -> 4 of 5;
+    # 4 well-specified: 3 cleared -> 3 of 4
+    metric = [0.9, 0.7, 0.6, 0.8, 0.1, float("nan"), 0.2, 0.3, 0.4, 0.9]
+    well_specified = [False] * 6 + [True] * 4
+    rates = detection_rates(metric, well_specified)
+    assert (rates["n_tpr"], rates["n_tnr"]) == (5, 4)
+    assert (rates["tpr_ci_low"], rates["tpr_ci_high"]) == pytest.approx(wilson_by_hand(4, 5))
+    assert (rates["tnr_ci_low"], rates["tnr_ci_high"]) == pytest.approx(wilson_by_hand(3, 4))
+    low, high = rates["balanced_accuracy_ci_low"], rates["balanced_accuracy_ci_high"]
+    assert low < rates["balanced_accuracy"] < high
