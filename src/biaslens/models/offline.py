@@ -12,8 +12,10 @@ imports the ``llm`` tool, which is not a dependency).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib.util
+import io
 import json
 import os
 import shutil
@@ -137,9 +139,12 @@ def _convert_gguf(gguf: Path, target: Path, source: dict) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-            loaded = AutoModelForCausalLM.from_pretrained(
-                gguf.parent, gguf_file=gguf.name, dtype=torch.float32
-            )
+            # transformers' GGUF reader draws its own tqdm bar, which no setting turns off: it
+            # would sit in front of the run's own progress (and of a one-line error)
+            with contextlib.redirect_stderr(io.StringIO()):
+                loaded = AutoModelForCausalLM.from_pretrained(
+                    gguf.parent, gguf_file=gguf.name, dtype=torch.float32
+                )
             # save_pretrained of a GGUF-loaded model fails: rebuild from the config instead,
             # without the GGUF quantization entry (the weights are plain float32 now).
             config = copy.deepcopy(loaded.config)
