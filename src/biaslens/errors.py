@@ -10,7 +10,12 @@ class BiaslensError(Exception):
 
 
 class ConfigMismatchError(BiaslensError):
-    """The output directory already holds a run with a different configuration."""
+    """The output directory already holds a run with a different configuration; ``reason``
+    says what differs, in a few words (``limit: 3 -> 4``)."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def quoted(text: str) -> str:

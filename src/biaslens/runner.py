@@ -27,6 +27,7 @@ from biaslens.experiments.registry import RunContext, get_method, safe_name
 from biaslens.models.base import LM, BackendConfig
 from biaslens.progress import NoProgress, Progress
 from biaslens.store.cache import CachedLM
+from biaslens.store.paths import ANOTHER_OUTPUT
 from biaslens.store.result import LazyTables, RunResult
 from biaslens.store.run import RunStore, read_config
 
@@ -166,15 +167,8 @@ def default_output(spec, settings, model: dict[str, Any] | None) -> Path:
         text = json.dumps([settings.recorded(), commit], sort_keys=True, default=str)
         digest = hashlib.sha256(text.encode()).hexdigest()[:8]
         sibling = folder.with_name(f"{folder.name}-{digest}")
-        detail = str(mismatch)
-        marker = "different config ("
-        reason = (
-            detail[detail.index(marker) + len(marker) : detail.index("); ")]
-            if marker in detail
-            else "another commit of the model"
-        )
         warnings.warn(
-            f"{folder} holds a run of other settings ({reason}); this run is in {sibling}",
+            f"{folder} holds a run of other settings ({mismatch.reason}); this run is in {sibling}",
             stacklevel=3,
         )
         return sibling
@@ -308,8 +302,7 @@ def _check_output_method(output: Path, method: str) -> None:
         existing = read_config(output)["method"]
         if existing != method:
             raise BiaslensError(
-                f"output directory {output} holds a {existing} run, not {method}; "
-                "choose another output folder (--output, or output= in Python)"
+                f"output directory {output} holds a {existing} run, not {method}; {ANOTHER_OUTPUT}"
             )
 
 

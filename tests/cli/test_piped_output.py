@@ -50,3 +50,15 @@ def test_a_piped_run_prints_progress_lines_and_whole_tables(tiny_models, tmp_pat
     assert any(str(model) in line for line in lines)  # the title whole, on one line
     assert max(len(line) for line in lines) > 80
     assert f"results: {tmp_path / 'run'}" in lines
+
+
+def test_a_progress_interval_that_is_no_duration_is_named(monkeypatch):
+    import pytest
+
+    from biaslens.cli.render import with_progress
+    from biaslens.errors import BiaslensError
+
+    for value in ("abc", "-1", "inf"):
+        monkeypatch.setenv("BIASLENS_PROGRESS_INTERVAL", value)
+        with pytest.raises(BiaslensError, match="BIASLENS_PROGRESS_INTERVAL=.*0 or more"):
+            with_progress(lambda progress: None)  # captured output: not a terminal

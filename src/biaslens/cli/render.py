@@ -17,10 +17,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from biaslens.common.env import seconds_from_env
 from biaslens.common.numbers import readable
 
-console = Console(markup=False, emoji=False, highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, markup=False, emoji=False, highlight=False)
+TEXT_AS_IS = {"markup": False, "emoji": False, "highlight": False}
+console = Console(**TEXT_AS_IS, soft_wrap=True)
+err_console = Console(stderr=True, **TEXT_AS_IS)
 """Both consoles print text as it is: model names, paths, model outputs and messages that hold
 ``[``, ``]`` or ``:name:`` are user data, never rich markup or emoji codes. Lines are never
 broken by biaslens (a path stays whole; a terminal wraps what it must)."""
@@ -80,7 +82,7 @@ def print_table(title: str, frame, columns: Sequence[str] | None = None) -> None
         out.add_row(*[format_value(v) for v in row])
     if plain:
         console.print(visible(title))
-        Console(markup=False, emoji=False, highlight=False, width=10_000).print(out)
+        Console(**TEXT_AS_IS, width=10_000).print(out)
     else:
         console.print(out)
 
@@ -134,17 +136,12 @@ def collected_warnings() -> Iterator[None]:
 def with_progress(work: Callable):
     """Run ``work(progress)`` under rich progress bars on a terminal, else with a plain
     progress line on stderr every few seconds; warnings printed once afterwards."""
-    import os
-
     from biaslens.progress import PlainProgress, RichProgress
 
     if not console.is_terminal:
-        try:
-            interval = float(os.environ.get(PROGRESS_INTERVAL_ENV, "5"))
-        except ValueError:
-            interval = 5.0
+        interval = seconds_from_env(PROGRESS_INTERVAL_ENV, 5.0, allow_zero=True)
         with collected_warnings():
-            return work(PlainProgress(interval=max(interval, 0.0)))
+            return work(PlainProgress(interval=interval))
     with collected_warnings(), RichProgress.open() as progress:
         return work(progress)
 

@@ -18,6 +18,7 @@ import subprocess
 import sys
 from contextlib import contextmanager
 
+from biaslens.common.env import seconds_from_env
 from biaslens.errors import BiaslensError
 from biaslens.models.base import LM, BackendConfig
 
@@ -33,20 +34,6 @@ _PROBE = (
     "logging_level='ERROR')\n"
     "ray.shutdown()\n"
 )
-
-
-def seconds_from_env(name: str, default: float) -> float:
-    """A positive number of seconds from ``$name`` (one line naming it when it is not)."""
-    text = os.environ.get(name)
-    if text is None:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):
-        raise BiaslensError(f"{name}={text!r}: give a positive number of seconds")
-    return value
 
 
 def import_ray():

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from biaslens.errors import BiaslensError
-from biaslens.store.paths import inside_run
+from biaslens.store.paths import ANOTHER_OUTPUT, inside_run
 
 LOCK_FILE = ".lock"
 
@@ -45,7 +45,7 @@ class RunLock:
             handle.close()
             raise BiaslensError(
                 f"{self.path.parent} is in use by another biaslens run (pid {holder}); wait for "
-                "it to finish, or choose another output folder (--output, or output= in Python)"
+                f"it to finish, or {ANOTHER_OUTPUT}"
             ) from None
         try:  # the holder's pid, for the message a second process gets
             handle.seek(0)

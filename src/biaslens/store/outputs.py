@@ -24,7 +24,7 @@ OUTPUTS_KEY = "outputs"
 def describe(root: Path, names: Iterable[str]) -> dict[str, dict[str, Any]]:
     """``{name: {"bytes": size, "sha256": digest}}`` for each output written (in order)."""
     described = {}
-    for name in dict.fromkeys(names):
+    for name in names:
         path = inside_run(root, name)
         if path.is_file():
             described[name] = {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
@@ -58,7 +58,7 @@ def checked(root: Path, summary_path: Path, recorded: Any) -> list[Path]:
         path = inside_run(root, output_name(name, summary_path))
         if not isinstance(facts, dict) or not isinstance(facts.get("sha256"), str):
             raise BiaslensError(f"{summary_path}: {OUTPUTS_KEY}[{name!r}] needs a sha256")
-        if path.is_symlink() or not path.is_file():
+        if not path.is_file():  # a link is refused by inside_run
             problem = "is missing" if not path.exists() else "is not a regular file"
             raise BiaslensError(f"{path} {problem}, but {summary_path.name} names it; {_RERUN}")
         if path.stat().st_size != facts.get("bytes") or sha256_file(path) != facts["sha256"]:

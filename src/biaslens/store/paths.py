@@ -6,6 +6,9 @@ from pathlib import Path, PurePosixPath
 
 from biaslens.errors import BiaslensError
 
+ANOTHER_OUTPUT = "choose another output folder (--output, or output= in Python)"
+"""How every message about an unusable run folder ends (the CLI's flag and the API's keyword)."""
+
 
 def inside_run(root: Path | str, name: str | Path) -> Path:
     """``root / name``, refusing a symbolic link anywhere below ``root`` on the way: a link
@@ -18,8 +21,7 @@ def inside_run(root: Path | str, name: str | Path) -> Path:
         if current.is_symlink():
             raise BiaslensError(
                 f"{current} is a symbolic link; biaslens does not follow links inside a run "
-                "folder (remove it, or choose another output folder: --output, or output= in "
-                "Python)"
+                f"folder: remove it, or {ANOTHER_OUTPUT}"
             )
     return current
 

@@ -40,7 +40,7 @@ from biaslens.errors import BiaslensError, ConfigMismatchError
 from biaslens.store import outputs
 from biaslens.store.cache import RequestCache
 from biaslens.store.lock import LOCK_FILE, RunLock
-from biaslens.store.paths import inside_run
+from biaslens.store.paths import ANOTHER_OUTPUT, inside_run
 from biaslens.store.provenance import build_info, package_versions
 
 FORMAT_VERSION = 1
@@ -84,8 +84,8 @@ def same_model(root: Path, recorded: Any, model: dict[str, Any] | None) -> None:
         asked = f"{name} (revision {model.get('revision') or 'main'})"
         raise ConfigMismatchError(
             f"output directory {root} holds a run of {name} at commit {old}, but {asked} now "
-            f"resolves to {new}: pass --revision {old} to resume that run, or choose another "
-            "--output"
+            f"resolves to {new}: pass --revision {old} to resume that run, or {ANOTHER_OUTPUT}",
+            reason=f"{name} at commit {old}",
         )
 
 
@@ -171,14 +171,14 @@ class RunStore:
             return
         if not (root / CONFIG_FILE).exists():
             raise BiaslensError(
-                f"output directory {root} is not empty and holds no biaslens run; "
-                "choose another output folder (--output, or output= in Python)"
+                f"output directory {root} is not empty and holds no biaslens run; {ANOTHER_OUTPUT}"
             )
         existing = read_config(root)
         if existing["method"] != method:
             raise ConfigMismatchError(
                 f"output directory {root} holds a {existing['method']} run, not {method}; "
-                "choose another output folder (--output, or output= in Python)"
+                f"{ANOTHER_OUTPUT}",
+                reason=f"a {existing['method']} run",
             )
         old = existing["settings"]
         differing = sorted(k for k in set(old) | set(settings) if old.get(k) != settings.get(k))
@@ -186,7 +186,8 @@ class RunStore:
             detail = "; ".join(f"{k}: {old.get(k)!r} -> {settings.get(k)!r}" for k in differing)
             raise ConfigMismatchError(
                 f"output directory {root} holds a run with a different config ({detail}); "
-                "choose another output folder (--output, or output= in Python)"
+                f"{ANOTHER_OUTPUT}",
+                reason=detail,
             )
         same_model(root, existing.get("model"), model)
 
