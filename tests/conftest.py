@@ -60,6 +60,15 @@ def private_user_cache(tmp_path_factory) -> Iterator[Path]:
         os.environ["BIASLENS_CACHE_DIR"] = previous
 
 
+@pytest.fixture(autouse=True)
+def private_request_cache(tmp_path_factory, monkeypatch) -> Path:
+    """Each test's own shared request cache: a test counts the requests its runs compute, and
+    one test's answers must not stand in for another's."""
+    folder = tmp_path_factory.mktemp("request-cache")
+    monkeypatch.setenv("BIASLENS_REQUEST_CACHE_DIR", str(folder))
+    return folder
+
+
 @pytest.fixture(scope="session")
 def full_data() -> Path:
     return full_data_dir()

@@ -36,3 +36,14 @@ def import_ray():
     if os.environ.get("BIASLENS_REQUIRE_RAY") == "1":
         return __import__("ray")
     return pytest.importorskip("ray")
+
+
+def shared_cache_file():
+    """The one file of the test's shared request cache (``BIASLENS_REQUEST_CACHE_DIR``, set per
+    test by ``conftest.private_request_cache``): the runs of one model write there."""
+    import os
+    from pathlib import Path
+
+    files = sorted(Path(os.environ["BIASLENS_REQUEST_CACHE_DIR"]).glob("*.sqlite"))
+    assert len(files) == 1, f"expected one model's request cache, found {files}"
+    return files[0]

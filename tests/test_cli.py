@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from biaslens import cli
+from tests.helpers import shared_cache_file
 
 
 def run_cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
@@ -331,7 +332,7 @@ def test_max_requests_stops_cleanly_and_the_rerun_goes_on(
     code, _, err = run_cli(monkeypatch, capsys, *args, "--max-requests", "7")
     _one_line_error(code, err, "stopped after 7 new request(s) (--max-requests)")
     assert not (out / "summary.json").exists()
-    cache = RequestCache(out / "requests.sqlite")
+    cache = RequestCache(shared_cache_file())
     assert cache.count() == 7
     cache.close()
     code, _, _ = run_cli(monkeypatch, capsys, *args)
@@ -339,7 +340,7 @@ def test_max_requests_stops_cleanly_and_the_rerun_goes_on(
     summary = json.loads((out / "summary.json").read_text())
     assert summary["requests"]["cached"] == 7 and summary["requests"]["computed"] > 0
     fresh = tmp_path / "fresh"
-    code, _, _ = run_cli(monkeypatch, capsys, *args[:-1], str(fresh))
+    code, _, _ = run_cli(monkeypatch, capsys, *args[:-1], str(fresh), "--no-cache")
     assert code == 0
     fresh_metrics = json.loads((fresh / "summary.json").read_text())["metrics"]
     assert _numbers(fresh_metrics) == pytest.approx(

@@ -38,13 +38,17 @@ def run(
     data_dir: str | Path | None = None,
     progress=None,
     report: bool = True,
+    cache_dir: str | Path | None = None,
+    no_cache: bool = False,
     **settings: Any,
 ) -> RunResult:
     """Run a method (``biaslens.methods()`` lists them) and return its :class:`RunResult`.
 
     ``settings`` are the method's settings (e.g. ``mode="paper"``, ``limit=5``); keywords that
     name a :class:`BackendConfig` field (``device``, ``dtype``, ``batch_size``, ``base_url``…)
-    configure the backend. Rerunning the same call resumes from the run's request cache.
+    configure the backend. Answers are kept in the request cache every run of the model shares
+    (``cache_dir``, default ``~/.cache/biaslens/requests``; ``no_cache=True``: in the run
+    folder only), so rerunning the same call resumes and another call reuses them.
     """
     from biaslens.runner import run_method
 
@@ -60,6 +64,8 @@ def run(
         data_dir=data_dir,
         preset=preset,
         report=report,
+        cache_dir=cache_dir,
+        no_cache=no_cache,
         **settings,
     )
 

@@ -26,7 +26,7 @@ from biaslens.errors import BiaslensError
 from biaslens.experiments.registry import RunContext, get_method, safe_name
 from biaslens.models.base import LM, BackendConfig
 from biaslens.progress import NoProgress, Progress
-from biaslens.store.cache import CachedLM
+from biaslens.store.cache import CachedLM, model_cache_file, shared_cache_dir
 from biaslens.store.paths import ANOTHER_OUTPUT
 from biaslens.store.result import LazyTables, RunResult
 from biaslens.store.run import RunStore, read_config
@@ -46,14 +46,18 @@ def run_method(
     data_dir: Path | str | None = None,
     preset: str | None = None,
     report: bool = True,
+    cache_dir: Path | str | None = None,
+    no_cache: bool = False,
     **values: Any,
 ) -> RunResult:
-    """Run ``method`` and return its result; rerunning the same call resumes from the run's
-    request cache.
+    """Run ``method`` and return its result; rerunning the same call resumes from the request
+    cache.
 
     ``settings`` is the method's settings object, or give its fields as keyword ``values``
     (with ``preset``). ``output`` defaults to ``runs/<method>/<name>``. ``backend`` chooses and
-    configures the backend; ``lm`` passes an already loaded model instead.
+    configures the backend; ``lm`` passes an already loaded model instead. Answers are kept in
+    the request cache shared by every run of the model (``cache_dir``; default
+    ``~/.cache/biaslens/requests``), or, with ``no_cache``, in the run folder only.
     """
     from biaslens.models.registry import load_model, resolve_name
 
@@ -91,7 +95,12 @@ def run_method(
         if output is None:
             output = default_output(spec, settings, model)
         output = Path(output)
-        with RunStore(output, spec.name, settings.recorded(), runtime, model) as store:
+        cache_file = (
+            model_cache_file(shared_cache_dir(cache_dir), base.identity)
+            if base is not None and not no_cache
+            else None
+        )
+        with RunStore(output, spec.name, settings.recorded(), runtime, model, cache_file) as store:
             cached = (
                 CachedLM(base, lambda: store.cache, max_new=backend.max_requests)
                 if base is not None
@@ -118,6 +127,7 @@ def run_method(
                     "model": base.identity.describe(),
                     "backend": backend.describe(),
                     "requests": dict(cached.stats),
+                    "request_cache": str(cache_file) if cache_file else "run folder",
                 }
             random_tensors = dict(base.identity.details).get("random_tensors") if base else None
             if random_tensors:
@@ -226,7 +236,8 @@ def plan_method(
         raise BiaslensError(
             f"{method} fine-tunes the model in process: it sends no requests to count"
         )
-    values.pop("output", None)
+    for unused in ("output", "cache_dir", "no_cache"):  # nothing is written or asked
+        values.pop(unused, None)
     backend = backend or BackendConfig()
     settings = spec.build_settings(preset, **values)
     planner = planning_model(settings.model, backend)
@@ -325,6 +336,8 @@ def run_comparison(
     backend: BackendConfig | None = None,
     progress: Progress | None = None,
     preset: str | None = None,
+    cache_dir: Path | str | None = None,
+    no_cache: bool = False,
     **values: Any,
 ):
     """Run ``method`` for several models, each in its own run folder under ``output`` (each
@@ -355,6 +368,8 @@ def run_comparison(
             progress=progress,
             report=False,
             preset=preset,
+            cache_dir=cache_dir,
+            no_cache=no_cache,
             model=model,
             **values,
         )

@@ -119,7 +119,9 @@ def test_every_registered_method_has_exactly_its_declared_options():
         declared = {part for flag in declared for part in flag.split("/")}
         runner = {"--output", "-o", "--preset"} | ({"--data-dir"} if spec.reads_data else set())
         compared = {"--models-file"} if spec.comparison else set()
-        asks_model = backend | {"--dry-run"} if spec.needs_model else set()
+        asks_model = (
+            backend | {"--dry-run", "--cache-dir", "--no-cache"} if spec.needs_model else set()
+        )
         expected = declared | runner | compared | asks_model
         given = {opt for p in run.commands[name].params for opt in p.opts + p.secondary_opts}
         assert given == expected, name

@@ -12,7 +12,7 @@ from biaslens.errors import BiaslensError
 from biaslens.metrics.unqover import model_summary
 from biaslens.models import BackendConfig, load_model
 from tests.conftest import DATA
-from tests.helpers import runner
+from tests.helpers import runner, shared_cache_file
 
 run_unqover = runner("unqover")
 CPU = BackendConfig(device="cpu", batch_size=8)
@@ -191,9 +191,7 @@ def test_streamed_chunks_give_the_metrics_of_the_whole_table(
     rows = method.build_examples(settings, lists_with_tiny_names)
     from biaslens.store.cache import CachedLM, RequestCache
 
-    lm = CachedLM(
-        load_model(str(tiny_models[name]), CPU), RequestCache(tmp_path / "run" / "requests.sqlite")
-    )
+    lm = CachedLM(load_model(str(tiny_models[name]), CPU), RequestCache(shared_cache_file()))
     if settings.mode == "fill-mask":
         whole = fill_mask_scores(lm, rows, NoProgress())
     else:
@@ -247,6 +245,6 @@ def test_an_interrupted_streamed_run_resumes_chunk_by_chunk(tiny_models, tmp_pat
     resumed = run_unqover(None, tmp_path / "run", CPU, **common)
     requests = resumed.summary["requests"]
     assert requests["cached"] > 0 and requests["computed"] > 0
-    fresh = run_unqover(None, tmp_path / "fresh", CPU, **common)
+    fresh = run_unqover(None, tmp_path / "fresh", CPU, no_cache=True, **common)
     assert requests["cached"] + requests["computed"] == fresh.summary["requests"]["computed"]
     assert resumed.unqover.equals(fresh.unqover)

@@ -165,7 +165,7 @@ def test_ctrl_c_prints_how_to_resume_and_the_rerun_resumes(tiny_models, tmp_path
     args = [
         sys.executable, "-m", "biaslens.cli", "run", "sib-mgc", "--model", str(tiny_models["gpt2"]),
         "--output", str(tmp_path / "run"), "--batch-size", "4", "--device", "cpu",
-        "--scoring", "paper",
+        "--scoring", "paper", "--no-cache",
     ]  # fmt: skip
     process = subprocess.Popen(
         args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

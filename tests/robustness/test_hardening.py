@@ -541,7 +541,7 @@ def test_a_linked_request_cache_is_refused(tiny_models, tmp_path):
     import biaslens
 
     out = tmp_path / "run"
-    options = dict(w_kinds=("dates",), limit=1, device="cpu", report=False)
+    options = dict(w_kinds=("dates",), limit=1, device="cpu", report=False, no_cache=True)
     biaslens.run("sib-mgc", str(tiny_models["llama"]), output=out, **options)
     victim = tmp_path / "victim.sqlite"
     victim.write_text("keep me")

@@ -20,8 +20,9 @@ CPU = BackendConfig(device="cpu", batch_size=16)
 
 
 def _mgc(tiny_models, output):
+    """A run that keeps its answers in its own folder (the shared cache is the same code)."""
     settings = make_settings(model=str(tiny_models["llama"]), limit=1, w_kinds=("dates",))
-    return run_mgc(settings, output, CPU)
+    return run_mgc(settings, output, CPU, no_cache=True)
 
 
 @pytest.mark.parametrize(

@@ -49,9 +49,9 @@ def model(tiny_models, tmp_path) -> Path:
     return Path(shutil.copytree(tiny_models["llama"], tmp_path / "model"))
 
 
-def _mgc(model: Path, output: Path, backend: BackendConfig = CPU):
+def _mgc(model: Path, output: Path, backend: BackendConfig = CPU, **options):
     settings = make_settings(model=str(model), limit=1, w_kinds=("dates",))
-    return run_mgc(settings, output, backend)
+    return run_mgc(settings, output, backend, **options)
 
 
 def _change_weights(model: Path) -> None:
@@ -151,10 +151,10 @@ def test_an_output_name_outside_the_run_folder_is_refused(model, tmp_path, name)
 def test_a_resume_on_a_full_disk_keeps_the_cache_where_it_is(model, tmp_path):
     run = tmp_path / "run"
     with pytest.raises(BiaslensError, match="--max-requests"):
-        _mgc(model, run, BackendConfig(device="cpu", batch_size=16, max_requests=10))
+        _mgc(model, run, BackendConfig(device="cpu", batch_size=16, max_requests=10), no_cache=True)
     before = (run / "requests.sqlite").read_bytes()
     with file_size_limit(4096), pytest.raises(BiaslensError) as refused:
-        _mgc(model, run)
+        _mgc(model, run, no_cache=True)
     message = str(refused.value)
     assert (
         "\n" not in message
@@ -164,7 +164,7 @@ def test_a_resume_on_a_full_disk_keeps_the_cache_where_it_is(model, tmp_path):
     assert not list(run.glob("*.corrupt-*"))  # a refused write is not damage
     assert (run / "requests.sqlite").read_bytes() == before
     assert _cached_answers(run) == 10
-    resumed = _mgc(model, run)
+    resumed = _mgc(model, run, no_cache=True)
     assert resumed.cache_stats == {"cached": 10, "computed": 20}
 
 

@@ -15,8 +15,10 @@ from typing import Any
 import typer
 
 from biaslens.cli.options import (
+    CacheDir,
     DataDir,
     DryRun,
+    NoCache,
     Output,
     Preset,
     add_command,
@@ -31,7 +33,13 @@ from biaslens.errors import BiaslensError
 from biaslens.experiments.options import Option, option_default, shown_default
 from biaslens.experiments.settings import SettingError
 
-RUNNER_PARAMETERS = {"output": Output, "preset": Preset, "data_dir": DataDir}
+RUNNER_PARAMETERS = {
+    "output": (Output, None),
+    "preset": (Preset, None),
+    "data_dir": (DataDir, None),
+    "cache_dir": (CacheDir, None),
+    "no_cache": (NoCache, False),
+}
 
 
 def register(run_app: typer.Typer) -> None:
@@ -54,9 +62,13 @@ def method_command(spec):
             )
         )
     runner = ["output", "preset"] + (["data_dir"] if spec.reads_data else [])
+    runner += ["cache_dir", "no_cache"] if spec.needs_model else []
     parameters += [
         inspect.Parameter(
-            name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=RUNNER_PARAMETERS[name]
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=RUNNER_PARAMETERS[name][1],
+            annotation=RUNNER_PARAMETERS[name][0],
         )
         for name in runner
     ]

@@ -165,6 +165,22 @@ DataDir = Annotated[
         help="Folder holding the public datasets (else $BIASLENS_DATA_DIR or the download cache).",
     ),
 ]
+CacheDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir",
+        help="Folder of the request cache shared by every run (else $BIASLENS_REQUEST_CACHE_DIR "
+        "or ~/.cache/biaslens/requests): answers any run computed are reused.",
+    ),
+]
+NoCache = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache",
+        help="Keep this run's answers in its own folder only (it still resumes): reuse nothing "
+        "from, and add nothing to, the shared request cache.",
+    ),
+]
 Seed = Annotated[int | None, typer.Option("--seed", help="Random seed (>= 0; default 0).")]
 DryRun = Annotated[
     bool,

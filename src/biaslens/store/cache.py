@@ -1,4 +1,11 @@
-"""A SQLite request cache in front of any backend, so that interrupted runs resume.
+"""A SQLite request cache in front of any backend, so that interrupted runs resume and every
+run reuses the answers any earlier run computed.
+
+The cache is shared across run folders: one file per model identity under
+``~/.cache/biaslens/requests/`` (``$BIASLENS_REQUEST_CACHE_DIR``, or ``--cache-dir``), so another
+``--limit``, ``--output`` or method asks the model only what no run asked it before. SQLite's
+write-ahead log lets concurrent runs read and write the same file. ``--no-cache`` keeps the
+answers in the run folder instead (the run still resumes; nothing is shared).
 
 Each request is keyed by sha256(model identity, request type, request fields), where the model
 identity covers everything that changes an answer (weights, config, generation config,
@@ -33,6 +40,7 @@ from biaslens.models.forwarding import ForwardingLM
 from biaslens.models.requests import as_fields
 
 CHUNK = 256
+REQUEST_CACHE_ENV = "BIASLENS_REQUEST_CACHE_DIR"
 BUSY_TIMEOUT_ENV = "BIASLENS_CACHE_BUSY_TIMEOUT"
 SQLITE_BUSY_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
 SQLITE_DAMAGE_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB (and their extended codes)
@@ -40,6 +48,24 @@ SQLITE_DAMAGE_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB (and their exten
 
 class FailedIntegrityCheck(sqlite3.DatabaseError):
     """``PRAGMA quick_check`` found the file damaged."""
+
+
+def shared_cache_dir(given: Path | str | None = None) -> Path:
+    """The folder of the shared request cache: ``given``, else ``$BIASLENS_REQUEST_CACHE_DIR``,
+    else ``requests/`` in biaslens's user cache (``~/.cache/biaslens/requests`` on Linux)."""
+    from biaslens.common.paths import cache_root
+
+    if given is not None:
+        return Path(given)
+    return Path(os.environ.get(REQUEST_CACHE_ENV) or cache_root() / "requests")
+
+
+def model_cache_file(folder: Path, identity) -> Path:
+    """The shared cache file of one model identity: its name (readable) and its cache key (every
+    answer in the file was given by exactly this model, revision and settings)."""
+    last = identity.name.rstrip("/").rsplit("/", 1)[-1]  # a folder's or a hub repo's name
+    readable = "".join(c if c.isalnum() or c in "-_." else "-" for c in last).strip("-.")
+    return Path(folder) / f"{readable[:80] or 'model'}-{identity.cache_key()[:16]}.sqlite"
 
 
 def busy_timeout() -> float:
@@ -114,7 +140,7 @@ class RequestCache:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        make_dir(self.path.parent, "run folder")
+        make_dir(self.path.parent, "request cache folder")
         try:
             self._open()
         except sqlite3.DatabaseError as error:

@@ -11,7 +11,8 @@ Layout::
                          (tables, samples, plots) with their sizes and sha256
       plots/*.png
       report.html        the run's HTML report
-      requests.sqlite    request cache; a rerun resumes from it
+      requests.sqlite    request cache, only with ``--no-cache`` (else the shared one,
+                         :mod:`biaslens.store.cache`); a rerun resumes from it
       .lock              held while a process writes the run
 
 Nothing is written until the run has something to keep: a run that fails on its inputs leaves
@@ -132,8 +133,12 @@ class RunStore:
         settings: dict[str, Any],
         runtime: dict[str, Any] | None = None,
         model: dict[str, Any] | None = None,
+        cache_file: Path | None = None,
     ) -> None:
         self.root = Path(root)
+        self.cache_file = cache_file
+        """The request cache (a shared one, :func:`~biaslens.store.cache.model_cache_file`); None:
+        ``requests.sqlite`` in the run folder."""
         self.method = method
         self.settings = settings
         self.runtime = runtime or {}
@@ -222,7 +227,7 @@ class RunStore:
     def cache(self) -> RequestCache:
         if self._cache is None:
             self.open()
-            self._cache = RequestCache(self.path(CACHE_FILE))
+            self._cache = RequestCache(self.cache_file or self.path(CACHE_FILE))
         return self._cache
 
     def path(self, name: str) -> Path:
