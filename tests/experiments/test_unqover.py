@@ -204,7 +204,13 @@ def test_streamed_chunks_give_the_metrics_of_the_whole_table(
     ))) > 3  # fmt: skip
     comparative = M.comparative_scores(whole)
     expected = M.model_summary(whole, comparative=comparative)
-    pd.testing.assert_frame_equal(result.unqover, expected, rtol=1e-10, atol=1e-12)
+    pd.testing.assert_frame_equal(
+        result.unqover[expected.columns], expected, rtol=1e-10, atol=1e-12
+    )
+    assert result.unqover["units"].iloc[0] > 1  # bootstrap intervals over pair × template units
+    for metric in ("mu", "eta", "theta4", "delta", "epsilon"):
+        low, high = result.unqover[[f"{metric}_ci_low", f"{metric}_ci_high"]].iloc[0]
+        assert 0 <= low <= high
     pd.testing.assert_frame_equal(
         result.subject_attribute, M.subject_attribute_bias(comparative), rtol=1e-10, atol=1e-12
     )

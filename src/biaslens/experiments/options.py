@@ -136,6 +136,15 @@ MODEL = Option(
 )
 SEED = Option("seed", help="Random seed (>= 0).", type=int)
 LIMIT = Option("limit", help="Keep at most N (seeded; 0: all).", type=int)
+CI_LEVEL = Option(
+    "ci_level", help="Confidence level of every interval (e.g. 0.9, 0.95, 0.99).", type=float
+)
+BOOTSTRAP = Option(
+    "bootstrap",
+    help="Bootstrap replicates over the sampled units for the intervals (0: none); seeded by "
+    "--seed.",
+    type=int,
+)
 PRONOUN_SCORING = Option(
     "mode",
     "--scoring",

@@ -59,6 +59,12 @@ class MethodSettings(BaseModel):
         return self.model_dump(mode="json")
 
 
+CiLevel = Annotated[float, Field(gt=0.5, lt=1.0)]
+"""The confidence level of a method's intervals (0.95 by default)."""
+Replicates = Annotated[int, Field(ge=0, le=100_000)]
+"""Bootstrap replicates (0: no bootstrap intervals)."""
+
+
 class SettingError(BiaslensError):
     """A setting with a value its method does not take; ``field`` names it (``w_kinds.0``),
     so that the command line can name the flag instead."""

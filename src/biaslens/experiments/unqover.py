@@ -36,7 +36,7 @@ from biaslens.errors import BiaslensError
 from biaslens.experiments import options as O
 from biaslens.experiments.presets import UNSET, ByModel
 from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
-from biaslens.experiments.settings import Limit, MethodSettings
+from biaslens.experiments.settings import CiLevel, Limit, MethodSettings, Replicates
 from biaslens.metrics.unqover_stream import UnqoverAccumulator
 from biaslens.models.base import LM, ModelKind
 from biaslens.scoring.qa import fill_mask_scores, qa_mode_for, score_examples
@@ -69,6 +69,10 @@ class UnqoverSettings(MethodSettings):
         default=None, ge=1, le=1000, description="masked LMs: reference top-k rule (None: exact)"
     )
     pronouns: bool = Field(default=False, description="masked LMs, gender: max with he/she")
+    ci_level: CiLevel = 0.95
+    bootstrap: Replicates = Field(
+        default=1000, description="replicates over subject pair × template units (0: none)"
+    )
 
 
 def prepare(settings: UnqoverSettings, lm: LM) -> UnqoverSettings:
@@ -158,7 +162,8 @@ def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
     tick = ctx.progress.task(
         f"UnQover {settings.domain} contexts ({ctx.lm.identity.name})", contexts, unit="contexts"
     )
-    totals, rows_hash, dropped, seen = UnqoverAccumulator(), RowsHash(), set(), 0
+    intervals = (settings.bootstrap, settings.ci_level, settings.seed)
+    totals, rows_hash, dropped, seen = UnqoverAccumulator((), intervals), RowsHash(), set(), 0
     with ctx.store.append_samples("samples") as samples:
         for rows in questions.iter_drawn(limit, settings.seed, CHUNK_ROWS):
             rows_hash.update(rows[["key", "context", "question", "negated_question"]])
@@ -198,7 +203,8 @@ def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
 
 
 def _summary_view(table: pd.DataFrame) -> pd.DataFrame:
-    return table[["mu", "eta", "theta4", "delta", "epsilon", "contexts"]]
+    columns = ["mu", "eta", "theta4", "delta", "epsilon", "contexts", "units"]
+    return table[[c for c in table.columns if c in columns or "_ci_" in c]]
 
 
 def _subjects_view(table: pd.DataFrame) -> pd.DataFrame:
@@ -223,6 +229,8 @@ OPTIONS = (
     O.Option("filler", help="none or newsqa (NewsQA models)."),
     O.Option("limit", help="Examples drawn, each in both subject orders (0: all).", type=int),
     O.SEED,
+    O.CI_LEVEL,
+    O.BOOTSTRAP,
     O.SPAN_ADJUSTMENT,
     O.QA_ORDER,
     O.Option(

@@ -160,13 +160,20 @@ def positional_error(scores: pd.DataFrame, keys: tuple[str, ...] = ()) -> float:
 
 def positional_differences(scores: pd.DataFrame, keys: tuple[str, ...] = ()) -> np.ndarray:
     """The terms δ averages: |S(x first) − S(x second)| per subject, context and question."""
+    return positional_terms(scores, keys)["term"].to_numpy()
+
+
+def positional_terms(scores: pd.DataFrame, keys: tuple[str, ...] = ()) -> pd.DataFrame:
+    """δ's terms with the context each comes from (``keys``, template, attribute, negated,
+    first, second; ``term``)."""
     check_scores(scores)
     index = [*keys, "template", "attribute", "negated", "first", "second"]
     mirror = scores[index + ["s_second"]].rename(
         columns={"first": "second", "second": "first", "s_second": "m_second"}
     )
     joined = scores[index + ["s_first"]].merge(mirror, on=index, how="inner")
-    return (joined["s_first"] - joined["m_second"]).abs().to_numpy()
+    terms = (joined["s_first"] - joined["m_second"]).abs()
+    return joined[index].assign(term=terms.to_numpy())
 
 
 def attributive_error(scores: pd.DataFrame, keys: tuple[str, ...] = ()) -> float:
@@ -176,17 +183,24 @@ def attributive_error(scores: pd.DataFrame, keys: tuple[str, ...] = ()) -> float
 
 def attributive_differences(scores: pd.DataFrame, keys: tuple[str, ...] = ()) -> np.ndarray:
     """The terms ε averages: |S(x1|a) − S(x2|ā)| and |S(x2|a) − S(x1|ā)| per context."""
+    return attributive_terms(scores, keys)["term"].to_numpy()
+
+
+def attributive_terms(scores: pd.DataFrame, keys: tuple[str, ...] = ()) -> pd.DataFrame:
+    """ε's terms with the context each comes from (``keys``, template, attribute, first,
+    second; ``term``): first the |S(x1|a) − S(x2|ā)| of every context, then the others."""
     check_scores(scores)
     index = [*keys, "template", "attribute", "first", "second"]
     negated = scores["negated"].astype(bool)
     positive = scores.loc[~negated, index + ["s_first", "s_second"]]
     negative = scores.loc[negated, index + ["s_first", "s_second"]]
     joined = positive.merge(negative, on=index, suffixes=("", "_neg"))
-    return np.concatenate(
+    return pd.concat(
         [
-            (joined["s_first"] - joined["s_second_neg"]).abs().to_numpy(),
-            (joined["s_second"] - joined["s_first_neg"]).abs().to_numpy(),
-        ]
+            joined[index].assign(term=(joined["s_first"] - joined["s_second_neg"]).abs()),
+            joined[index].assign(term=(joined["s_second"] - joined["s_first_neg"]).abs()),
+        ],
+        ignore_index=True,
     )
 
 

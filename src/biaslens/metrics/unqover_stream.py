@@ -20,13 +20,13 @@ import pandas as pd
 
 from biaslens.errors import BiaslensError
 from biaslens.metrics.unqover import (
-    attributive_differences,
+    attributive_terms,
     bias_from_sums,
     cluster_attribute_from,
     comparative_scores,
     model_bias_from,
     pair_attribute_sums,
-    positional_differences,
+    positional_terms,
     subject_attribute_sums,
     subject_bias_from,
     theta4_from,
@@ -56,10 +56,18 @@ class UnqoverAccumulator:
     """Add scored chunks with :meth:`add`; read the tables of a whole run with :meth:`tables`.
 
     ``within``: key columns that tell contexts apart but are averaged over (e.g. the
-    intervention of an UnQover prediction key), as in :func:`~.unqover.model_summary`."""
+    intervention of an UnQover prediction key), as in :func:`~.unqover.model_summary`.
+    ``bootstrap``: (replicates, level, seed) adds percentile intervals over subject pair ×
+    template units to the summary (:mod:`.unqover_bootstrap`); None: point values only."""
 
-    def __init__(self, within: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, within: tuple[str, ...] = (), bootstrap: tuple[int, float, int] | None = None
+    ) -> None:
+        from biaslens.metrics.unqover_bootstrap import UnitSums
+
         self.within = tuple(within)
+        self.bootstrap = bootstrap if bootstrap and bootstrap[0] > 0 else None
+        self.units = UnitSums() if self.bootstrap else None
         self._waiting: pd.DataFrame | None = None  # rows of contexts not yet complete
         self._seen = np.empty(0, dtype=np.uint64)  # sorted hashes of the contexts added
         self._subjects: pd.DataFrame | None = None  # (subject, attribute) -> c_sum, sign_sum, n
@@ -80,12 +88,13 @@ class UnqoverAccumulator:
         sums = subject_attribute_sums(comparative)
         self._subjects = _add(self._subjects, sums, ["subject", "attribute"])
         self._pairs = _add(self._pairs, pair_attribute_sums(comparative), ["x1", "x2", "attribute"])
-        for total, terms in (
-            (self.delta, positional_differences(scores, self.within)),
-            (self.epsilon, attributive_differences(scores, self.within)),
-        ):
-            total[0] += float(terms.sum())
+        delta = positional_terms(scores, self.within)
+        epsilon = attributive_terms(scores, self.within)
+        for total, terms in ((self.delta, delta), (self.epsilon, epsilon)):
+            total[0] += float(terms["term"].sum())
             total[1] += len(terms)
+        if self.units is not None:
+            self.units.add(comparative, delta, epsilon)
         self.contexts += int((~scores["negated"].astype(bool)).sum())
         self.rows += len(scores)
         if "first_cluster" in scores:
@@ -152,7 +161,18 @@ class UnqoverAccumulator:
                 }
             ]
         )
-        return pd.concat([levels, extra], axis=1)
+        summary = pd.concat([levels, extra], axis=1)
+        if self.units is None:
+            return summary
+        from biaslens.metrics.unqover_bootstrap import intervals
+
+        bounds = intervals(self.units, *self.bootstrap)
+        for name in ("mu", "eta", "theta4", "delta", "epsilon"):
+            place = summary.columns.get_loc(name) + 1
+            summary.insert(place, f"{name}_ci_high", bounds[f"{name}_ci_high"])
+            summary.insert(place, f"{name}_ci_low", bounds[f"{name}_ci_low"])
+        summary["units"] = bounds["units"]
+        return summary
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The run's tables: ``unqover`` (model level), ``subjects``, ``subject_attribute`` and,
@@ -170,7 +190,10 @@ class UnqoverAccumulator:
 
 
 def stream_tables(
-    chunks, by: tuple[str, ...] = (), within: tuple[str, ...] = ()
+    chunks,
+    by: tuple[str, ...] = (),
+    within: tuple[str, ...] = (),
+    bootstrap: tuple[int, float, int] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """``model`` (μ, η, θ4, δ, ε, contexts), ``subjects``, ``subject_attribute`` and, for
     subjects in several clusters, ``cluster_attribute`` of a stream of score chunks: one row
@@ -184,7 +207,7 @@ def stream_tables(
         for value, part in parts:
             value = value if isinstance(value, tuple) else (value,)
             if value not in totals:
-                totals[value] = UnqoverAccumulator((*by, *within))
+                totals[value] = UnqoverAccumulator((*by, *within), bootstrap)
             totals[value].add(part)
     if not totals:
         raise BiaslensError("no scores were added")
