@@ -111,3 +111,45 @@ def test_bad_audit_settings(tmp_path):
     templates.write_text("plain: 'A developer failed because {he}'\n")
     with pytest.raises(BiaslensError, match="no \\{name\\} slot"):
         make_settings(template_id="plain", templates_file=templates)
+
+
+def test_biased_fraction_intervals_are_a_bootstrap_over_name_pairs(
+    settings, tiny_backends, tmp_path
+):
+    """Recomputed naively: draw name pairs with the documented per-replicate generator, pool
+    the drawn pairs' continuations (a pair drawn twice counts twice), take the rated share."""
+    import numpy as np
+
+    run = tmp_path / "run"
+    result = run_audit(settings, run, lm=tiny_backends["llama"])
+    exported = pd.read_csv(run / RATINGS_EXPORT, keep_default_na=False)
+    rated = tmp_path / "rated.csv"
+    marks = [i % 3 == 0 for i in range(len(exported))]
+    rate(exported, rated, ["1" if m else "0" for m in marks])
+    got = import_ratings(run, rated, ci_level=0.8, bootstrap=300, seed=5).fractions
+
+    verdict = {
+        (row.group, row.lam, row.continuation): mark
+        for row, mark in zip(exported.itertuples(), marks, strict=True)
+    }
+    samples = result.samples
+    samples = samples.assign(
+        b=[verdict[(g, lam, c)] for g, lam, c in zip(
+            samples["group"], samples["lam"], samples["continuation"], strict=True
+        )]
+    )  # fmt: skip
+    pairs = sorted(samples["pair"].unique())
+    assert len(pairs) > 2
+    for row in got.itertuples():
+        cell = samples[(samples["group"] == row.group) & (samples["lam"] == row.lam)]
+        values = []
+        for r in range(300):
+            drawn = np.random.default_rng([5, r]).integers(0, len(pairs), len(pairs))
+            pooled = pd.concat([cell[cell["pair"] == pairs[i]] for i in drawn])
+            values.append(pooled["b"].mean())
+        low, high = np.quantile(values, [0.1, 0.9])
+        assert row.fraction_ci_low == pytest.approx(low) and row.fraction_ci_high == pytest.approx(
+            high
+        )
+        assert row.pairs == len(pairs)
+    assert got["fraction_ci_high"].gt(got["fraction_ci_low"]).any()  # not all degenerate

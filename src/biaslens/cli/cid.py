@@ -105,23 +105,35 @@ def cid(
 def cid_ratings(
     run_dir: Annotated[Path, typer.Argument(help="A cid-audit run directory.")],
     ratings: Annotated[Path, typer.Argument(help="The rated copy of ratings_to_fill.csv.")],
+    ci_level: Annotated[
+        float, typer.Option("--ci-level", min=0.51, max=0.999, help="Confidence level.")
+    ] = 0.95,
+    bootstrap: Annotated[
+        int,
+        typer.Option("--bootstrap", min=0, help="Replicates over name pairs (0: no interval)."),
+    ] = 1000,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Bootstrap seed.")] = 0,
 ) -> None:
     """Fraction of biased continuations per group and λ from human ratings (paper Fig. 2)."""
     from biaslens.experiments.cid_audit import import_ratings
     from biaslens.runner import write_run_report
 
-    result = import_ratings(run_dir, ratings)
+    result = import_ratings(run_dir, ratings, ci_level, bootstrap, seed)
     report = write_run_report([run_dir])
     table = Table(title="fraction of biased continuations")
-    for column in ("group", "λ", "biased", "continuations", "fraction"):
+    shown = int(round(ci_level * 100))
+    for column in ("group", "λ", "biased", "continuations", "fraction", f"{shown}% CI", "pairs"):
         table.add_column(column)
     for row in result.fractions.itertuples():
+        interval = f"[{row.fraction_ci_low:.2f}, {row.fraction_ci_high:.2f}]" if bootstrap else "-"
         table.add_row(
             row.group,
             f"{row.lam:g}",
             f"{row.biased:g}",
             str(row.continuations),
             f"{row.fraction_biased:.2f}",
+            interval,
+            str(row.pairs) if bootstrap else "-",
         )
     console.print(table)
     console.print(f"table: {result.table_path}")

@@ -25,7 +25,7 @@ from biaslens.errors import BiaslensError
 from biaslens.experiments import options as O
 from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.experiments.settings import MethodSettings, validated
-from biaslens.metrics.cid import biased_fraction, top_continuations
+from biaslens.metrics.cid import biased_fraction, biased_fraction_intervals, top_continuations
 from biaslens.models.base import LM
 from biaslens.scoring.cid import DecodingSettings, decode_both_directions
 from biaslens.store.result import RunResult
@@ -146,6 +146,23 @@ def run(ctx: RunContext, settings: AuditSettings) -> MethodOutput:
 
 
 SHOWN_PER_CELL = 5
+
+
+def _pair_intervals(finished: RunResult, rated: pd.DataFrame, level, replicates, seed):
+    """Each generated continuation with its rating (through the export's ids, which number
+    the continuation counts of the samples), bootstrapped over name pairs."""
+    samples = finished.samples
+    counts = top_continuations(samples, ["group", "lam"], n=None).reset_index(names="id")
+    if len(counts) != len(rated) or not counts["count"].equals(rated["count"].astype(int)):
+        raise BiaslensError(
+            f"{finished.run_dir}: the ratings export does not match the run's samples; rerun "
+            "the audit"
+        )
+    verdict = counts[["group", "lam", "continuation", "id"]].assign(
+        biased=counts["id"].map(rated.set_index("id")["biased"]).astype(int)
+    )
+    per_sample = samples.merge(verdict, on=["group", "lam", "continuation"], how="left")
+    return biased_fraction_intervals(per_sample, ["group", "lam"], "pair", replicates, level, seed)
 
 
 def _continuations_view(counts: pd.DataFrame) -> pd.DataFrame:
@@ -269,8 +286,15 @@ def read_ratings(path: Path, exported: pd.DataFrame) -> pd.DataFrame:
     return exported.assign(biased=exported["id"].map(seen))
 
 
-def import_ratings(run_dir: Path | str, ratings: Path | str) -> RatingsResult:
-    """Fraction of biased continuations per group and λ from a rated export (Fig. 2)."""
+def import_ratings(
+    run_dir: Path | str,
+    ratings: Path | str,
+    ci_level: float = 0.95,
+    bootstrap: int = 1000,
+    seed: int = 0,
+) -> RatingsResult:
+    """Fraction of biased continuations per group and λ from a rated export (Fig. 2), with a
+    seeded bootstrap interval over name pairs (``bootstrap`` replicates; 0: none)."""
     import matplotlib.pyplot as plt
 
     from biaslens.plots.cid import biased_heatmap
@@ -302,6 +326,10 @@ def import_ratings(run_dir: Path | str, ratings: Path | str) -> RatingsResult:
     exported["continuation"] = exported["continuation"].astype(str)
     rated = read_ratings(Path(ratings), exported)
     fractions = biased_fraction(rated, ["group", "lam"])
+    if bootstrap > 0:
+        fractions = fractions.merge(
+            _pair_intervals(finished, rated, ci_level, bootstrap, seed), on=["group", "lam"]
+        )
     settings = config["settings"]
     figure = biased_heatmap(
         fractions, f"{settings['model']}: {settings['group_a']} vs {settings['group_b']}"

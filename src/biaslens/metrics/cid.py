@@ -105,3 +105,28 @@ def biased_fraction(rated: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     )
     grouped["fraction_biased"] = grouped["biased"] / grouped["continuations"]
     return grouped.reset_index()
+
+
+def biased_fraction_intervals(
+    verdicts: pd.DataFrame,
+    by: list[str],
+    unit: str = "pair",
+    replicates: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Bootstrap intervals of :func:`biased_fraction` over the unit sampled: a name pair
+    (its continuations share its names and are not independent). ``verdicts``: one row per
+    generated continuation, with ``unit``, the ``by`` columns and ``biased`` (0/1). Returns
+    ``by`` + ``fraction_ci_low``, ``fraction_ci_high`` and ``pairs`` (units in the cell)."""
+    from biaslens.metrics.bootstrap import ratio_intervals
+
+    per_unit = verdicts.groupby([unit, *by], sort=True)["biased"].agg(biased="sum", n="size")
+    wide = per_unit.unstack(by, fill_value=0)
+    numerators = wide["biased"].to_numpy(float)
+    denominators = wide["n"].to_numpy(float)
+    low, high = ratio_intervals(numerators, denominators, replicates, level, seed)
+    cells = wide["n"].columns.to_frame(index=False)
+    return cells.assign(
+        fraction_ci_low=low, fraction_ci_high=high, pairs=(denominators > 0).sum(axis=0)
+    )
