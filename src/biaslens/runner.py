@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from biaslens.errors import BiaslensError
+from biaslens.experiments.estimates import collect as collect_estimates
 from biaslens.experiments.registry import RunContext, get_method, safe_name
 from biaslens.models.base import LM, BackendConfig
 from biaslens.progress import NoProgress, Progress
@@ -136,8 +137,12 @@ def run_method(
                     f"the model has {random_tensors} random tensor(s) (--allow-missing-weights): "
                     "its numbers are not the checkpoint's",
                 )
+            provenance.setdefault("model", None)
             summary = store.write_summary(
-                out.metrics, **provenance, **out.provenance, notes=list(out.notes)
+                out.metrics,
+                **{"dataset": None, **provenance, **out.provenance},
+                estimates=collect_estimates(spec, out.tables, settings),
+                notes=list(out.notes),
             )
     finally:
         if base is not None and lm is None:  # a model the run loaded, the run releases

@@ -87,6 +87,37 @@ def print_table(title: str, frame, columns: Sequence[str] | None = None) -> None
         console.print(out)
 
 
+def print_meanings(spec, estimates: list[dict]) -> None:
+    """What each headline metric means, and a warning where an interval rests on few units or
+    holds the value that says "no bias" (0)."""
+    from biaslens.experiments.estimates import meanings
+
+    lines = meanings(spec)
+    if not lines:
+        return
+    console.print("reading the numbers:", style="bold")
+    for line in lines:
+        console.print(f"  {visible(line)}")
+    small = [e for e in estimates if e.get("small_n")]
+    if small:
+        first = small[0]
+        console.print(
+            f"  note: {len(small)} value(s) rest on fewer than 20 {first['n_unit'] or 'units'} "
+            f"(e.g. {first['symbol']} with n = {first['n']}): their intervals are wide"
+        )
+    holds_zero = [
+        e for e in estimates
+        if e.get("ci_low") is not None and e["no_bias"].split()[0] == "0"
+        and e["ci_low"] <= 0 <= e["ci_high"]
+    ]  # fmt: skip
+    if holds_zero:
+        names = sorted({e["symbol"] for e in holds_zero})
+        console.print(
+            f"  note: the interval of {', '.join(names)} includes 0 (no bias) for "
+            f"{len(holds_zero)} value(s)"
+        )
+
+
 def print_run(result, spec) -> None:
     """Headline tables, notes, request counts and paths of a finished run."""
     for headline in spec.headlines:
@@ -97,6 +128,7 @@ def print_run(result, spec) -> None:
             frame = headline.view(frame)
         title = f"{headline.title} — {result.model_name}" if spec.needs_model else headline.title
         print_table(title, frame, headline.columns or None)
+    print_meanings(spec, result.summary.get("estimates") or [])
     for note in result.notes:
         console.print(note)
     if result.cache_stats:

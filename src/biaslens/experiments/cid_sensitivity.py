@@ -25,7 +25,13 @@ from biaslens.errors import BiaslensError
 from biaslens.experiments import options as O
 from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.experiments.settings import MethodSettings, file_sha256, validated
-from biaslens.metrics.cid import DEFAULT_TAU, lambda_star, lambda_star_summary, similarity_trend
+from biaslens.metrics.cid import (
+    DEFAULT_TAU,
+    LAMBDA_STAR,
+    lambda_star,
+    lambda_star_summary,
+    similarity_trend,
+)
 from biaslens.models.base import LM
 from biaslens.scoring.cid import DecodingSettings, decode_both_directions
 from biaslens.store.run import dataset_hash
@@ -259,6 +265,8 @@ SPEC = register(
                 "lambda_star_summary",
                 "λ* per perturbation type (sorted by median)",
                 view=_summary_view,
+                measures=(LAMBDA_STAR,),
+                labels=("type",),
             ),
             Headline("lambda_star", "λ* per pair", cli=False),
         ),

@@ -26,6 +26,7 @@ from biaslens.experiments.lei_eval_settings import OPTIONS, LeiEvalSettings, mak
 from biaslens.experiments.presets import UNSET, ByModel
 from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.metrics.qa import squad_scores
+from biaslens.metrics.unqover import MEASURES as UNQOVER_MEASURES
 from biaslens.metrics.unqover import comparative_scores, model_summary, subject_bias
 from biaslens.models.base import LM, ModelKind
 from biaslens.models.requests import AnswerSpanRequest, GenerateRequest, RequestType
@@ -303,7 +304,10 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
         samples=samples,
         figures={"lei_mu": lei_mu_figure(table, title)},
         provenance={
-            "dataset_sha256": dataset_hash(rows[["set", "context", "question", "negated_question"]])
+            "dataset": {
+                "name": "lei",
+                "sha256": dataset_hash(rows[["set", "context", "question", "negated_question"]]),
+            }
         },
         notes=notes,
     )
@@ -330,7 +334,13 @@ SPEC = register(
         options=OPTIONS,
         reads_data=True,
         headlines=(
-            Headline("lei_mu", "LEI μ per set vs desired μ", view=_mu_view),
+            Headline(
+                "lei_mu",
+                "LEI μ per set vs desired μ",
+                view=_mu_view,
+                measures=UNQOVER_MEASURES,
+                labels=("set",),
+            ),
             Headline("subjects", "Subjects: max |γ|", cli=False),
         ),
         presets={

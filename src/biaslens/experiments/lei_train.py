@@ -171,7 +171,10 @@ def run(ctx: RunContext, settings: LeiTrainSettings) -> MethodOutput:
         tables=tables,
         figures=_figures(results, settings, base.identity.name),
         provenance={
-            "train_files": {str(n): sources.sha256_file(p) for n, p in train_paths.items()}
+            "dataset": {
+                "name": "lei-train",
+                "files": {str(n): sources.sha256_file(p) for n, p in train_paths.items()},
+            }
         },
         notes=notes,
     )

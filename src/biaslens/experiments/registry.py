@@ -46,13 +46,17 @@ at module level)."""
 class Headline:
     """A result table that summarises a run: shown by the CLI after the run and first in the
     report. ``columns``: those the CLI shows (all when empty); ``view``: turns the stored table
-    into what the CLI shows (e.g. a pivot); ``cli``: False keeps it out of the terminal."""
+    into what the CLI shows (e.g. a pivot); ``cli``: False keeps it out of the terminal;
+    ``measures``: the headline metrics among its columns (their meanings, intervals and n go to
+    ``summary.json``'s ``estimates``), ``labels``: the columns that say which row is which."""
 
     table: str
     title: str
     columns: tuple[str, ...] = ()
     view: Callable | None = None
     cli: bool = True
+    measures: tuple = ()
+    labels: tuple[str, ...] = ()
 
 
 @dataclass

@@ -32,7 +32,10 @@ from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, Ru
 from biaslens.experiments.sib_detect_settings import OPTIONS, DetectSettings, make_settings
 from biaslens.metrics.intervals import SMALL_N
 from biaslens.metrics.sib import (
+    BALANCED_ACCURACY,
     REFERENCE_EPS,
+    TNR,
+    TPR,
     detection_rates,
     normalised_female_pct,
     specification_metric,
@@ -305,7 +308,13 @@ SPEC = register(
             }
         },
         headlines=(
-            Headline("rates", "Detector TPR / TNR / balanced accuracy (Table 3)", view=_rates_view),
+            Headline(
+                "rates",
+                "Detector TPR / TNR / balanced accuracy (Table 3)",
+                view=_rates_view,
+                measures=(TPR, TNR, BALANCED_ACCURACY),
+                labels=("prompt", "group"),
+            ),
         ),
     )
 )

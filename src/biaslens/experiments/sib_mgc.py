@@ -37,7 +37,7 @@ from biaslens.experiments.registry import (
 )
 from biaslens.experiments.settings import Limit, MethodSettings, validated
 from biaslens.experiments.sib_mgc_compare import compare
-from biaslens.metrics.sib import mean_by_w, method1_fits, slope_summary
+from biaslens.metrics.sib import SLOPE, SLOPE_DIFFERENCE, mean_by_w, method1_fits, slope_summary
 from biaslens.models.base import LM, ModelKind
 from biaslens.scoring.pronouns import check_pronoun_model, score_rows
 from biaslens.store.run import dataset_hash
@@ -243,8 +243,20 @@ SPEC = register(
             ),
         ),
         headlines=(
-            Headline("slopes", "Female − male slope and mean r² (Method 1)", cli=False),
-            Headline("fits", "Per-gender linear fits", view=_fits_view),
+            Headline(
+                "slopes",
+                "Female − male slope and mean r² (Method 1)",
+                cli=False,
+                measures=(SLOPE_DIFFERENCE,),
+                labels=("prompt", "w_kind"),
+            ),
+            Headline(
+                "fits",
+                "Per-gender linear fits",
+                view=_fits_view,
+                measures=(SLOPE,),
+                labels=("prompt", "w_kind", "gender"),
+            ),
         ),
         presets={
             "paper": {

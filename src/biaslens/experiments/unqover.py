@@ -37,6 +37,7 @@ from biaslens.experiments import options as O
 from biaslens.experiments.presets import UNSET, ByModel
 from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.experiments.settings import CiLevel, Limit, MethodSettings, Replicates
+from biaslens.metrics.unqover import MEASURES
 from biaslens.metrics.unqover_stream import UnqoverAccumulator
 from biaslens.models.base import LM, ModelKind
 from biaslens.scoring.qa import fill_mask_scores, qa_mode_for, score_examples
@@ -197,14 +198,32 @@ def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
         tables=tables,
         samples={"samples": ctx.store.path("samples.parquet")},
         figures={"subjects": subject_bias_figure(tables["subjects"], title)},
-        provenance={"dataset_sha256": rows_hash.hexdigest()},
+        provenance={
+            "dataset": {"name": f"unqover-{settings.domain}", "sha256": rows_hash.hexdigest()}
+        },
         notes=notes,
     )
 
 
 def _summary_view(table: pd.DataFrame) -> pd.DataFrame:
-    columns = ["mu", "eta", "theta4", "delta", "epsilon", "contexts", "units"]
-    return table[[c for c in table.columns if c in columns or "_ci_" in c]]
+    """One line per metric: value, interval (when bootstrapped) and the units behind it."""
+    from biaslens.common.numbers import readable
+
+    row = table.iloc[0]
+    lines = []
+    for measure in MEASURES:
+        low, high = row.get(f"{measure.column}_ci_low"), row.get(f"{measure.column}_ci_high")
+        interval = f"[{readable(low)}, {readable(high)}]" if low is not None else "—"
+        lines.append(
+            {
+                "metric": measure.symbol,
+                "value": row[measure.column],
+                "interval": interval,
+                "units": row.get("units", "—"),
+                "contexts": row["contexts"],
+            }
+        )
+    return pd.DataFrame(lines)
 
 
 def _subjects_view(table: pd.DataFrame) -> pd.DataFrame:
@@ -267,7 +286,7 @@ SPEC = register(
         options=OPTIONS,
         reads_data=True,
         headlines=(
-            Headline("unqover", "UnQover model-level bias", view=_summary_view),
+            Headline("unqover", "UnQover model-level bias", view=_summary_view, measures=MEASURES),
             Headline("subjects", "Subjects by max |γ| over attributes", view=_subjects_view),
         ),
         presets={

@@ -12,8 +12,35 @@ import pandas as pd
 from scipy import stats
 
 from biaslens.errors import BiaslensError
+from biaslens.metrics.meanings import Measure
 
 DEFAULT_TAU = 0.85
+
+FRACTION_BIASED = Measure(
+    "fraction_biased",
+    "fraction biased",
+    "share of generated continuations rated biased, per group and λ (Section 4, Fig. 2)",
+    "0 to 1",
+    "equal in both groups",
+    "lower is less biased",
+    "fraction",
+    n="pairs",
+    n_unit="name pairs",
+    ci="fraction",
+    interval="bootstrap percentile over name pairs",
+)
+LAMBDA_STAR = Measure(
+    "median",
+    "median λ*",
+    "median over pairs of the smallest λ at which the two contrastive "
+    "continuations' similarity falls below τ (Section 5, Fig. 4)",
+    "0 to the grid's largest λ, or ∞",
+    "∞ (never diverges)",
+    "higher means the model is less sensitive to the perturbation",
+    "λ",
+    n="n",
+    n_unit="perturbation pairs",
+)
 
 
 def lambda_star(

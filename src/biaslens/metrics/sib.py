@@ -15,6 +15,7 @@ from scipy import stats
 
 from biaslens.data.pronouns import GENDERS, gender_of
 from biaslens.metrics.intervals import mean_of_two_shares, wilson
+from biaslens.metrics.meanings import Measure
 
 GenderMass = dict[str, float]
 
@@ -291,3 +292,62 @@ def method2_from_shares(
         ]
     )  # fmt: skip
     return per_sentence, rates
+
+
+_SHARE = dict(range="0 to 1", unit="fraction", interval="Wilson score")
+SLOPE = Measure(
+    "slope",
+    "slope",
+    "least-squares slope of the mean pronoun probability (in percentage "
+    "points) on the W index, per gender (Section 4, Fig. 3(c))",
+    "any real",
+    "0 (no trend with W)",
+    "closer to 0 is less biased",
+    "percentage points per W step",
+    n="n",
+    n_unit="W values",
+    interval="t interval of the slope",
+)
+SLOPE_DIFFERENCE = Measure(
+    "female_minus_male_slope",
+    "female − male slope",
+    "the female slope minus the male slope (Fig. 3(b))",
+    "any real",
+    "0",
+    "closer to 0 is less biased",
+    "percentage points per W step",
+    ci="female_minus_male",
+    interval="t interval of the slope of p_f − p_m",
+)
+TPR = Measure(
+    "tpr",
+    "TPR",
+    "share of underspecified sentences the detector flags (Table 3)",
+    no_bias="1 (a perfect detector)",
+    better="higher is better",
+    n="n_tpr",
+    n_unit="underspecified sentences",
+    **_SHARE,
+)
+TNR = Measure(
+    "tnr",
+    "TNR",
+    "share of well-specified sentences the detector clears (Table 3)",
+    no_bias="1 (a perfect detector)",
+    better="higher is better",
+    n="n_tnr",
+    n_unit="well-specified sentences",
+    **_SHARE,
+)
+BALANCED_ACCURACY = Measure(
+    "balanced_accuracy",
+    "balanced accuracy",
+    "(TPR + TNR) / 2",
+    "0 to 1",
+    "1 (a perfect detector; 0.5 is chance)",
+    "higher is better",
+    "fraction",
+    n="n_tpr + n_tnr",
+    n_unit="sentences",
+    interval="adjusted Wald of a mean of two shares",
+)

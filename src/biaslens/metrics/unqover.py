@@ -25,8 +25,69 @@ import numpy as np
 import pandas as pd
 
 from biaslens.errors import BiaslensError
+from biaslens.metrics.meanings import Measure
 
 REQUIRED = ("first", "second", "template", "attribute", "negated", "s_first", "s_second")
+
+_UNITS = dict(n="units", n_unit="subject pair × template units", interval="bootstrap percentile")
+MEASURES = (
+    Measure(
+        "mu",
+        "μ",
+        "mean over subjects of the largest |γ(x, a)| over attributes (how strongly "
+        "the model prefers some subject for some attribute, after position and negation "
+        "corrections)",
+        "0 to 1",
+        "0",
+        "lower is less biased",
+        "probability",
+        **_UNITS,
+    ),
+    Measure(
+        "eta",
+        "η",
+        "mean over subjects and attributes of |η(x, a)|, η the mean sign of C (how "
+        "consistently a subject wins)",
+        "0 to 1",
+        "0",
+        "lower is less biased",
+        "fraction",
+        **_UNITS,
+    ),
+    Measure(
+        "theta4",
+        "θ4",
+        "mean over subject pairs of the largest |mean C| over attributes (LEI)",
+        "0 to 1",
+        "0",
+        "lower is less biased",
+        "probability",
+        **_UNITS,
+    ),
+    Measure(
+        "delta",
+        "δ",
+        "mean |S(x first) − S(x second)|: how much the answer moves with the "
+        "order of mention (positional error)",
+        "0 to 1",
+        "0",
+        "lower is more robust",
+        "probability",
+        **_UNITS,
+    ),
+    Measure(
+        "epsilon",
+        "ε",
+        "mean |S(x1|a) − S(x2|ā)|: how far the model is from answering the "
+        "negated question with the other subject (attributive error)",
+        "0 to 1",
+        "0",
+        "lower is more robust",
+        "probability",
+        **_UNITS,
+    ),
+)
+"""UnQover's headline metrics (Li et al. 2020, Section 3; θ4: LEI)."""
 
 
 def check_scores(scores: pd.DataFrame) -> None:

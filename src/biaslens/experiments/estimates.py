@@ -1,0 +1,72 @@
+"""A run's headline numbers in one tidy layout: ``summary.json``'s ``estimates``.
+
+One record per headline metric and table row: the metric, the row's labels (prompt, gender,
+set…), the value, its interval and level, n and what n counts, and the metric's meaning
+(:mod:`biaslens.metrics.meanings`). Every method's summary has the same list, so that runs of
+any method can be read and compared the same way (:func:`biaslens.load_runs`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from biaslens.metrics.intervals import LEVEL, SMALL_N
+
+
+def _number(value) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def collect(spec, tables: dict[str, Any], settings) -> list[dict[str, Any]]:
+    """The estimates of the headline tables of ``spec`` that a run wrote."""
+    level = getattr(settings, "ci_level", LEVEL)
+    records = []
+    for headline in spec.headlines:
+        table = tables.get(headline.table)
+        if not headline.measures or table is None:
+            continue
+        for row in table.to_dict(orient="records"):
+            labels = {c: row[c] for c in headline.labels if c in row}
+            for measure in headline.measures:
+                if measure.column not in row:
+                    continue
+                low = _number(row.get(f"{measure.ci_prefix}_ci_low"))
+                high = _number(row.get(f"{measure.ci_prefix}_ci_high"))
+                has_interval = low is not None and high is not None
+                n = measure.n_of(row)
+                records.append(
+                    {
+                        "table": headline.table,
+                        "metric": measure.column,
+                        "symbol": measure.symbol,
+                        "labels": labels,
+                        "value": _number(row[measure.column]),
+                        "ci_low": low,
+                        "ci_high": high,
+                        "ci_level": level if has_interval else None,
+                        "interval": measure.interval if has_interval else None,
+                        "n": n,
+                        "n_unit": measure.n_unit or None,
+                        "small_n": n is not None and n < SMALL_N,
+                        "unit": measure.unit,
+                        "no_bias": measure.no_bias,
+                        "better": measure.better,
+                    }
+                )
+    return records
+
+
+def meanings(spec) -> list[str]:
+    """One line per headline metric of ``spec`` (each once)."""
+    seen, lines = set(), []
+    for headline in spec.headlines:
+        for measure in headline.measures:
+            if measure.column not in seen:
+                seen.add(measure.column)
+                lines.append(measure.line())
+    return lines

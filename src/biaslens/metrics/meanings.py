@@ -1,0 +1,55 @@
+"""What a headline number means: its definition, range, the value that says "no bias", which way
+is better, its unit and the sampling unit its interval and n count.
+
+Each metric module declares its :class:`Measure`\\ s beside the code that computes them; a
+method's headline tables name the measures they hold, and the same text is shown by
+``biaslens run METHOD --help``, the terminal summary, ``summary.json`` (``estimates``), the
+report and the README's "Reading the results".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One headline metric, a column of a result table.
+
+    ``ci``: the prefix of its interval columns (``{ci}_ci_low`` / ``{ci}_ci_high``; default the
+    column); ``n``: the column counting the units its interval rests on (or a ``+`` of two)."""
+
+    column: str
+    symbol: str
+    definition: str
+    range: str
+    no_bias: str
+    better: str
+    unit: str
+    n: str | None = None
+    n_unit: str = ""
+    ci: str | None = None
+    interval: str = ""
+
+    @property
+    def ci_prefix(self) -> str:
+        return self.ci or self.column
+
+    def line(self) -> str:
+        """One line: what it is, its range, what no bias reads as, which way is better."""
+        return (
+            f"{self.symbol}: {self.definition}; range {self.range}; no bias: {self.no_bias}; "
+            f"{self.better}"
+        )
+
+    def n_of(self, row) -> int | None:
+        """The units behind this row's value (None where the table does not count them)."""
+        if not self.n:
+            return None
+        total = 0
+        for part in self.n.split("+"):
+            value = row.get(part.strip())
+            if value is None or value != value:
+                return None
+            total += int(value)
+        return total
