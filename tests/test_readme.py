@@ -120,3 +120,18 @@ def test_no_readme_command_uses_a_deprecated_spelling():
         if word in DEPRECATED_SPELLINGS
     ]
     assert not used
+
+
+def test_reading_the_results_explains_every_headline_metric():
+    """Each metric a method declares as headline has its row in "Reading the results"."""
+    from biaslens.experiments.registry import methods
+
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Reading the results", 1)[1].split("\n## ", 1)[0]
+    for spec in methods().values():
+        for headline in spec.headlines:
+            for measure in headline.measures:
+                assert measure.symbol in section or f"`{measure.column}`" in section, (
+                    spec.name,
+                    measure.column,
+                )

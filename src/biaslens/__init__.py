@@ -6,6 +6,7 @@ The public API (loaded lazily, PEP 562: ``import biaslens`` imports no torch)::
 
     biaslens.run(method, model=..., **settings) -> RunResult
     biaslens.load_run(path) -> RunResult
+    biaslens.load_runs(*folders_or_globs) -> pandas.DataFrame (one row per run × value)
     biaslens.load_model(name, backend="hf", **options) -> LM
     biaslens.contrastive_generate(model, tokenizer, x, x_prime, lam)
     biaslens.methods(), biaslens.settings(method)
@@ -23,6 +24,7 @@ from biaslens.version import __version__
 _EXPORTS = {
     "run": "biaslens.api",
     "load_run": "biaslens.api",
+    "load_runs": "biaslens.api",
     "load_model": "biaslens.api",
     "methods": "biaslens.api",
     "settings": "biaslens.api",

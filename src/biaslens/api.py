@@ -75,6 +75,16 @@ def load_run(path: str | Path) -> RunResult:
     return RunResult.load(path)
 
 
+def load_runs(*patterns: str | Path):
+    """The headline values of finished runs as one tidy pandas DataFrame, one row per run ×
+    value (run, method, model, metric, labels, value, ci_low, ci_high, ci_level, n, …); folders,
+    folders of runs or glob patterns. Incomplete or foreign folders are skipped with a warning
+    and listed in ``frame.attrs["skipped"]``."""
+    from biaslens.report.runs_frame import load_runs as _load
+
+    return _load(list(patterns))
+
+
 def load_model(
     name: str = "default", backend: str | BackendConfig | None = None, **options: Any
 ) -> LM:

@@ -35,6 +35,45 @@ def report(
     console.print(f"report: {path}")
 
 
+def compare(
+    runs: Annotated[
+        list[str], typer.Argument(help="Run folders, folders of runs or glob patterns.")
+    ],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Folder for compare.csv and compare.png.")
+    ] = Path("comparison"),
+) -> None:
+    """One table of the headline values of several runs (any methods, any models), with their
+    intervals and n; writes the tidy table (compare.csv) and a forest plot (compare.png).
+    Incomplete or foreign folders are listed and skipped."""
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    from biaslens.cli.render import print_table
+    from biaslens.common import atomic
+    from biaslens.errors import BiaslensError
+    from biaslens.report.runs_frame import comparison_figure, comparison_table, load_runs
+
+    with warnings.catch_warnings():  # the skipped folders are printed below
+        warnings.simplefilter("ignore")
+        frame = load_runs(runs)
+    for folder, reason in frame.attrs["skipped"]:
+        print_warning(f"skipped {folder}: {reason}")
+    if frame.empty:
+        raise BiaslensError("no finished run with headline values among " + " ".join(runs))
+    print_table("Headline values by model", comparison_table(frame))
+    output.mkdir(parents=True, exist_ok=True)
+    atomic.write_csv(output / "compare.csv", frame)
+    figure = comparison_figure(frame)
+    try:
+        atomic.write_figure(output / "compare.png", figure)
+    finally:
+        plt.close(figure)
+    console.print(f"table: {output / 'compare.csv'}")
+    console.print(f"plot: {output / 'compare.png'}")
+
+
 @backend_options
 def app(
     *,
@@ -73,3 +112,4 @@ def app(
 def register(root: typer.Typer) -> None:
     add_command(root, "report", report)
     add_command(root, "app", app)
+    add_command(root, "compare", compare)

@@ -1,0 +1,127 @@
+"""Many runs as one tidy table, and a comparison of models built from it.
+
+:func:`load_runs` reads the ``estimates`` of finished run folders (given as folders or glob
+patterns) into one pandas DataFrame, one row per run × headline value, like inspect's
+``evals_df``: run, method, model, settings, the value's labels, value, interval, level, n.
+Folders that are incomplete, foreign or of an older biaslens without estimates are listed in
+``frame.attrs["skipped"]`` with the reason (and a warning), never fatal.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import warnings
+from pathlib import Path
+
+import pandas as pd
+
+from biaslens.errors import BiaslensError
+
+COLUMNS = [
+    "run", "method", "model", "table", "metric", "symbol", "labels", "value", "ci_low",
+    "ci_high", "ci_level", "n", "n_unit", "unit", "better", "settings",
+]  # fmt: skip
+
+
+def run_folders(patterns) -> list[Path]:
+    """Folders named or matched by ``patterns`` (a folder holding run folders counts as its
+    runs: each folder below it that has a ``config.yaml``)."""
+    found: list[Path] = []
+    for pattern in [patterns] if isinstance(patterns, (str, Path)) else patterns:
+        matches = sorted(glob.glob(str(pattern))) or [str(pattern)]
+        for match in map(Path, matches):
+            if match.is_dir() and not (match / "config.yaml").exists():
+                below = sorted(p.parent for p in match.rglob("config.yaml"))
+                found += below or [match]
+            else:
+                found.append(match)
+    return list(dict.fromkeys(found))
+
+
+def load_runs(patterns) -> pd.DataFrame:
+    """The headline values of every finished run in ``patterns`` (see the module)."""
+    from biaslens.store.result import RunResult
+
+    rows, skipped = [], []
+    for folder in run_folders(patterns):
+        try:
+            summary = RunResult.load(folder).summary
+        except BiaslensError as error:
+            skipped.append((str(folder), str(error)))
+            continue
+        if "estimates" not in summary:
+            skipped.append((str(folder), "written by a biaslens without estimates; rerun it"))
+            continue
+        model = (summary.get("model") or {}).get("name") or "—"
+        settings = json.dumps(summary.get("settings", {}), sort_keys=True)
+        for estimate in summary["estimates"]:
+            labels = ", ".join(f"{k}={v}" for k, v in estimate.get("labels", {}).items())
+            rows.append(
+                {
+                    "run": str(folder), "method": summary["method"], "model": model,
+                    **{k: estimate.get(k) for k in COLUMNS[3:-1] if k != "labels"},
+                    "labels": labels, "settings": settings,
+                }
+            )  # fmt: skip
+    for folder, reason in skipped:
+        warnings.warn(f"skipped {folder}: {reason}", stacklevel=2)
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    frame.attrs["skipped"] = skipped
+    return frame
+
+
+def comparison_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Model × headline value: one row per (method, metric, labels), one column per run's model
+    with ``value [low, high]`` (n)."""
+    from biaslens.common.numbers import readable
+
+    def cell(row) -> str:
+        text = readable(row["value"]) if row["value"] is not None else "—"
+        if pd.notna(row["ci_low"]) and pd.notna(row["ci_high"]):
+            text += f" [{readable(row['ci_low'])}, {readable(row['ci_high'])}]"
+        if pd.notna(row["n"]):
+            text += f" (n={int(row['n'])})"
+        return text
+
+    shown = frame.assign(cell=frame.apply(cell, axis=1), column=_column_names(frame))
+    wide = shown.pivot_table(
+        index=["method", "symbol", "labels"], columns="column", values="cell", aggfunc="first",
+        sort=False,
+    )  # fmt: skip
+    return wide.reset_index().rename_axis(columns=None)
+
+
+def _column_names(frame: pd.DataFrame) -> pd.Series:
+    """The model's name; where two runs share a model, its run folder too."""
+    runs = frame.groupby("model")["run"].nunique()
+    shared = set(runs[runs > 1].index)
+    return frame.apply(
+        lambda r: f"{r['model']} ({Path(r['run']).name})" if r["model"] in shared else r["model"],
+        axis=1,
+    )
+
+
+def comparison_figure(frame: pd.DataFrame):
+    """One panel per metric: each run's value and interval (a forest plot)."""
+    import matplotlib.pyplot as plt
+
+    metrics = list(dict.fromkeys(zip(frame["method"], frame["symbol"], strict=True)))
+    figure, axes = plt.subplots(
+        len(metrics), 1, figsize=(8, 1.2 + 0.35 * len(frame) + 0.6 * len(metrics)), squeeze=False
+    )
+    names = _column_names(frame)
+    for axis, (method, symbol) in zip(axes[:, 0], metrics, strict=True):
+        part = frame[(frame["method"] == method) & (frame["symbol"] == symbol)]
+        y = range(len(part))
+        values = part["value"].astype(float)
+        low = (values - part["ci_low"].astype(float)).fillna(0).clip(lower=0)
+        high = (part["ci_high"].astype(float) - values).fillna(0).clip(lower=0)
+        axis.errorbar(values, list(y), xerr=[low, high], fmt="o", capsize=3)
+        axis.set_yticks(list(y))
+        axis.set_yticklabels(
+            [f"{names[i]} {part.loc[i, 'labels']}".strip() for i in part.index], fontsize=7
+        )
+        axis.set_title(f"{method}: {symbol}", fontsize=9)
+    figure.tight_layout()
+    return figure

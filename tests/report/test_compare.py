@@ -1,0 +1,69 @@
+"""``biaslens compare`` and ``biaslens.load_runs``: runs of several methods and two models of
+different classes in one tidy table with intervals and n; incomplete and foreign folders are
+listed and skipped."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import biaslens
+from biaslens import cli
+from tests.conftest import DATA
+
+
+@pytest.fixture
+def runs(tiny_models, tmp_path):
+    common = dict(device="cpu", report=False)
+    for name in ("roberta-qa", "llama"):  # an extractive QA model and a causal LM
+        biaslens.run(
+            "unqover", str(tiny_models[name]), output=tmp_path / "runs" / f"unqover-{name}",
+            data_dir=DATA, limit=30, bootstrap=200, **common,
+        )  # fmt: skip
+    biaslens.run(
+        "sib-mgc", str(tiny_models["gpt2"]), output=tmp_path / "runs" / "mgc-llama",
+        w_kinds=("dates",), limit=2, **common,
+    )  # fmt: skip
+    (tmp_path / "runs" / "not-a-run").mkdir()
+    (tmp_path / "runs" / "not-a-run" / "config.yaml").write_text("method: sib-mgc\n")
+    return tmp_path / "runs"
+
+
+def test_load_runs_is_one_row_per_run_and_value(runs):
+    with pytest.warns(UserWarning, match="skipped .*not-a-run"):
+        frame = biaslens.load_runs(str(runs / "*"))
+    assert [p for p, _ in frame.attrs["skipped"]] == [str(runs / "not-a-run")]
+    unqover = frame[frame["method"] == "unqover"]
+    assert unqover["model"].nunique() == 2 and len(unqover) == 2 * 5
+    for run, part in unqover.groupby("run"):
+        summary = json.loads((runs / Path(run).name / "summary.json").read_text())
+        table = pd.read_csv(runs / Path(run).name / "unqover.csv").iloc[0]
+        for row in part.itertuples():
+            assert row.value == pytest.approx(table[row.metric])
+            assert row.ci_low == pytest.approx(table[f"{row.metric}_ci_low"])
+            assert row.ci_high == pytest.approx(table[f"{row.metric}_ci_high"])
+            assert row.n == table["units"] and row.ci_level == 0.95
+        assert summary["dataset"]["name"] == "unqover-religion"
+    fits = frame[(frame["method"] == "sib-mgc") & (frame["metric"] == "slope")]
+    assert len(fits) % 3 == 0 and fits["labels"].is_unique  # female, male, neutral per prompt
+    assert fits["labels"].str.contains("gender=female").any()
+    assert (fits["ci_low"] <= fits["value"]).all() and (fits["value"] <= fits["ci_high"]).all()
+
+
+def test_compare_prints_one_table_and_writes_csv_and_plot(runs, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "cmp"
+    monkeypatch.setattr(
+        sys, "argv", ["biaslens", "compare", str(runs / "unqover-*"), "-o", str(out)]
+    )
+    with pytest.raises(SystemExit) as done:
+        cli.main()
+    assert done.value.code in (0, None)
+    printed = capsys.readouterr().out
+    assert "roberta-qa" in printed and "llama" in printed and "μ" in printed
+    table = pd.read_csv(out / "compare.csv")
+    assert set(table["metric"]) == {"mu", "eta", "theta4", "delta", "epsilon"}
+    assert (out / "compare.png").stat().st_size > 1000
