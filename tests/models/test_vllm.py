@@ -228,7 +228,8 @@ def test_the_server_killed_mid_run_then_resumed(server, folder, tmp_path):
     from biaslens.runner import run_method
 
     lm = client(server, max_retries=1, timeout=30.0)
-    values = {"model": NAME, "limit": 4, "w_kinds": ("dates",)}
+    # the run keeps its answers in its own folder, where the watcher reads them
+    values = {"model": NAME, "limit": 4, "w_kinds": ("dates",), "no_cache": True}
     killer = _kill_after_rows(server, tmp_path / "run" / "requests.sqlite", rows=40)
     with pytest.raises(BiaslensError, match="finished answers are kept"):
         run_method("sib-mgc", output=tmp_path / "run", lm=lm, report=False, **values)

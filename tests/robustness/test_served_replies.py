@@ -165,10 +165,10 @@ def test_a_refused_reply_reaches_no_cache_and_no_result(served, faults, tmp_path
         biaslens.run(
             "sib-mgc", model=NAME, backend="openai", base_url=served["url"], chat=True,
             mode="paper", prompts=("A",), w_kinds=("dates",), limit=1,
-            output=tmp_path / "run", report=False,
+            output=tmp_path / "run", report=False, no_cache=True,
         )  # fmt: skip
     assert not (tmp_path / "run" / "summary.json").exists()
-    cache = tmp_path / "run" / "requests.sqlite"
+    cache = tmp_path / "run" / "requests.sqlite"  # the run's own cache (no_cache)
     if cache.exists():
         stored = RequestCache(cache)
         try:
