@@ -137,10 +137,9 @@ def run_method(
                     f"the model has {random_tensors} random tensor(s) (--allow-missing-weights): "
                     "its numbers are not the checkpoint's",
                 )
-            provenance.setdefault("model", None)
             summary = store.write_summary(
                 out.metrics,
-                **{"dataset": None, **provenance, **out.provenance},
+                **{"model": None, "dataset": None, **provenance, **out.provenance},
                 estimates=collect_estimates(spec, out.tables, settings),
                 notes=list(out.notes),
             )

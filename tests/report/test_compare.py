@@ -5,15 +5,14 @@ listed and skipped."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 import biaslens
-from biaslens import cli
 from tests.conftest import DATA
+from tests.test_cli import run_cli
 
 
 @pytest.fixture
@@ -56,13 +55,9 @@ def test_load_runs_is_one_row_per_run_and_value(runs):
 
 def test_compare_prints_one_table_and_writes_csv_and_plot(runs, tmp_path, monkeypatch, capsys):
     out = tmp_path / "cmp"
-    monkeypatch.setattr(
-        sys, "argv", ["biaslens", "compare", str(runs / "unqover-*"), "-o", str(out)]
-    )
-    with pytest.raises(SystemExit) as done:
-        cli.main()
-    assert done.value.code in (0, None)
-    printed = capsys.readouterr().out
+    args = ("compare", str(runs / "unqover-*"), "-o", str(out))
+    code, printed, _ = run_cli(monkeypatch, capsys, *args)
+    assert code == 0
     assert "roberta-qa" in printed and "llama" in printed and "μ" in printed
     table = pd.read_csv(out / "compare.csv")
     assert set(table["metric"]) == {"mu", "eta", "theta4", "delta", "epsilon"}

@@ -10,19 +10,8 @@ import sqlite3
 import subprocess
 import sys
 
-from biaslens import cli
 from tests.helpers import shared_cache_file
-
-
-def _cli(monkeypatch, capsys, *args: str) -> tuple[int, str]:
-    monkeypatch.setattr(sys, "argv", ["biaslens", *args])
-    try:
-        cli.main()
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code or 0
-    out = capsys.readouterr().out
-    return code, out
+from tests.test_cli import run_cli
 
 
 def _stored(path) -> int:
@@ -38,9 +27,9 @@ def test_another_limit_in_the_default_folder_reuses_the_first_runs_answers(
     tiny_models, tmp_path, monkeypatch, capsys
 ):
     monkeypatch.chdir(tmp_path)
-    code, out = _cli(monkeypatch, capsys, *_mgc_args(tiny_models["llama"], 1))
+    code, out, _ = run_cli(monkeypatch, capsys, *_mgc_args(tiny_models["llama"], 1))
     assert code == 0 and "requests: 30 computed, 0 reused" in out
-    code, out = _cli(monkeypatch, capsys, *_mgc_args(tiny_models["llama"], 2))
+    code, out, _ = run_cli(monkeypatch, capsys, *_mgc_args(tiny_models["llama"], 2))
     assert code == 0, out
     assert "requests: 30 computed, 30 reused" in out  # the first sentence's 30, asked again
     folders = sorted(p.name for p in (tmp_path / "runs" / "sib-mgc").iterdir())
@@ -59,26 +48,24 @@ def test_another_output_reuses_everything_and_no_cache_reuses_nothing(
     tiny_models, tmp_path, monkeypatch, capsys
 ):
     args = _mgc_args(tiny_models["llama"], 1)
-    assert _cli(monkeypatch, capsys, *args, "-o", str(tmp_path / "a"))[0] == 0
-    code, out = _cli(monkeypatch, capsys, *args, "-o", str(tmp_path / "b"))
+    assert run_cli(monkeypatch, capsys, *args, "-o", str(tmp_path / "a"))[0] == 0
+    code, out, _ = run_cli(monkeypatch, capsys, *args, "-o", str(tmp_path / "b"))
     assert code == 0 and "requests: 0 computed, 30 reused" in out
     shared = shared_cache_file()
     before = shared.read_bytes()
-    code, out = _cli(monkeypatch, capsys, *args, "-o", str(tmp_path / "c"), "--no-cache")
+    code, out, _ = run_cli(monkeypatch, capsys, *args, "-o", str(tmp_path / "c"), "--no-cache")
     assert code == 0 and "requests: 30 computed, 0 reused" in out
     assert _stored(tmp_path / "c" / "requests.sqlite") == 30  # the run still resumes
     assert shared.read_bytes() == before
-    code, out = _cli(monkeypatch, capsys, *args, "-o", str(tmp_path / "c"), "--no-cache")
+    code, out, _ = run_cli(monkeypatch, capsys, *args, "-o", str(tmp_path / "c"), "--no-cache")
     assert "requests: 0 computed, 30 reused" in out
 
 
 def test_cache_dir_chooses_the_folder(tiny_models, tmp_path, monkeypatch, capsys):
     args = _mgc_args(tiny_models["llama"], 1)
     chosen = tmp_path / "my-cache"
-    assert (
-        _cli(monkeypatch, capsys, *args, "-o", str(tmp_path / "a"), "--cache-dir", str(chosen))[0]
-        == 0
-    )
+    out = str(tmp_path / "a")
+    assert run_cli(monkeypatch, capsys, *args, "-o", out, "--cache-dir", str(chosen))[0] == 0
     files = list(chosen.glob("*.sqlite"))
     assert len(files) == 1 and files[0].name.startswith("llama-") and _stored(files[0]) == 30
     assert not list(tmp_path.glob("request-cache*/*.sqlite"))
@@ -87,7 +74,7 @@ def test_cache_dir_chooses_the_folder(tiny_models, tmp_path, monkeypatch, capsys
 def test_other_models_never_share_a_file(tiny_models, tmp_path, monkeypatch, capsys):
     for name in ("llama", "gpt2"):
         args = _mgc_args(tiny_models[name], 1)
-        code, out = _cli(monkeypatch, capsys, *args, "-o", str(tmp_path / name))
+        code, out, _ = run_cli(monkeypatch, capsys, *args, "-o", str(tmp_path / name))
         assert code == 0 and "requests: 30 computed, 0 reused" in out
     folder = os.environ["BIASLENS_REQUEST_CACHE_DIR"]
     names = sorted(p.split("-")[0] for p in os.listdir(folder) if p.endswith(".sqlite"))

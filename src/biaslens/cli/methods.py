@@ -119,8 +119,9 @@ def method_command(spec):
     command.__doc__ = f"{spec.title}." + (f"\n\n{spec.description}" if spec.description else "")
     from biaslens.experiments.estimates import meanings
 
-    if meanings(spec):
-        command.__doc__ += "\n\nReading the results:\n\n" + "\n\n".join(meanings(spec))
+    lines = meanings(spec)
+    if lines:
+        command.__doc__ += "\n\nReading the results:\n\n" + "\n\n".join(lines)
     command.__signature__ = inspect.Signature(parameters)
     command.__annotations__ = {
         p.name: p.annotation for p in parameters if p.annotation is not inspect.Parameter.empty

@@ -91,6 +91,7 @@ def print_meanings(spec, estimates: list[dict]) -> None:
     """What each headline metric means, and a warning where an interval rests on few units or
     holds the value that says "no bias" (0)."""
     from biaslens.experiments.estimates import meanings
+    from biaslens.metrics.intervals import SMALL_N
 
     lines = meanings(spec)
     if not lines:
@@ -102,8 +103,9 @@ def print_meanings(spec, estimates: list[dict]) -> None:
     if small:
         first = small[0]
         console.print(
-            f"  note: {len(small)} value(s) rest on fewer than 20 {first['n_unit'] or 'units'} "
-            f"(e.g. {first['symbol']} with n = {first['n']}): their intervals are wide"
+            f"  note: {len(small)} value(s) rest on fewer than {SMALL_N} "
+            f"{first['n_unit'] or 'units'} (e.g. {first['symbol']} with n = {first['n']}): "
+            "their intervals are wide"
         )
     holds_zero = [
         e for e in estimates

@@ -52,6 +52,7 @@ def compare(
 
     from biaslens.cli.render import print_table
     from biaslens.common import atomic
+    from biaslens.common.files import make_dir
     from biaslens.errors import BiaslensError
     from biaslens.report.runs_frame import comparison_figure, comparison_table, load_runs
 
@@ -63,7 +64,7 @@ def compare(
     if frame.empty:
         raise BiaslensError("no finished run with headline values among " + " ".join(runs))
     print_table("Headline values by model", comparison_table(frame))
-    output.mkdir(parents=True, exist_ok=True)
+    make_dir(output, "comparison folder")
     atomic.write_csv(output / "compare.csv", frame)
     figure = comparison_figure(frame)
     try:

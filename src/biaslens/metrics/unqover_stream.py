@@ -164,10 +164,10 @@ class UnqoverAccumulator:
         summary = pd.concat([levels, extra], axis=1)
         if self.units is None:
             return summary
-        from biaslens.metrics.unqover_bootstrap import intervals
+        from biaslens.metrics.unqover_bootstrap import METRICS, intervals
 
         bounds = intervals(self.units, *self.bootstrap)
-        for name in ("mu", "eta", "theta4", "delta", "epsilon"):
+        for name in METRICS:
             place = summary.columns.get_loc(name) + 1
             summary.insert(place, f"{name}_ci_high", bounds[f"{name}_ci_high"])
             summary.insert(place, f"{name}_ci_low", bounds[f"{name}_ci_low"])

@@ -18,10 +18,12 @@ import pandas as pd
 
 from biaslens.errors import BiaslensError
 
-COLUMNS = [
-    "run", "method", "model", "table", "metric", "symbol", "labels", "value", "ci_low",
-    "ci_high", "ci_level", "n", "n_unit", "unit", "better", "settings",
-]  # fmt: skip
+ESTIMATE_FIELDS = (
+    "table", "metric", "symbol", "value", "ci_low", "ci_high", "ci_level", "n", "n_unit", "unit",
+    "better",
+)  # fmt: skip
+"""The fields of each ``summary.json`` estimate kept as columns (labels are joined into one)."""
+COLUMNS = ["run", "method", "model", "labels", *ESTIMATE_FIELDS, "settings"]
 
 
 def run_folders(patterns) -> list[Path]:
@@ -60,7 +62,7 @@ def load_runs(patterns) -> pd.DataFrame:
             rows.append(
                 {
                     "run": str(folder), "method": summary["method"], "model": model,
-                    **{k: estimate.get(k) for k in COLUMNS[3:-1] if k != "labels"},
+                    **{k: estimate.get(k) for k in ESTIMATE_FIELDS},
                     "labels": labels, "settings": settings,
                 }
             )  # fmt: skip
