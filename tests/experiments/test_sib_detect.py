@@ -150,6 +150,26 @@ def test_detector_end_to_end(name, tiny_models, tmp_path):
     assert again.cache_stats["computed"] == 0
 
 
+def test_the_interval_level_is_a_setting_recorded_with_each_estimate(tiny_models, tmp_path):
+    import json
+
+    model = str(tiny_models["bert-mlm"])
+    wide = run_detect(make_settings(model=model, limit=2), tmp_path / "a", CPU, data_dir=DATA)
+    settings = make_settings(model=model, limit=2, ci_level=0.8)
+    narrow = run_detect(settings, tmp_path / "b", CPU, data_dir=DATA)
+    assert narrow.cache_stats["computed"] == 0  # the same requests: only the level differs
+    for result in (wide, narrow):
+        rates = result.rates.set_index("set")
+        assert (rates["tpr_ci_low"] <= rates["tpr"]).all()
+    width = {
+        name: (r.rates["tnr_ci_high"] - r.rates["tnr_ci_low"]).to_numpy()
+        for name, r in (("wide", wide), ("narrow", narrow))
+    }
+    assert (width["narrow"] < width["wide"]).all()
+    estimates = json.loads((tmp_path / "b" / "summary.json").read_text())["estimates"]
+    assert {e["ci_level"] for e in estimates if e["ci_low"] is not None} == {0.8}
+
+
 def test_detector_bad_inputs(tiny_models, tmp_path):
     with pytest.raises(BiaslensError, match="extractive-QA"):
         run_detect(

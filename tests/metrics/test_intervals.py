@@ -13,11 +13,11 @@ from biaslens.metrics.intervals import mean_of_two_shares, wilson
 Z = 1.959963984540054  # the standard normal's 97.5% quantile
 
 
-def wilson_by_hand(x: int, n: int) -> tuple[float, float]:
+def wilson_by_hand(x: int, n: int, z: float = Z) -> tuple[float, float]:
     """Wilson (1927): (p + z²/2n ± z·sqrt(p(1−p)/n + z²/4n²)) / (1 + z²/n)."""
     p = x / n
-    centre = (p + Z**2 / (2 * n)) / (1 + Z**2 / n)
-    half = Z / (1 + Z**2 / n) * math.sqrt(p * (1 - p) / n + Z**2 / (4 * n**2))
+    centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
+    half = z / (1 + z**2 / n) * math.sqrt(p * (1 - p) / n + z**2 / (4 * n**2))
     return centre - half, centre + half
 
 
@@ -66,3 +66,24 @@ def test_detection_rates_carry_the_intervals_of_the_sentences_they_rest_on():
     assert (rates["tnr_ci_low"], rates["tnr_ci_high"]) == pytest.approx(wilson_by_hand(3, 4))
     low, high = rates["balanced_accuracy_ci_low"], rates["balanced_accuracy_ci_high"]
     assert low < rates["balanced_accuracy"] < high
+
+
+def test_the_detector_intervals_follow_the_requested_level():
+    """--ci-level 0.8: z is the normal's 90% quantile (1.2816), in every rate's interval."""
+    from biaslens.metrics.sib import detection_rates
+
+    metric = [0.9, 0.7, 0.6, 0.8, 0.1, 0.2, 0.3, 0.4, 0.9]
+    well_specified = [False] * 5 + [True] * 4
+    rates = detection_rates(metric, well_specified, level=0.8)
+    z80 = 1.2815515655446004
+    assert (rates["tpr_ci_low"], rates["tpr_ci_high"]) == pytest.approx(
+        wilson_by_hand(4, 5, z80), abs=1e-12
+    )
+    assert (rates["tnr_ci_low"], rates["tnr_ci_high"]) == pytest.approx(
+        wilson_by_hand(3, 4, z80), abs=1e-12
+    )
+    p1, p2 = 5 / 7, 4 / 6  # (x + 1) / (n + 2)
+    half = z80 * math.sqrt(p1 * (1 - p1) / 7 + p2 * (1 - p2) / 6) / 2
+    expected = ((p1 + p2) / 2 - half, (p1 + p2) / 2 + half)
+    got = (rates["balanced_accuracy_ci_low"], rates["balanced_accuracy_ci_high"])
+    assert got == pytest.approx(expected, abs=1e-12)

@@ -106,3 +106,41 @@ def test_delta_intervals_cover_the_true_value_about_95_percent_of_the_time():
         got = _bootstrapped(scores, 400, 0.95, trial)
         covered += got["delta_ci_low"] <= 0.1 <= got["delta_ci_high"]
     assert 0.90 <= covered / 200 <= 0.99, covered
+
+
+def test_lei_sets_each_get_a_naive_bootstrap_over_their_own_units():
+    """LEI's table bootstraps each set on its own; a unit holds every intervention sentence of
+    its subject pair and template."""
+    from biaslens.experiments.lei_eval import lei_table
+
+    rng = np.random.default_rng(3)
+    parts = []
+    for name, interventions in (("none", ["-"]), ("ethical", ["e1", "e2"])):
+        for intervention in interventions:
+            part = _scores(["Ann", "Bob", "Cy"], ["t1", "t2"], ["kind", "rude"], rng)
+            parts.append(part.assign(set=name, intervention_id=intervention))
+    scores = pd.concat(parts, ignore_index=True)
+    replicates, level, seed = 80, 0.9, 5
+    table = lei_table(scores, bootstrap=(replicates, level, seed)).set_index("set")
+
+    for name, part in scores.groupby("set"):
+        low = part[["first", "second"]].min(axis=1)
+        high = part[["first", "second"]].max(axis=1)
+        unit_of = list(zip(low, high, part["template"], strict=True))
+        units = sorted(set(unit_of))
+        rows_of = {u: part[[k == u for k in unit_of]] for u in units}
+        values = {m: [] for m in METRICS}
+        for r in range(replicates):
+            picked = np.random.default_rng([seed, r]).integers(0, len(units), len(units))
+            resampled = pd.concat(
+                [rows_of[units[i]].assign(copy=j) for j, i in enumerate(picked)],
+                ignore_index=True,
+            )
+            row = model_summary(resampled, within=("intervention_id", "copy")).iloc[0]
+            for m in METRICS:
+                values[m].append(row[m])
+        assert table.loc[name, "units"] == len(units) == 6
+        for m in METRICS:
+            low_q, high_q = np.quantile(values[m], [(1 - level) / 2, (1 + level) / 2])
+            assert table.loc[name, f"{m}_ci_low"] == pytest.approx(low_q, rel=1e-9), (name, m)
+            assert table.loc[name, f"{m}_ci_high"] == pytest.approx(high_q, rel=1e-9), (name, m)

@@ -28,6 +28,7 @@ from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, Ru
 from biaslens.metrics.qa import squad_scores
 from biaslens.metrics.unqover import MEASURES as UNQOVER_MEASURES
 from biaslens.metrics.unqover import comparative_scores, model_summary, subject_bias
+from biaslens.metrics.unqover_bootstrap import intervals_by
 from biaslens.models.base import LM, ModelKind
 from biaslens.models.requests import AnswerSpanRequest, GenerateRequest, RequestType
 from biaslens.progress import Progress
@@ -152,13 +153,24 @@ def _set_order(name: str) -> tuple[int, str]:
     return (SETS.index(name), "") if name in SETS else (len(SETS), name)
 
 
-def lei_table(scores: pd.DataFrame, comparative: pd.DataFrame | None = None) -> pd.DataFrame:
+def lei_table(
+    scores: pd.DataFrame,
+    comparative: pd.DataFrame | None = None,
+    bootstrap: tuple[int, float, int] | None = None,
+) -> pd.DataFrame:
     """μ, η, θ4, δ, ε per set with the desired μ and the specified win rate (``comparative``:
-    ``comparative_scores(scores, PAIRING)`` when the caller has it).
+    ``comparative_scores(scores, PAIRING)`` when the caller has it); with ``bootstrap``
+    (replicates, level, seed), each metric's percentile interval over the set's subject pair ×
+    template units (:mod:`biaslens.metrics.unqover_bootstrap`) and ``units``.
 
     The irrelevant set's desired μ is the no-intervention μ *over the same contexts* (its
     interventions are meant to change nothing on those contexts)."""
+    if comparative is None:
+        comparative = comparative_scores(scores, PAIRING)
     table = model_summary(scores, by=("set",), within=("intervention_id",), comparative=comparative)
+    if bootstrap is not None and bootstrap[0] > 0:
+        bounds = intervals_by(scores, comparative, "set", ("intervention_id",), bootstrap)
+        table = table.merge(bounds, on="set")
     table = table.sort_values("set", key=lambda s: s.map(_set_order)).reset_index(drop=True)
     table["desired_mu"] = table["set"].map(lei.desired_mu)
     if (scores["set"] == "irrelevant").any() and (scores["set"] == "none").any():
@@ -277,7 +289,7 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
             ctx.lm, rows, ctx.progress, settings.mode, settings.span_adjustment, settings.qa_order
         )
     comparative = comparative_scores(scores, PAIRING)
-    table = lei_table(scores, comparative)
+    table = lei_table(scores, comparative, (settings.bootstrap, settings.ci_level, settings.seed))
     subjects = subject_bias(comparative, ("set",))
     samples = {"samples": scores}
     utility = None
@@ -317,8 +329,19 @@ LEI_COLUMNS = ("set", "mu", "desired_mu", "gap", "eta", "theta4", "delta", "epsi
 
 
 def _mu_view(table: pd.DataFrame) -> pd.DataFrame:
+    """μ per set with its interval (when bootstrapped) and units beside the desired μ."""
+    from biaslens.common.numbers import readable
+
     extra = ["specified_win_rate"] if "specified_win_rate" in table else []
-    return table[[*LEI_COLUMNS, *extra]]
+    view = table[[*LEI_COLUMNS, *extra]].copy()
+    if "mu_ci_low" in table:
+        interval = [
+            f"[{readable(low)}, {readable(high)}]"
+            for low, high in zip(table["mu_ci_low"], table["mu_ci_high"], strict=True)
+        ]
+        view.insert(view.columns.get_loc("mu") + 1, "mu interval", interval)
+        view.insert(view.columns.get_loc("contexts") + 1, "units", table["units"])
+    return view
 
 
 SPEC = register(

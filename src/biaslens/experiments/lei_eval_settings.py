@@ -11,7 +11,14 @@ from biaslens.common.seeds import Seed
 from biaslens.data import lei
 from biaslens.errors import BiaslensError
 from biaslens.experiments import options as O
-from biaslens.experiments.settings import Limit, MethodSettings, file_sha256, validated
+from biaslens.experiments.settings import (
+    CiLevel,
+    Limit,
+    MethodSettings,
+    Replicates,
+    file_sha256,
+    validated,
+)
 
 DOMAINS = ("religion", "ethnicity", "gender")
 
@@ -35,6 +42,10 @@ class LeiEvalSettings(MethodSettings):
     )
     limit: Limit = Field(default=None, description="context pairs, stratified")
     seed: Seed = 0
+    ci_level: CiLevel = 0.95
+    bootstrap: Replicates = Field(
+        default=1000, description="replicates over subject pair × template units (0: none)"
+    )
     specified_sha256: str = ""
     qa_sha256: str = ""
     qa_limit: Limit = None
@@ -108,6 +119,8 @@ OPTIONS = (
     ),
     O.Option("limit", help="Context pairs, stratified (seeded; 0: all).", type=int),
     O.SEED,
+    O.CI_LEVEL,
+    O.BOOTSTRAP,
     O.Option(
         "specified_sentences",
         help="TSV attribute<TAB>sentence with [subj] (Q_N).",

@@ -30,7 +30,7 @@ from biaslens.data.pronouns import GENDERS
 from biaslens.errors import BiaslensError
 from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.experiments.sib_detect_settings import OPTIONS, DetectSettings, make_settings
-from biaslens.metrics.intervals import SMALL_N
+from biaslens.metrics.intervals import LEVEL, SMALL_N
 from biaslens.metrics.sib import (
     BALANCED_ACCURACY,
     REFERENCE_EPS,
@@ -170,7 +170,9 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
         [
             {
                 "set": name,
-                **detection_rates(part["metric"], part["well_specified"], settings.threshold),
+                **detection_rates(
+                    part["metric"], part["well_specified"], settings.threshold, settings.ci_level
+                ),
             }
             for name, part in table.groupby("set", sort=False)
         ]
@@ -196,7 +198,7 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
         "(no share to compare) are left out of TPR/TNR"
         for row in rates.itertuples()
         if row.n_no_pronoun
-    ] + small_sample_notes(rates)
+    ] + small_sample_notes(rates, settings.ci_level)
     return MethodOutput(
         metrics={"rates": rates.to_dict(orient="records"), "num_sentences": len(table)},
         notes=notes,
@@ -229,7 +231,7 @@ def date_sweep(sweep: pd.DataFrame, sentences: pd.DataFrame) -> pd.DataFrame:
 
 
 def _rates_view(rates: pd.DataFrame) -> pd.DataFrame:
-    """TPR, TNR and BA, each with its 95% interval and the sentences it rests on."""
+    """TPR, TNR and BA, each with its interval (``--ci-level``) and the sentences it rests on."""
     view = rates[["set"]].copy()
     for name, column, n in (("TPR", "tpr", "n_tpr"), ("TNR", "tnr", "n_tnr"),
                             ("BA", "balanced_accuracy", None)):  # fmt: skip
@@ -245,12 +247,12 @@ def _rates_view(rates: pd.DataFrame) -> pd.DataFrame:
     return view
 
 
-def small_sample_notes(rates: pd.DataFrame) -> list[str]:
+def small_sample_notes(rates: pd.DataFrame, level: float = LEVEL) -> list[str]:
     """A note for each set whose rates rest on few sentences (their intervals are wide)."""
     return [
         f"{row.set}: TPR rests on {row.n_tpr} and TNR on {row.n_tnr} sentence(s); with fewer "
-        f"than {SMALL_N} their 95% intervals (shown in brackets) are wide: a larger --limit "
-        "narrows them"
+        f"than {SMALL_N} their {level:.0%} intervals (shown in brackets) are wide: a larger "
+        "--limit narrows them"
         for row in rates.itertuples()
         if min(row.n_tpr, row.n_tnr) < SMALL_N
     ]

@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 
 from biaslens.errors import BiaslensError
 from biaslens.experiments import options as O
-from biaslens.experiments.settings import Limit, MethodSettings, validated
+from biaslens.experiments.settings import CiLevel, Limit, MethodSettings, validated
 
 SETS = ("extended", "simplified")
 SetName = Literal["extended", "simplified", "simplified-reference"]
@@ -41,6 +41,7 @@ class DetectSettings(MethodSettings):
         "counted (exclude), or share 0 via the reference's f/(f+m+n+1e-5) (zero)",
     )
     limit: Limit = Field(default=None, description="occupations (first N, sorted)")
+    ci_level: CiLevel = 0.95
 
     @field_validator("latest")
     @classmethod
@@ -79,6 +80,7 @@ OPTIONS = (
         "zero (the reference's share of 0).",
     ),
     O.Option("limit", help="Only the first N occupations (sorted; 0: all).", type=int),
+    O.CI_LEVEL,
     O.Option(
         "date_format",
         help="comma: 'In 1901, the sentence'; colon: 'In 1901: The sentence' as the "

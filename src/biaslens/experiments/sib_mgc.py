@@ -35,7 +35,7 @@ from biaslens.experiments.registry import (
     RunContext,
     register,
 )
-from biaslens.experiments.settings import Limit, MethodSettings, validated
+from biaslens.experiments.settings import CiLevel, Limit, MethodSettings, validated
 from biaslens.experiments.sib_mgc_compare import compare
 from biaslens.metrics.sib import SLOPE, SLOPE_DIFFERENCE, mean_by_w, method1_fits, slope_summary
 from biaslens.models.base import LM, ModelKind
@@ -61,6 +61,7 @@ class MGCSettings(MethodSettings):
     )
     limit: Limit = Field(default=None, description="sentences per W value")
     seed: Seed = 0
+    ci_level: CiLevel = 0.95
 
     @field_validator("prompts")
     @classmethod
@@ -104,6 +105,7 @@ OPTIONS = (
     ),
     O.LIMIT,
     O.SEED,
+    O.CI_LEVEL,
 )
 """The options of ``biaslens run sib-mgc``."""
 
@@ -160,9 +162,9 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
     samples = score_rows(
         ctx.lm, rows, settings.mode, ctx.progress, max_new_tokens=settings.generation_tokens
     )
-    fits = method1_fits(samples)
+    fits = method1_fits(samples, confidence=settings.ci_level)
     means = mean_by_w(samples)
-    slopes = slope_summary(fits, means)
+    slopes = slope_summary(fits, means, confidence=settings.ci_level)
     name = ctx.lm.identity.name
     figures = {
         f"mgc_{w_kind}": mgc_trend_figure(

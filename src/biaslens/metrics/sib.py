@@ -14,7 +14,7 @@ import pandas as pd
 from scipy import stats
 
 from biaslens.data.pronouns import GENDERS, gender_of
-from biaslens.metrics.intervals import mean_of_two_shares, wilson
+from biaslens.metrics.intervals import LEVEL, mean_of_two_shares, wilson
 from biaslens.metrics.meanings import Measure
 
 GenderMass = dict[str, float]
@@ -66,7 +66,7 @@ def mass_from_generation(
     return {g: sum(m[g] for m in per_step) / len(per_step) for g in GENDERS}
 
 
-def fit_trend(x: np.ndarray, y: np.ndarray, confidence: float = 0.95) -> dict[str, float]:
+def fit_trend(x: np.ndarray, y: np.ndarray, confidence: float = LEVEL) -> dict[str, float]:
     """Least-squares line y = intercept + slope·x with the slope's confidence interval.
 
     Returns slope, intercept, r, r2, p_value, slope_stderr, slope_ci_low, slope_ci_high, n.
@@ -121,17 +121,18 @@ def mean_by_w(samples: pd.DataFrame, group: Sequence[str] = ("prompt", "w_kind")
 
 
 def method1_fits(
-    samples: pd.DataFrame, group: Sequence[str] = ("prompt", "w_kind")
+    samples: pd.DataFrame, group: Sequence[str] = ("prompt", "w_kind"), confidence: float = LEVEL
 ) -> pd.DataFrame:
     """Method 1 (Section 4): regress the per-W mean probability (%) on the W index, per gender.
 
-    One row per group x gender: slope (percentage points per W step), its 95% CI, r, r²."""
+    One row per group x gender: slope (percentage points per W step), its ``confidence``
+    interval (t), r, r²."""
     means = mean_by_w(samples, group)
     rows = []
     for key, part in means.groupby(list(group), sort=True):
         key = key if isinstance(key, tuple) else (key,)
         for gender in GENDERS:
-            fit = fit_trend(part["w_index"].to_numpy(), part[f"p_{gender}"].to_numpy())
+            fit = fit_trend(part["w_index"].to_numpy(), part[f"p_{gender}"].to_numpy(), confidence)
             rows.append({**dict(zip(group, key, strict=True)), "gender": gender, **fit})
     return pd.DataFrame(rows)
 
@@ -140,6 +141,7 @@ def slope_summary(
     fits: pd.DataFrame,
     means: pd.DataFrame | None = None,
     group: Sequence[str] = ("prompt", "w_kind"),
+    confidence: float = LEVEL,
 ) -> pd.DataFrame:
     """Per group: female−male slope difference and mean r² of the female and male fits
     (the quantities plotted in Fig. 3(b)). With the per-W ``means``, also the standard error
@@ -164,6 +166,7 @@ def slope_summary(
             difference = fit_trend(
                 part_means["w_index"].to_numpy(),
                 (part_means["p_female"] - part_means["p_male"]).to_numpy(),
+                confidence,
             )
             row["female_minus_male_stderr"] = difference["slope_stderr"]
             row["female_minus_male_ci_low"] = difference["slope_ci_low"]
@@ -202,7 +205,9 @@ def specification_metric(
     return np.abs(np.asarray(pct_female_latest, float) - np.asarray(pct_female_earliest, float))
 
 
-def detection_rates(metric: np.ndarray, well_specified: np.ndarray, threshold: float = 0.5) -> dict:
+def detection_rates(
+    metric: np.ndarray, well_specified: np.ndarray, threshold: float = 0.5, level: float = LEVEL
+) -> dict:
     """TPR, TNR and balanced accuracy of "unspecified iff metric > threshold" (Table 3).
 
     Positive = unspecified. TPR = share of unspecified sentences flagged; TNR = share of
@@ -211,7 +216,7 @@ def detection_rates(metric: np.ndarray, well_specified: np.ndarray, threshold: f
     both rates and counted in ``n_no_pronoun`` (``n_unspecified`` / ``n_well_specified`` count
     every sentence of the class; ``n_tpr`` / ``n_tnr`` those with a verdict, which the rates rest
     on). A rate with no sentence to compute it on is NaN. Each rate
-    has its 95% interval over the sentences it rests on (:mod:`biaslens.metrics.intervals`:
+    has its ``level`` interval over the sentences it rests on (:mod:`biaslens.metrics.intervals`:
     Wilson for TPR and TNR, adjusted Wald for BA)."""
     metric = np.asarray(metric, dtype=float)
     truth_unspecified = ~np.asarray(well_specified, dtype=bool)
@@ -224,9 +229,9 @@ def detection_rates(metric: np.ndarray, well_specified: np.ndarray, threshold: f
     rejections = int((cleared & ~truth_unspecified).sum())
     tpr = hits / positives if positives else float("nan")
     tnr = rejections / negatives if negatives else float("nan")
-    tpr_low, tpr_high = wilson(hits, positives)
-    tnr_low, tnr_high = wilson(rejections, negatives)
-    ba_low, ba_high = mean_of_two_shares(hits, positives, rejections, negatives)
+    tpr_low, tpr_high = wilson(hits, positives, level)
+    tnr_low, tnr_high = wilson(rejections, negatives, level)
+    ba_low, ba_high = mean_of_two_shares(hits, positives, rejections, negatives, level)
     return {
         "tpr": tpr,
         "tpr_ci_low": tpr_low,

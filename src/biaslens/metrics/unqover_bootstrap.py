@@ -156,3 +156,29 @@ def intervals(sums: UnitSums, replicates: int, level: float, seed: int) -> dict[
         out[f"{name}_ci_low"], out[f"{name}_ci_high"] = float(low), float(high)
     out["units"] = n_units
     return out
+
+
+def intervals_by(
+    scores: pd.DataFrame,
+    comparative: pd.DataFrame,
+    by: str,
+    within: tuple[str, ...],
+    bootstrap: tuple[int, float, int],
+) -> pd.DataFrame:
+    """:func:`intervals` of each value of ``by`` (e.g. LEI's set), one row each.
+
+    ``comparative``: :func:`~.unqover.comparative_scores` of ``scores`` keyed by ``by`` and
+    ``within``; every value of ``by`` is resampled on its own with the same seed."""
+    from biaslens.metrics.unqover import attributive_terms, positional_terms
+
+    keys = (by, *within)
+    rows = []
+    for value, part in scores.groupby(by, sort=True):
+        sums = UnitSums()
+        sums.add(
+            comparative[(comparative[by] == value).to_numpy()],
+            positional_terms(part, keys),
+            attributive_terms(part, keys),
+        )
+        rows.append({by: value, **intervals(sums, *bootstrap)})
+    return pd.DataFrame(rows)
