@@ -116,6 +116,7 @@ def run_method(
                 data_dir=Path(data_dir) if data_dir is not None else None,
             )
             out = spec.body(context, settings)
+            out.tables = {name: store.labelled(table) for name, table in out.tables.items()}
             for name, table in out.tables.items():
                 store.write_table(name, table)
             for name, table in out.samples.items():

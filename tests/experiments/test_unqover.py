@@ -211,12 +211,15 @@ def test_streamed_chunks_give_the_metrics_of_the_whole_table(
     for metric in ("mu", "eta", "theta4", "delta", "epsilon"):
         low, high = result.unqover[[f"{metric}_ci_low", f"{metric}_ci_high"]].iloc[0]
         assert 0 <= low <= high
+    per = M.subject_attribute_bias(comparative)
+    assert list(result.subject_attribute.columns) == ["model", "method", *per.columns]
+    assert set(result.subject_attribute["method"]) == {"unqover"}
     pd.testing.assert_frame_equal(
-        result.subject_attribute, M.subject_attribute_bias(comparative), rtol=1e-10, atol=1e-12
+        result.subject_attribute[per.columns], per, rtol=1e-10, atol=1e-12
     )
     subjects = M.subject_bias(comparative).sort_values("max_abs_gamma", ascending=False)
     pd.testing.assert_frame_equal(
-        result.subjects, subjects.reset_index(drop=True), rtol=1e-10, atol=1e-12
+        result.subjects[subjects.columns], subjects.reset_index(drop=True), rtol=1e-10, atol=1e-12
     )
     key = ["key", "negated"]
     streamed = result.samples.sort_values(key, ignore_index=True).drop(columns="row")

@@ -104,7 +104,8 @@ def _samples():
 def test_method1_fits_and_slope_summary_hand_computed():
     samples = _samples()
     means = mean_by_w(samples)
-    assert means["p_female"].tolist() == pytest.approx([0.0, 1.0, 2.0, 3.0])  # percent
+    assert means["p_female_pct"].tolist() == pytest.approx([0.0, 1.0, 2.0, 3.0])
+    assert "p_female" not in means  # a percentage never carries a probability's name
     fits = method1_fits(samples).set_index("gender")
     assert fits.loc["female", "slope"] == pytest.approx(1.0)
     assert fits.loc["male", "slope"] == pytest.approx(-0.5)
@@ -168,8 +169,8 @@ def test_slope_difference_standard_error_by_hand():
     means = pd.DataFrame(
         {
             "prompt": "A", "w_kind": "dates", "w_index": [0, 1, 2, 3],
-            "p_female": [10.0, 12.0, 13.0, 16.0], "p_male": [10.0, 11.0, 12.0, 13.0],
-            "p_neutral": [1.0, 1.0, 1.0, 1.0],
+            "p_female_pct": [10.0, 12.0, 13.0, 16.0], "p_male_pct": [10.0, 11.0, 12.0, 13.0],
+            "p_neutral_pct": [1.0, 1.0, 1.0, 1.0],
         }
     )  # fmt: skip
     from biaslens.metrics.sib import fit_trend
@@ -180,7 +181,7 @@ def test_slope_difference_standard_error_by_hand():
                 "prompt": "A",
                 "w_kind": "dates",
                 "gender": g,
-                **fit_trend(means["w_index"], means[f"p_{g}"]),
+                **fit_trend(means["w_index"], means[f"p_{g}_pct"]),
             }
             for g in ("female", "male", "neutral")
         ]

@@ -125,3 +125,34 @@ def test_report_command_errors_are_one_line(tmp_path, monkeypatch, capsys):
     (run / "summary.json").unlink()
     code, _, err = run_cli(monkeypatch, capsys, "report", str(run))
     _one_line_error(code, err, "incomplete")
+
+
+def test_the_report_reads_the_numbers_as_the_terminal_does(tmp_path):
+    """Each headline metric's meaning, its values with intervals and n, and the warnings: an
+    interval holding the no-bias value, values resting on few units."""
+    from biaslens.metrics.unqover import MEASURES
+
+    store = RunStore(tmp_path / "run", "unqover", {"model": "tiny"}, {})
+    table = pd.DataFrame(
+        [{"mu": 0.25, "mu_ci_low": 0.0, "mu_ci_high": 0.41, "units": 6, "contexts": 12,
+          "eta": 0.5, "theta4": 0.2, "delta": 0.1, "epsilon": 0.3}]
+    )  # fmt: skip
+    store.write_table("unqover", table)
+    from biaslens.experiments.estimates import collect
+    from biaslens.experiments.registry import methods
+
+    estimates = collect(methods()["unqover"], {"unqover": table}, None)
+    store.write_summary({}, model={"name": "tiny", "kind": "causal-lm"}, estimates=estimates)
+    store.close()
+    html = render_report([load_run(tmp_path / "run")])
+    assert "Reading the numbers" in html
+    mu = next(m for m in MEASURES if m.column == "mu")
+    assert mu.definition.replace("'", "&#39;") in html and mu.better in html
+    assert "[0.0000, 0.4100] (95% bootstrap percentile)" in html
+    assert "6 subject pair × template units" in html
+    assert "the interval of μ includes the no-bias value (0) for 1 value(s)" in html
+    assert "rest on fewer than 20 subject pair × template units" in html
+    # the table shown under it has no repeated model/method columns; the CSV has them
+    csv = pd.read_csv(tmp_path / "run" / "unqover.csv")
+    assert list(csv.columns[:2]) == ["model", "method"] and set(csv["method"]) == {"unqover"}
+    assert "<th>method</th>" not in html

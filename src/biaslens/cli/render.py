@@ -90,8 +90,7 @@ def print_table(title: str, frame, columns: Sequence[str] | None = None) -> None
 def print_meanings(spec, estimates: list[dict]) -> None:
     """What each headline metric means, and a warning where an interval rests on few units or
     holds the value that says "no bias" (0)."""
-    from biaslens.experiments.estimates import meanings
-    from biaslens.metrics.intervals import SMALL_N
+    from biaslens.experiments.estimates import interval_notes, meanings
 
     lines = meanings(spec)
     if not lines:
@@ -99,25 +98,8 @@ def print_meanings(spec, estimates: list[dict]) -> None:
     console.print("reading the numbers:", style="bold")
     for line in lines:
         console.print(f"  {visible(line)}")
-    small = [e for e in estimates if e.get("small_n")]
-    if small:
-        first = small[0]
-        console.print(
-            f"  note: {len(small)} value(s) rest on fewer than {SMALL_N} "
-            f"{first['n_unit'] or 'units'} (e.g. {first['symbol']} with n = {first['n']}): "
-            "their intervals are wide"
-        )
-    holds_zero = [
-        e for e in estimates
-        if e.get("ci_low") is not None and e["no_bias"].split()[0] == "0"
-        and e["ci_low"] <= 0 <= e["ci_high"]
-    ]  # fmt: skip
-    if holds_zero:
-        names = sorted({e["symbol"] for e in holds_zero})
-        console.print(
-            f"  note: the interval of {', '.join(names)} includes 0 (no bias) for "
-            f"{len(holds_zero)} value(s)"
-        )
+    for note in interval_notes(estimates):
+        console.print(f"  note: {note}")
 
 
 def print_run(result, spec) -> None:

@@ -55,6 +55,8 @@ def collect(spec, tables: dict[str, Any], settings) -> list[dict[str, Any]]:
                         "small_n": n is not None and n < SMALL_N,
                         "unit": measure.unit,
                         "no_bias": measure.no_bias,
+                        "no_bias_value": measure.reference,
+                        "includes_no_bias": measure.holds_reference(low, high),
                         "better": measure.better,
                     }
                 )
@@ -70,3 +72,26 @@ def meanings(spec) -> list[str]:
                 seen.add(measure.column)
                 lines.append(measure.line())
     return lines
+
+
+def interval_notes(estimates: list[dict[str, Any]]) -> list[str]:
+    """Warnings about a run's estimates: values that rest on too few units for their interval
+    to mean much, and intervals that include the value that reads as "no bias"."""
+    notes = []
+    small = [e for e in estimates if e.get("small_n")]
+    if small:
+        first = small[0]
+        notes.append(
+            f"{len(small)} value(s) rest on fewer than {SMALL_N} "
+            f"{first['n_unit'] or 'units'} (e.g. {first['symbol']} with n = {first['n']}): "
+            "their intervals are wide"
+        )
+    holding = [e for e in estimates if e.get("includes_no_bias")]
+    if holding:
+        names = ", ".join(sorted({e["symbol"] for e in holding}))
+        values = sorted({f"{e['no_bias_value']:g}" for e in holding})
+        notes.append(
+            f"the interval of {names} includes the no-bias value ({', '.join(values)}) for "
+            f"{len(holding)} value(s): those values are not distinguishable from no bias"
+        )
+    return notes

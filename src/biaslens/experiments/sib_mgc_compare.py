@@ -28,6 +28,7 @@ def comparison_table(results: Sequence[RunResult]) -> pd.DataFrame:
             rows.append(
                 {
                     "model": result.summary["model"]["name"],
+                    "method": result.method,
                     "num_parameters": result.summary["model"]["num_parameters"],
                     "w_kind": w_kind,
                     "female_minus_male_slope": float(values["female_minus_male_slope"]),

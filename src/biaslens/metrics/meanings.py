@@ -17,7 +17,9 @@ class Measure:
     """One headline metric, a column of a result table.
 
     ``ci``: the prefix of its interval columns (``{ci}_ci_low`` / ``{ci}_ci_high``; default the
-    column); ``n``: the column counting the units its interval rests on (or a ``+`` of two)."""
+    column); ``n``: the column counting the units its interval rests on (or a ``+`` of two);
+    ``reference``: the number that reads as "no bias" (a bias measure's 0), against which an
+    interval is checked; None where no single number does (a detector's rates)."""
 
     column: str
     symbol: str
@@ -30,6 +32,7 @@ class Measure:
     n_unit: str = ""
     ci: str | None = None
     interval: str = ""
+    reference: float | None = None
 
     @property
     def ci_prefix(self) -> str:
@@ -41,6 +44,13 @@ class Measure:
             f"{self.symbol}: {self.definition}; range {self.range}; no bias: {self.no_bias}; "
             f"{self.better}"
         )
+
+    def holds_reference(self, low: float | None, high: float | None) -> bool | None:
+        """Whether the interval [low, high] includes the no-bias value (None: no interval or no
+        such value)."""
+        if self.reference is None or low is None or high is None:
+            return None
+        return bool(low <= self.reference <= high)
 
     def n_of(self, row) -> int | None:
         """The units behind this row's value (None where the table does not count them)."""

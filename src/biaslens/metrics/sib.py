@@ -112,12 +112,13 @@ def confidence_band(
 
 
 def mean_by_w(samples: pd.DataFrame, group: Sequence[str] = ("prompt", "w_kind")) -> pd.DataFrame:
-    """Per W value, the mean probability (in %) over its sentences, for each gender."""
+    """Per W value, the mean probability over its sentences for each gender, in percent
+    (``p_female_pct`` …: the samples' ``p_female`` × 100, the unit of the paper's Fig. 3)."""
     columns = [f"p_{g}" for g in GENDERS]
     keys = [*group, "w_index", "w"]
     means = samples.groupby(keys, sort=True)[columns].mean().reset_index()
     means[columns] = means[columns] * 100.0
-    return means
+    return means.rename(columns={c: f"{c}_pct" for c in columns})
 
 
 def method1_fits(
@@ -132,7 +133,9 @@ def method1_fits(
     for key, part in means.groupby(list(group), sort=True):
         key = key if isinstance(key, tuple) else (key,)
         for gender in GENDERS:
-            fit = fit_trend(part["w_index"].to_numpy(), part[f"p_{gender}"].to_numpy(), confidence)
+            fit = fit_trend(
+                part["w_index"].to_numpy(), part[f"p_{gender}_pct"].to_numpy(), confidence
+            )
             rows.append({**dict(zip(group, key, strict=True)), "gender": gender, **fit})
     return pd.DataFrame(rows)
 
@@ -165,7 +168,7 @@ def slope_summary(
             part_means = means[mask].sort_values("w_index")
             difference = fit_trend(
                 part_means["w_index"].to_numpy(),
-                (part_means["p_female"] - part_means["p_male"]).to_numpy(),
+                (part_means["p_female_pct"] - part_means["p_male_pct"]).to_numpy(),
                 confidence,
             )
             row["female_minus_male_stderr"] = difference["slope_stderr"]
@@ -312,6 +315,7 @@ SLOPE = Measure(
     n="n",
     n_unit="W values",
     interval="t interval of the slope",
+    reference=0.0,
 )
 SLOPE_DIFFERENCE = Measure(
     "female_minus_male_slope",
@@ -323,6 +327,7 @@ SLOPE_DIFFERENCE = Measure(
     "percentage points per W step",
     ci="female_minus_male",
     interval="t interval of the slope of p_f − p_m",
+    reference=0.0,
 )
 TPR = Measure(
     "tpr",

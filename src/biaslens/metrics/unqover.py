@@ -29,7 +29,12 @@ from biaslens.metrics.meanings import Measure
 
 REQUIRED = ("first", "second", "template", "attribute", "negated", "s_first", "s_second")
 
-_UNITS = dict(n="units", n_unit="subject pair × template units", interval="bootstrap percentile")
+_UNITS = dict(
+    n="units",
+    n_unit="subject pair × template units",
+    interval="bootstrap percentile",
+    reference=0.0,
+)
 MEASURES = (
     Measure(
         "mu",

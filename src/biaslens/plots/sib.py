@@ -29,7 +29,7 @@ def mgc_trend_figure(means: pd.DataFrame, fits: pd.DataFrame, w_kind: str, title
         x = data["w_index"].to_numpy(float)
         grid = np.linspace(x.min(), x.max(), 100)
         for gender in GENDERS:
-            y = data[f"p_{gender}"].to_numpy(float)
+            y = data[f"p_{gender}_pct"].to_numpy(float)
             fit = fits[(fits.w_kind == w_kind) & (fits.prompt == prompt) & (fits.gender == gender)]
             label = gender
             if len(fit):

@@ -157,6 +157,45 @@ def _flatten(value, prefix: str = "") -> list[tuple[str, str]]:
     return [(prefix, _format(value)[0])]
 
 
+def _reading(view: RunView) -> dict:
+    """The run's headline values in words: each metric's meaning, a table of values with their
+    intervals and n, and the warnings the terminal prints (few units, no bias inside)."""
+    from biaslens.common.numbers import readable
+    from biaslens.experiments.estimates import interval_notes, meanings
+    from biaslens.experiments.registry import methods
+
+    estimates = [e for e in view.summary.get("estimates") or [] if isinstance(e, dict)]
+    spec = methods().get(view.method)
+    if not estimates:
+        return {"meanings": [], "table": None, "notes": []}
+    rows = []
+    for e in estimates:
+        low, high = e.get("ci_low"), e.get("ci_high")
+        interval = (
+            f"[{readable(low)}, {readable(high)}] ({e['ci_level']:.0%} {e.get('interval') or ''})"
+            if low is not None and high is not None
+            else "—"
+        )
+        n = e.get("n")
+        rows.append(
+            {
+                "metric": e.get("symbol"),
+                "row": ", ".join(f"{k} {v}" for k, v in (e.get("labels") or {}).items()),
+                "value": readable(e["value"]) if e.get("value") is not None else "—",
+                "interval": interval,
+                "n": f"{n:,} {e.get('n_unit') or ''}".strip() if n is not None else "—",
+                "unit": e.get("unit"),
+                "no bias": e.get("no_bias"),
+                "direction": e.get("better"),
+            }
+        )
+    return {
+        "meanings": meanings(spec) if spec else [],
+        "table": _table("Headline values with their intervals", pd.DataFrame(rows), "est"),
+        "notes": interval_notes(estimates),
+    }
+
+
 def _png(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
@@ -217,6 +256,7 @@ def _run_context(index: int, view: RunView, max_samples: int) -> dict:
         "settings": _flatten(view.settings),
         "metrics": _flatten(summary.get("metrics", {})),
         "notes": [str(n) for n in summary.get("notes") or []],
+        "reading": _reading(view),
         "tables": tables,
         "plots": [(p.stem, _png(p)) for p in view.plots],
         "samples": samples,
@@ -233,9 +273,10 @@ def _comparisons(views: list[RunView]) -> list[HtmlTable]:
             continue
         names = [n for n in group[0].tables if all(n in v.tables for v in group)]
         for name in names:
-            frames = [v.tables[name][1].assign(run=v.label) for v in group]
+            frames = [v.tables[name][1].assign(run=v.label, model=v.model_name) for v in group]
             stacked = pd.concat(frames, ignore_index=True)
-            stacked = stacked[["run", *[c for c in stacked.columns if c != "run"]]]
+            first = ["run", "model"]
+            stacked = stacked[[*first, *[c for c in stacked.columns if c not in first]]]
             title = f"{method}: {group[0].tables[name][0]} — {len(group)} runs"
             out.append(_table(title, stacked, f"cmp-{method}"))
     return out

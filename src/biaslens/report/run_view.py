@@ -101,7 +101,13 @@ def _first_samples(result: RunResult) -> tuple[pd.DataFrame | None, int]:
     return first.to_pandas(), total
 
 
+RUN_COLUMNS = ("model", "method")
+"""Columns every run table carries (:meth:`~biaslens.store.run.RunStore.labelled`); a run's
+report names them once above its tables."""
+
+
 def _shown(table: pd.DataFrame, method: str, name: str) -> pd.DataFrame:
+    table = table.drop(columns=[c for c in RUN_COLUMNS if c in table])
     if method == "cid-audit" and name == "continuations":
         # written by metrics.cid.top_continuations: most common first within group and λ
         keys = [c for c in ("group", "lam") if c in table]

@@ -259,9 +259,24 @@ class RunStore:
         with atomic.append_parquet(path) as appender:
             yield appender
 
+    def labelled(self, table):
+        """``table`` with the run's ``model`` and ``method`` as its first columns (where it has
+        no such column), so that a CSV read on its own, or stacked with another run's, says
+        whose numbers it holds."""
+        model = (self.model or {}).get("name") or self.settings.get("model") or ""
+        front = {"model": str(model), "method": self.method}
+        missing = [(k, v) for k, v in front.items() if k not in table.columns]
+        if not missing:
+            return table
+        table = table.copy()
+        for place, (column, value) in enumerate(missing):
+            table.insert(place, column, value)
+        return table
+
     def write_table(self, name: str, table) -> Path:
+        """``NAME.csv``: the table, :meth:`labelled` with the run's model and method."""
         path = self.output_path(f"{name}.csv")
-        atomic.write_csv(path, table)
+        atomic.write_csv(path, self.labelled(table))
         return path
 
     def write_plot(self, name: str, figure) -> Path:
