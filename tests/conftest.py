@@ -69,6 +69,30 @@ def private_request_cache(tmp_path_factory, monkeypatch) -> Path:
     return folder
 
 
+@pytest.fixture(autouse=True)
+def runs_match_the_results_reference(request, monkeypatch) -> None:
+    """Every run a test finishes is compared with the results reference (each file and column
+    declared, with a meaning); tests that build deliberately odd run folders are marked
+    ``odd_run_folder``."""
+    if request.node.get_closest_marker("odd_run_folder"):
+        return
+    from biaslens.experiments.registry import methods
+    from biaslens.store.run import RunStore
+    from biaslens.store.schema import check_run
+
+    write_summary = RunStore.write_summary
+
+    def checked(self, *args, **kwargs):
+        summary = write_summary(self, *args, **kwargs)
+        spec = methods().get(self.method)
+        if spec is not None and spec.outputs:  # (a test's own toy method declares none)
+            problems = check_run(self.root, spec.outputs)
+            assert not problems, f"{self.root} differs from the results reference: {problems}"
+        return summary
+
+    monkeypatch.setattr(RunStore, "write_summary", checked)
+
+
 @pytest.fixture(scope="session")
 def full_data() -> Path:
     return full_data_dir()

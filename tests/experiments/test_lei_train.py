@@ -108,6 +108,12 @@ def test_grid_runs_selects_and_resumes_after_an_interruption(tiny_models, tmp_pa
     monkeypatch.setattr(lei_run.TrainingRun, "evaluate", real_evaluate)
     result = run_lei_train(settings, tmp_path / "run", data_dir=DATA)
     assert trained == [1e-4, 1e-3]  # both checkpoints of 1e-3 were finished: nothing retrained
+    resumed = [n for n in result.notes if n.startswith("resumed from the run folder")]
+    assert resumed and "4 checkpoints already done" in resumed[0], result.notes
+    assert "evaluations already done" in resumed[0]
+    # the evaluations of the new checkpoints' requests are counted, not "0 computed, 0 reused"
+    assert result.cache_stats["computed"] > 0
+    assert result.summary["requests"] == result.cache_stats
     assert len(result.grid) == 4 and len(result.selected) == 2
     assert set(result.results["train_size"]) == {0, 64}
     gender = result.results[result.results["evaluation"] == "gender/noniid_test"]

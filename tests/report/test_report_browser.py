@@ -8,7 +8,7 @@ from biaslens.report.html import write_report
 from tests.conftest import screenshot
 from tests.report.test_html import cid_run
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.odd_run_folder]
 
 
 def test_report_in_a_real_browser(page, tmp_path):

@@ -18,6 +18,7 @@ def _digest(folder):
     }
 
 
+@pytest.mark.odd_run_folder
 def test_run_directory_layout_and_summary(tmp_path):
     store = RunStore(
         tmp_path / "run", "sib-mgc", {"model": "m", "mode": "exact"}, {"device": "cpu"}
@@ -36,6 +37,8 @@ def test_run_directory_layout_and_summary(tmp_path):
     assert summary["metrics"] == {"x": 1} and summary["model"] == {"name": "m"}
     assert summary["versions"]["torch"] and "git_revision" in summary
     assert pd.read_parquet(tmp_path / "run" / "samples.parquet")["a"].tolist() == [1, 2]
+    fits = pd.read_csv(tmp_path / "run" / "fits.csv")
+    assert fits.to_dict(orient="records") == [{"model": "m", "method": "sib-mgc", "slope": 0.5}]
     store.close()
 
 

@@ -1,4 +1,5 @@
-"""What biaslens knows: ``models list``, ``methods list``, ``datasets list|download``."""
+"""What biaslens knows: ``models list``, ``methods list``, ``datasets list|download`` and the
+results reference (``schema``)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,40 @@ def datasets_download(
     console.print(f"{name}: stored in {folder}")
 
 
+def schema(
+    method: Annotated[
+        list[str] | None,
+        typer.Argument(help="Methods (default: every method).", show_default=False),
+    ] = None,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="The reference as Markdown (docs/results.md).")
+    ] = False,
+) -> None:
+    """The files a run of each method writes, and the meaning and unit of every column."""
+    from biaslens.errors import BiaslensError
+    from biaslens.experiments.registry import methods
+    from biaslens.store.schema import COMMON, RUN_COLUMNS, reference
+
+    known = methods()
+    unknown = [m for m in method or [] if m not in known]
+    if unknown:
+        raise BiaslensError(f"unknown method {unknown[0]!r}; methods: {', '.join(known)}")
+    specs = [known[m] for m in method] if method else list(known.values())
+    if markdown:
+        typer.echo(reference(specs), nl=False)
+        return
+    for title, files in [("every run", COMMON), *((s.name, s.outputs) for s in specs)]:
+        table = Table(title=title, show_lines=False)
+        for column in ("file", "column", "meaning"):
+            table.add_column(column, overflow="fold")
+        for file in files:
+            table.add_row(file.name, "", file.what + (f" ({file.when})" if file.when else ""))
+            labels = RUN_COLUMNS if file.name.endswith(".csv") and file.run_columns else ()
+            for column in (*labels, *file.columns, *file.optional):
+                table.add_row("", column, file.meaning(column))
+        console.print(table)
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(models_app, name="models")
     app.add_typer(datasets_app, name="datasets")
@@ -87,3 +122,4 @@ def register(app: typer.Typer) -> None:
     add_command(methods_app, "list", methods_list)
     add_command(datasets_app, "list", datasets_list)
     add_command(datasets_app, "download", datasets_download)
+    add_command(app, "schema", schema)

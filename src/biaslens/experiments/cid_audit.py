@@ -23,6 +23,7 @@ from biaslens.common.files import read_table, read_text
 from biaslens.data import cid_audit as names_data
 from biaslens.errors import BiaslensError
 from biaslens.experiments import options as O
+from biaslens.experiments.cid_files import AUDIT as CID_FILES_AUDIT
 from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.experiments.settings import MethodSettings, validated
 from biaslens.metrics.cid import biased_fraction, biased_fraction_intervals, top_continuations
@@ -181,6 +182,7 @@ def _continuations_view(counts: pd.DataFrame) -> pd.DataFrame:
 
 SPEC = register(
     MethodSpec(
+        outputs=CID_FILES_AUDIT,
         name=METHOD,
         title="CID name-swap bias audit (Section 4): all name pairs of two groups, both "
         "directions, every λ",

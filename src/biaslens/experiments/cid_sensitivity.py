@@ -23,6 +23,7 @@ from biaslens.data import perturbations as P
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.errors import BiaslensError
 from biaslens.experiments import options as O
+from biaslens.experiments.cid_files import SENSITIVITY as CID_FILES_SENSITIVITY
 from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.experiments.settings import MethodSettings, file_sha256, validated
 from biaslens.metrics.cid import (
@@ -222,6 +223,7 @@ def _summary_view(table: pd.DataFrame) -> pd.DataFrame:
 
 SPEC = register(
     MethodSpec(
+        outputs=CID_FILES_SENSITIVITY,
         name=METHOD,
         title="CID perturbation effect (Section 5): λ* per perturbation type",
         settings=SensitivitySettings,

@@ -24,10 +24,16 @@ from biaslens.data.squad import read_squad
 from biaslens.errors import BiaslensError
 from biaslens.experiments.lei_eval_settings import OPTIONS, LeiEvalSettings, make_settings
 from biaslens.experiments.presets import UNSET, ByModel
+from biaslens.experiments.qa_files import LEI_EVAL as QA_FILES_LEI_EVAL
 from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.metrics.qa import squad_scores
 from biaslens.metrics.unqover import MEASURES as UNQOVER_MEASURES
-from biaslens.metrics.unqover import comparative_scores, model_summary, subject_bias
+from biaslens.metrics.unqover import (
+    comparative_scores,
+    model_summary,
+    subject_bias,
+    unordered_pair,
+)
 from biaslens.metrics.unqover_bootstrap import intervals_by
 from biaslens.models.base import LM, ModelKind
 from biaslens.models.requests import AnswerSpanRequest, GenerateRequest, RequestType
@@ -44,8 +50,7 @@ PAIRING = ("set", "intervention_id")
 
 
 def _pair_key(table: pd.DataFrame) -> pd.Series:
-    low = np.where(table["first"] < table["second"], table["first"], table["second"])
-    high = np.where(table["first"] < table["second"], table["second"], table["first"])
+    low, high = unordered_pair(table["first"], table["second"])
     return (
         pd.Series(low, index=table.index)
         + "|"
@@ -346,6 +351,7 @@ def _mu_view(table: pd.DataFrame) -> pd.DataFrame:
 
 SPEC = register(
     MethodSpec(
+        outputs=QA_FILES_LEI_EVAL,
         name=METHOD,
         title="Zero-shot LEI: μ without and under ethical / adversarial / irrelevant "
         "interventions and on specified contexts, next to the desired μ (Fig. 4)",

@@ -56,12 +56,29 @@ class TrainingRun:
         lei_dir: Path,
         qa: pd.DataFrame | None,
         progress: Progress,
+        stats: dict[str, int] | None = None,
     ) -> None:
         self.settings, self.store, self.base, self.mode = settings, store, base, mode
         self.lei_dir, self.qa, self.progress = lei_dir, qa, progress
         self.evaluations_path = store.path("evaluations.csv")
         self.grid_path = store.path("grid.csv")
         self._rows: dict[str, pd.DataFrame] = {}  # evaluation split -> contexts to score
+        self.stats = stats if stats is not None else {"cached": 0, "computed": 0}
+        """Requests reused and computed by every model this run asks (the base and each
+        checkpoint), in the counts the run reports."""
+        self.resumed = {"evaluations": 0, "checkpoints": 0, "references": 0}
+        """What a resumed run found already done in its folder."""
+
+    def cached(self, lm: LM) -> CachedLM:
+        """``lm`` answering through the run's request cache, counted in :attr:`stats`."""
+        cached = CachedLM(lm, lambda: self.store.cache)
+        cached.stats = self.stats
+        return cached
+
+    def upsert(self, path: Path, rows: pd.DataFrame, key: list[str]) -> pd.DataFrame:
+        """:func:`upsert_rows` of ``rows`` labelled with the run's model and method (every CSV
+        of the run folder has them)."""
+        return upsert_rows(path, self.store.labelled(rows), key)
 
     # -------------------------------------------------------------- evaluation
     def evaluate(self, lm: LM, checkpoint: str, split: str, limit: int | None):
@@ -70,6 +87,7 @@ class TrainingRun:
         if len(done):
             previous = done[(done["checkpoint"] == checkpoint) & (done["evaluation"] == split)]
             if len(previous):
+                self.resumed["evaluations"] += 1
                 return previous
         if split not in self._rows:  # the same contexts for every checkpoint
             domain, name = split.split("/")
@@ -77,7 +95,7 @@ class TrainingRun:
                 domain=domain, split=name, limit=limit, seed=self.settings.seed
             )
             self._rows[split] = build_rows(eval_settings, self.lei_dir)[0]
-        cached = CachedLM(lm, lambda: self.store.cache)
+        cached = self.cached(lm)
         scores = score_examples(
             cached, self._rows[split], self.progress, self.mode,
             self.settings.span_adjustment, self.settings.qa_order,
@@ -86,7 +104,7 @@ class TrainingRun:
             self.store.path(f"scores/{checkpoint}__{split.replace('/', '-')}.parquet"), scores
         )
         table = lei_table(scores).assign(checkpoint=checkpoint, evaluation=split)
-        upsert_rows(self.evaluations_path, table, ["checkpoint", "evaluation", "set"])
+        self.upsert(self.evaluations_path, table, ["checkpoint", "evaluation", "set"])
         return table
 
     def evaluate_qa(self, lm: LM, checkpoint: str) -> None:
@@ -96,11 +114,11 @@ class TrainingRun:
         if self.qa is None or (len(done) and (done["checkpoint"] == checkpoint).any()):
             return
         answered = qa_utility(
-            CachedLM(lm, lambda: self.store.cache), self.qa, self.progress,
+            self.cached(lm), self.qa, self.progress,
             self.settings.qa_order == "context-first",
         )  # fmt: skip
         utility = squad_scores(list(answered["prediction"]), list(answered["answers"]))
-        upsert_rows(path, pd.DataFrame([{"checkpoint": checkpoint, **utility}]), ["checkpoint"])
+        self.upsert(path, pd.DataFrame([{"checkpoint": checkpoint, **utility}]), ["checkpoint"])
 
     # -------------------------------------------------------------- training
     def reference(self, size: int, split: pd.DataFrame, path: Path) -> ZeroShotReference:
@@ -115,10 +133,11 @@ class TrainingRun:
         # references/train_N.parquet from the training file's templates only: not reused)
         stored = self.store.path(f"references/train_{size}_all_templates.parquet")
         if stored.exists():
+            self.resumed["references"] += 1
             return ZeroShotReference.load(stored)
         questions = load_question_set("religion", self.lei_dir / "word_lists")
         reference = model_reference(
-            CachedLM(self.base, lambda: self.store.cache), split, questions, self.progress,
+            self.cached(self.base), split, questions, self.progress,
             qa_order=self.settings.qa_order, path=path,
         )  # fmt: skip
         reference.save(stored)

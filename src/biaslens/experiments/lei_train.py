@@ -30,7 +30,7 @@ from biaslens.data import lei, sources
 from biaslens.data.squad import read_squad
 from biaslens.errors import BiaslensError
 from biaslens.experiments.lei_cells import DONE, cell_name, train_cell_group
-from biaslens.experiments.lei_run import TrainingRun, read_table, upsert_rows
+from biaslens.experiments.lei_run import TrainingRun, read_table
 from biaslens.experiments.lei_selection import lei_criterion, select_top, summarize_selected
 from biaslens.experiments.lei_train_settings import (
     OPTIONS,
@@ -40,6 +40,7 @@ from biaslens.experiments.lei_train_settings import (
     make_settings,
 )
 from biaslens.experiments.presets import UNSET, ByModel
+from biaslens.experiments.qa_files import LEI_TRAIN as QA_FILES_LEI_TRAIN
 from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.models.base import LM, ModelKind
 from biaslens.models.trainable import require_trainable
@@ -92,7 +93,7 @@ def run(ctx: RunContext, settings: LeiTrainSettings) -> MethodOutput:
     qa_rows = (
         qa_rows_for_training(qa, settings.qa_file, mode == "extractive") if qa is not None else None
     )
-    run = TrainingRun(settings, store, base, mode, lei_dir, qa, ctx.progress)
+    run = TrainingRun(settings, store, base, mode, lei_dir, qa, ctx.progress, ctx.lm.stats)
     # Targets and training sets first: bad train files fail before any training.
     data = {}
     for size, split in splits.items():
@@ -116,6 +117,7 @@ def run(ctx: RunContext, settings: LeiTrainSettings) -> MethodOutput:
             cells = {e: cell_name(size, learning_rate, e) for e in settings.epochs}
             evaluated = set(grid["checkpoint"]) if len(grid) else set()
             untrained = [e for e, c in cells.items() if not run.finished(c)]
+            run.resumed["checkpoints"] += len(cells) - len(untrained)
             if untrained and any(c not in evaluated for c in cells.values()):
                 run.train_cells(size, learning_rate, untrained, data[size], qa_rows)
             for epochs, cell in cells.items():
@@ -131,7 +133,7 @@ def run(ctx: RunContext, settings: LeiTrainSettings) -> MethodOutput:
                     "criterion": lei_criterion(table, settings.selection),
                     **{f"mu_{s}": m for s, m in zip(table["set"], table["mu"], strict=True)},
                 }
-                grid = upsert_rows(run.grid_path, pd.DataFrame([row]), ["checkpoint"])
+                grid = run.upsert(run.grid_path, pd.DataFrame([row]), ["checkpoint"])
                 del lm
     grid = grid[grid["checkpoint"].isin(_all_cells(settings))].reset_index(drop=True)
     selected = select_top(grid, settings.top_k)
@@ -157,6 +159,14 @@ def run(ctx: RunContext, settings: LeiTrainSettings) -> MethodOutput:
             f"F1 {row['f1_mean']:.1f}"
             for row in qa_results.to_dict(orient="records")
         ]
+    resumed = {k: v for k, v in run.resumed.items() if v}
+    if resumed:
+        notes.insert(
+            0,
+            "resumed from the run folder: "
+            + ", ".join(f"{v} {k} already done" for k, v in resumed.items())
+            + " (not computed again)",
+        )
     if not settings.keep_checkpoints:
         for cell in set(grid["checkpoint"]) - set(selected["checkpoint"]):
             shutil.rmtree(run.checkpoint_dir(cell), ignore_errors=True)
@@ -216,6 +226,7 @@ def _figures(results: pd.DataFrame, settings, model_name: str) -> dict:
 
 SPEC = register(
     MethodSpec(
+        outputs=QA_FILES_LEI_TRAIN,
         name=METHOD,
         trains_model=True,
         title="LEI few-shot fine-tuning: grid per train size, top-k on dev by the LEI "

@@ -27,6 +27,7 @@ from biaslens.experiments.settings import MethodSettings, validated
 from biaslens.models.base import LM, BackendConfig, ModelKind
 from biaslens.progress import NoProgress, Progress
 from biaslens.store.run import RunStore
+from biaslens.store.schema import OutputFile
 
 METHOD_MODULES = (
     "biaslens.experiments.sib_mgc",
@@ -150,6 +151,8 @@ class MethodSpec:
     reads_data: bool = False
     comparison: Comparison | None = None
     extra_views: Callable[[Any, dict[str, Any]], list] | None = None
+    outputs: tuple[OutputFile, ...] = ()
+    """The files a run writes and their columns (:mod:`biaslens.store.schema`)."""
 
     def build_settings(self, preset: str | None = None, kind: ModelKind | None = None, **values):
         """Validated settings from ``values`` (None means "not given"), on top of ``preset``.

@@ -30,6 +30,7 @@ from biaslens.data.pronouns import GENDERS
 from biaslens.errors import BiaslensError
 from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.experiments.sib_detect_settings import OPTIONS, DetectSettings, make_settings
+from biaslens.experiments.sib_files import DETECT as SIB_FILES_DETECT
 from biaslens.metrics.intervals import LEVEL, SMALL_N
 from biaslens.metrics.sib import (
     BALANCED_ACCURACY,
@@ -284,6 +285,7 @@ def occupation_views(result, values: dict) -> list:
 
 SPEC = register(
     MethodSpec(
+        outputs=SIB_FILES_DETECT,
         name=METHOD,
         title="SIB Method 2: task-specification detector on extended Winogender and the "
         "Simplified set",

@@ -36,6 +36,7 @@ from biaslens.experiments.registry import (
     register,
 )
 from biaslens.experiments.settings import CiLevel, Limit, MethodSettings, validated
+from biaslens.experiments.sib_files import MGC as SIB_FILES_MGC
 from biaslens.experiments.sib_mgc_compare import compare
 from biaslens.metrics.sib import SLOPE, SLOPE_DIFFERENCE, mean_by_w, method1_fits, slope_summary
 from biaslens.models.base import LM, ModelKind
@@ -214,6 +215,7 @@ def _fits_view(fits: pd.DataFrame) -> pd.DataFrame:
 
 SPEC = register(
     MethodSpec(
+        outputs=SIB_FILES_MGC,
         name=METHOD,
         title="SIB Method 1 on the MGC set: gendered-pronoun probability vs injected dates/places",
         settings=MGCSettings,

@@ -14,6 +14,7 @@ from biaslens.data.toy_scm import sample_toy_scm
 from biaslens.experiments import options as O
 from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.experiments.settings import MethodSettings, validated
+from biaslens.experiments.sib_files import TOY as SIB_FILES_TOY
 from biaslens.metrics.toy_scm import selection_probability, toy_summary
 
 METHOD = "sib-toy"
@@ -69,6 +70,7 @@ def _view(table: pd.DataFrame) -> pd.DataFrame:
 
 SPEC = register(
     MethodSpec(
+        outputs=SIB_FILES_TOY,
         name=METHOD,
         title="SIB toy structural causal model: selection correlates W and G (App. B)",
         settings=ToySettings,

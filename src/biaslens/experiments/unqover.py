@@ -35,6 +35,7 @@ from biaslens.data.unqover import DOMAINS, load_question_set
 from biaslens.errors import BiaslensError
 from biaslens.experiments import options as O
 from biaslens.experiments.presets import UNSET, ByModel
+from biaslens.experiments.qa_files import UNQOVER as QA_FILES_UNQOVER
 from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.experiments.settings import CiLevel, Limit, MethodSettings, Replicates
 from biaslens.metrics.unqover import MEASURES
@@ -270,6 +271,7 @@ OPTIONS = (
 
 SPEC = register(
     MethodSpec(
+        outputs=QA_FILES_UNQOVER,
         name=METHOD,
         title="UnQover: μ, η, θ4, δ, ε on underspecified questions (QA models answer, masked "
         "LMs fill the slot)",

@@ -95,6 +95,14 @@ MEASURES = (
 """UnQover's headline metrics (Li et al. 2020, Section 3; θ4: LEI)."""
 
 
+def unordered_pair(first: pd.Series, second: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The subject pair of each row in one order (the smaller name first): a context and its
+    other subject order share it."""
+    a, b = first.astype(str).to_numpy(), second.astype(str).to_numpy()
+    in_order = a <= b
+    return np.where(in_order, a, b), np.where(in_order, b, a)
+
+
 def check_scores(scores: pd.DataFrame) -> None:
     """Missing columns, NaN or negative scores are errors that name the first bad row."""
     missing = [c for c in REQUIRED if c not in scores.columns]

@@ -19,19 +19,14 @@ import pandas as pd
 from scipy import sparse
 
 from biaslens.metrics.bootstrap import percentile_interval, weight_batches
+from biaslens.metrics.unqover import unordered_pair
 
 UNIT = ["low", "high", "template"]
 METRICS = ("mu", "eta", "theta4", "delta", "epsilon")
 
 
-def _ordered(first: pd.Series, second: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    a, b = first.astype(str).to_numpy(), second.astype(str).to_numpy()
-    in_order = a <= b
-    return np.where(in_order, a, b), np.where(in_order, b, a)
-
-
 def _with_unit(table: pd.DataFrame, first: str, second: str) -> pd.DataFrame:
-    low, high = _ordered(table[first], table[second])
+    low, high = unordered_pair(table[first], table[second])
     return table.assign(low=low, high=high)
 
 
@@ -50,7 +45,7 @@ class UnitSums:
             .agg(c_sum=("C", "sum"), sign_sum=("sign", "sum"), n=("C", "size"))
             .reset_index()
         )
-        one_order = table[(table["x1"].astype(str) < table["x2"].astype(str)).to_numpy()]
+        one_order = table[(table["x1"].astype(str) == table["low"]).to_numpy()]
         self._parts["pair"].append(
             one_order.groupby([*UNIT, "attribute"], sort=False)
             .agg(c_sum=("C", "sum"), n=("C", "size"))

@@ -30,6 +30,7 @@ from biaslens.metrics.unqover import (
     subject_attribute_sums,
     subject_bias_from,
     theta4_from,
+    unordered_pair,
 )
 
 
@@ -44,11 +45,8 @@ ROWS_PER_CONTEXT = 4
 
 def context_ids(scores: pd.DataFrame, within: tuple[str, ...]) -> np.ndarray:
     """One id per context (subject pair in either order, template, attribute, ``within``)."""
-    first, second = scores["first"].astype(str), scores["second"].astype(str)
-    in_order = (first <= second).to_numpy()
-    keys = scores[[*within, "template", "attribute"]].assign(
-        low=np.where(in_order, first, second), high=np.where(in_order, second, first)
-    )
+    low, high = unordered_pair(scores["first"], scores["second"])
+    keys = scores[[*within, "template", "attribute"]].assign(low=low, high=high)
     return keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
 
 

@@ -260,17 +260,13 @@ class RunStore:
             yield appender
 
     def labelled(self, table):
-        """``table`` with the run's ``model`` and ``method`` as its first columns (where it has
-        no such column), so that a CSV read on its own, or stacked with another run's, says
-        whose numbers it holds."""
+        """``table`` with the run's ``model`` and ``method`` as its first columns (replacing
+        any it had, e.g. read back from the run's own CSV), so that a CSV read on its own, or
+        stacked with another run's, says whose numbers it holds."""
         model = (self.model or {}).get("name") or self.settings.get("model") or ""
-        front = {"model": str(model), "method": self.method}
-        missing = [(k, v) for k, v in front.items() if k not in table.columns]
-        if not missing:
-            return table
-        table = table.copy()
-        for place, (column, value) in enumerate(missing):
-            table.insert(place, column, value)
+        table = table.drop(columns=[c for c in ("model", "method") if c in table.columns])
+        table.insert(0, "method", self.method)
+        table.insert(0, "model", str(model))
         return table
 
     def write_table(self, name: str, table) -> Path:

@@ -1,0 +1,103 @@
+"""The README read from top to bottom: its shell commands and Python blocks run in the order a
+reader meets them, in one folder, so a later example meets the run folders an earlier one left.
+
+A tiny model stands in for the default one and ``--limit 2`` for the full sets; a command that
+needs the network (a hub name), a file the reader brings (``PATH_TO_…``, ``predictions.json``),
+a server, or hours of training is left out, with the reason (its options are still checked by
+``test_readme.py``)."""
+
+from __future__ import annotations
+
+import glob
+import re
+import shlex
+
+import pytest
+
+from biaslens.experiments.registry import safe_name
+from tests.test_cli import run_cli
+from tests.test_readme import README
+
+from .conftest import DATA
+
+LEFT_OUT = {
+    "app": "starts a server",
+    "datasets": "downloads",
+    "metrics": "reads files the reader brings",
+    "lei-train": "fine-tunes models (tests/experiments/test_lei_train.py runs it)",
+}
+
+
+def walkthrough() -> list[tuple[str, str]]:
+    """("bash", command line) and ("python", code) in README order (```bash / ```python)."""
+    steps = []
+    for language, body in re.findall(r"```(bash|python)\n(.*?)```", README.read_text(), re.S):
+        if language == "python":
+            steps.append(("python", body))
+            continue
+        for line in body.replace("\\\n", " ").splitlines():
+            line = re.sub(r"^(?:bash scripts/install\.sh && )?(?:\.venv/bin/)?", "", line.strip())
+            if line.startswith("biaslens "):
+                steps.append(("bash", line))
+    return steps
+
+
+def _why_left_out(words: list[str]) -> str | None:
+    for word in words[1:3]:
+        if word in LEFT_OUT:
+            return LEFT_OUT[word]
+    for flag, value in zip(words, words[1:], strict=False):
+        if flag in ("-m", "--model") and value != "default":
+            return "names a model on the hub or on the reader's disk"
+        if flag == "--backend" and value != "hf":
+            return "needs vLLM or a served model (tests/models/test_vllm.py runs it)"
+    if any("PATH_TO" in w or w.endswith(".json") or w.startswith("~") for w in words):
+        return "reads a file the reader brings"
+    return None
+
+
+def _stand_ins(words: list[str], model: str, folder: str) -> list[str]:
+    """The tiny model for the default one, --limit 2, and the folder names that follow."""
+    words = [w.replace("smollm2-135m-instruct", folder) for w in words]
+    if words[1] != "run":
+        return [p for w in words for p in (sorted(glob.glob(w)) if "*" in w else [w])]
+    words = ["biaslens", *words[1:]]
+    flag = next((f for f in ("--model", "-m") if f in words), None)
+    if flag:
+        words[words.index(flag) + 1] = model
+    else:
+        words += ["--model", model]
+    if "--limit" in words:
+        words[words.index("--limit") + 1] = "2"
+    else:
+        words += ["--limit", "2"]
+    return [*words, "--bootstrap", "50"] if words[2] in ("unqover", "lei-eval") else words
+
+
+@pytest.mark.slow
+def test_the_readme_runs_in_reading_order(tiny_models, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BIASLENS_DATA_DIR", str(DATA))
+    model = str(tiny_models["llama"])
+    ran, left_out = [], []
+    for kind, step in walkthrough():
+        if kind == "python":
+            code = step.replace('"default"', repr(model))
+            exec(compile(code, "README.md python block", "exec"), {"__name__": "readme"})
+            assert capsys.readouterr().out.strip(), step
+            ran.append("python block")
+            continue
+        words = shlex.split(step, comments=True)
+        reason = _why_left_out(words)
+        if reason:
+            left_out.append((step, reason))
+            continue
+        args = _stand_ins(words, model, safe_name(model))
+        code, out, err = run_cli(monkeypatch, capsys, *args[1:])
+        assert code == 0, f"README: {step}\nran as: {args}\n{out}\n{err}"
+        ran.append(step)
+    assert sum(s.startswith("biaslens run") for s in ran) >= 3, ran
+    assert any(s.startswith("biaslens report") for s in ran), ran
+    assert any(s.startswith("biaslens compare") for s in ran), ran
+    assert ran.count("python block") >= 2
+    assert all(reason for _, reason in left_out)
