@@ -42,6 +42,29 @@ def _scores(subjects, templates, attributes, rng, shift=None) -> pd.DataFrame:
     return table
 
 
+def naive_bootstrap(
+    scores: pd.DataFrame, replicates: int, seed: int, within: tuple[str, ...] = ()
+) -> tuple[int, dict[str, list[float]]]:
+    """The number of units and each metric's replicates, from resampled sets built row by row:
+    a unit is an unordered subject pair and a template with all it holds; replicate r draws
+    with ``default_rng([seed, r])``, copies keep their own keys."""
+    low = scores[["first", "second"]].min(axis=1)
+    high = scores[["first", "second"]].max(axis=1)
+    unit_of = list(zip(low, high, scores["template"], strict=True))
+    units = sorted(set(unit_of))
+    rows_of = {u: scores[[k == u for k in unit_of]] for u in units}
+    values = {m: [] for m in METRICS}
+    for r in range(replicates):
+        picked = np.random.default_rng([seed, r]).integers(0, len(units), len(units))
+        resampled = pd.concat(
+            [rows_of[units[i]].assign(copy=j) for j, i in enumerate(picked)], ignore_index=True
+        )
+        row = model_summary(resampled, within=(*within, "copy")).iloc[0]
+        for m in METRICS:
+            values[m].append(row[m])
+    return len(units), values
+
+
 def _bootstrapped(scores: pd.DataFrame, replicates: int, level: float, seed: int) -> pd.Series:
     totals = UnqoverAccumulator(bootstrap=(replicates, level, seed))
     half = len(scores) // 2 // 8 * 8  # two chunks, a unit may span them
@@ -59,22 +82,8 @@ def test_intervals_equal_a_naive_bootstrap_over_pair_template_units():
     replicates, level, seed = 120, 0.9, 11
     got = _bootstrapped(scores, replicates, level, seed)
 
-    # the unit: an unordered subject pair and a template, with all it holds
-    low = scores[["first", "second"]].min(axis=1)
-    high = scores[["first", "second"]].max(axis=1)
-    unit_of = list(zip(low, high, scores["template"], strict=True))
-    units = sorted(set(unit_of))
-    rows_of = {u: scores[[k == u for k in unit_of]] for u in units}
-    values = {m: [] for m in METRICS}
-    for r in range(replicates):
-        picked = np.random.default_rng([seed, r]).integers(0, len(units), len(units))
-        resampled = pd.concat(
-            [rows_of[units[i]].assign(copy=j) for j, i in enumerate(picked)], ignore_index=True
-        )
-        row = model_summary(resampled, within=("copy",)).iloc[0]
-        for m in METRICS:
-            values[m].append(row[m])
-    assert got["units"] == len(units) == 18
+    units, values = naive_bootstrap(scores, replicates, seed)
+    assert got["units"] == units == 18
     for m in METRICS:
         low_q, high_q = np.quantile(values[m], [(1 - level) / 2, (1 + level) / 2])
         assert got[f"{m}_ci_low"] == pytest.approx(low_q, rel=1e-9), m
@@ -124,22 +133,8 @@ def test_lei_sets_each_get_a_naive_bootstrap_over_their_own_units():
     table = lei_table(scores, bootstrap=(replicates, level, seed)).set_index("set")
 
     for name, part in scores.groupby("set"):
-        low = part[["first", "second"]].min(axis=1)
-        high = part[["first", "second"]].max(axis=1)
-        unit_of = list(zip(low, high, part["template"], strict=True))
-        units = sorted(set(unit_of))
-        rows_of = {u: part[[k == u for k in unit_of]] for u in units}
-        values = {m: [] for m in METRICS}
-        for r in range(replicates):
-            picked = np.random.default_rng([seed, r]).integers(0, len(units), len(units))
-            resampled = pd.concat(
-                [rows_of[units[i]].assign(copy=j) for j, i in enumerate(picked)],
-                ignore_index=True,
-            )
-            row = model_summary(resampled, within=("intervention_id", "copy")).iloc[0]
-            for m in METRICS:
-                values[m].append(row[m])
-        assert table.loc[name, "units"] == len(units) == 6
+        units, values = naive_bootstrap(part, replicates, seed, ("intervention_id",))
+        assert table.loc[name, "units"] == units == 6
         for m in METRICS:
             low_q, high_q = np.quantile(values[m], [(1 - level) / 2, (1 + level) / 2])
             assert table.loc[name, f"{m}_ci_low"] == pytest.approx(low_q, rel=1e-9), (name, m)

@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from biaslens.common.env import seconds_from_env
-from biaslens.common.numbers import readable
+from biaslens.common.numbers import readable, readable_column
 
 TEXT_AS_IS = {"markup": False, "emoji": False, "highlight": False}
 console = Console(**TEXT_AS_IS, soft_wrap=True)
@@ -78,8 +78,15 @@ def print_table(title: str, frame, columns: Sequence[str] | None = None) -> None
     out = Table(title=None if plain else title, show_lines=long_values)
     for column in columns:
         out.add_column(str(column))
-    for row in frame[columns].itertuples(index=False):
-        out.add_row(*[format_value(v) for v in row])
+    cells = []
+    for column in columns:
+        values = [v.item() if hasattr(v, "item") else v for v in frame[column].tolist()]
+        shown = readable_column(values)
+        cells.append(
+            [s if s is not None else format_value(v) for s, v in zip(shown, values, strict=True)]
+        )
+    for row in zip(*cells, strict=True):
+        out.add_row(*row)
     if plain:
         console.print(visible(title))
         Console(**TEXT_AS_IS, width=10_000).print(out)

@@ -65,6 +65,7 @@ AUDIT = (
     OutputFile("plots/*.png", "continuations per λ; the biased fraction after cid-ratings"),
 )
 
+_PERTURBATION = {"type": "the perturbation type", "x": "the input", "x_prime": "its perturbation"}
 SENSITIVITY = (
     OutputFile(
         "continuations.parquet",
@@ -80,9 +81,7 @@ SENSITIVITY = (
             "text_x": "the continuation of x contrasted with x′",
             "text_x_prime": "the continuation of x′ contrasted with x",
             "similarity": "cosine similarity of their sentence embeddings (−1 to 1)",
-            "type": "the perturbation type",
-            "x": "the input",
-            "x_prime": "its perturbation",
+            **_PERTURBATION,
         },
     ),
     OutputFile(
@@ -90,9 +89,7 @@ SENSITIVITY = (
         "per pair: λ*, the smallest λ whose similarity falls below τ (Section 5)",
         ("pair", "type", "x", "x_prime", "lambda_star"),
         meanings={
-            "type": "the perturbation type",
-            "x": "the input",
-            "x_prime": "its perturbation",
+            **_PERTURBATION,
             "lambda_star": "λ* (empty: never below τ on the grid)",
         },
     ),  # fmt: skip
@@ -101,7 +98,7 @@ SENSITIVITY = (
         "per perturbation type: λ*'s median and quartiles (Fig. 4)",
         ("type", "n", "median", "q25", "q75", "n_never"),
         meanings={
-            "type": "the perturbation type",
+            "type": _PERTURBATION["type"],
             "n": "pairs",
             "median": "median λ*",
             "q25": "λ*'s first quartile",

@@ -136,6 +136,12 @@ _CELL_MEANINGS = {
     },
     "evaluation": "the evaluated split (domain/split)",
 }
+_QA_MEANINGS = {
+    **_CELL_MEANINGS,
+    "exact_match": "SQuAD exact match (0 to 100)",
+    "f1": "SQuAD F1 (0 to 100)",
+    "questions": "questions answered",
+}
 LEI_TRAIN = (
     OutputFile(
         "grid.csv",
@@ -188,12 +194,7 @@ LEI_TRAIN = (
         "QA utility (EM / F1) before and after training",
         (),
         optional=("train_size", "checkpoint", "exact_match", "f1", "questions"),
-        meanings={
-            **_CELL_MEANINGS,
-            "exact_match": "SQuAD exact match (0 to 100)",
-            "f1": "SQuAD F1 (0 to 100)",
-            "questions": "questions answered",
-        },
+        meanings=_QA_MEANINGS,
         when="--qa-file",
     ),  # fmt: skip
     OutputFile(
@@ -201,12 +202,7 @@ LEI_TRAIN = (
         "per checkpoint: EM / F1 on the QA file, kept to resume",
         (),
         optional=("checkpoint", "exact_match", "f1", "questions"),
-        meanings={
-            **_CELL_MEANINGS,
-            "exact_match": "SQuAD exact match (0 to 100)",
-            "f1": "SQuAD F1 (0 to 100)",
-            "questions": "questions answered",
-        },
+        meanings=_QA_MEANINGS,
         when="--qa-file",
     ),  # fmt: skip
     OutputFile(

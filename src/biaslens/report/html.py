@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from biaslens.common import atomic
+from biaslens.common.numbers import readable_column
 from biaslens.errors import BiaslensError
 from biaslens.report.run_view import RunView, load_run
 from biaslens.version import __version__
@@ -69,8 +70,24 @@ def _format(value) -> tuple[str, bool]:
         return (f"{value:.4g}" if abs(value) < 1e-3 else f"{value:.4f}"), True
     if isinstance(value, int):
         return str(value), True
-    text = str(value.tolist() if hasattr(value, "tolist") else value)
+    value = value.tolist() if hasattr(value, "tolist") else value
+    if isinstance(value, list | tuple) and value and all(isinstance(v, float) for v in value):
+        value = "[" + ", ".join(f"{v:.3g}" for v in value) + "]"  # e.g. top_probs
+    text = str(value)
     return (text[:MAX_CELL_CHARS] + "…" if len(text) > MAX_CELL_CHARS else text), False
+
+
+def _cells(frame: pd.DataFrame) -> list[list[Cell]]:
+    """The frame's cells, each float column in one notation (:func:`readable_column`)."""
+    columns = [frame.iloc[:, i].tolist() for i in range(frame.shape[1])]
+    texts = [readable_column(values) for values in columns]
+    return [
+        [
+            Cell(text[row], numeric=True) if text[row] is not None else _cell(values[row])
+            for text, values in zip(texts, columns, strict=True)
+        ]
+        for row in range(len(frame))
+    ]
 
 
 def _link_columns(table: pd.DataFrame, samples: pd.DataFrame | None) -> list[str]:
@@ -111,8 +128,7 @@ def _table(
     shown = frame.head(MAX_TABLE_ROWS)
     columns = [str(c) for c in shown.columns]
     rows, anchors = [], []
-    for _, row in shown.iterrows():
-        cells = [_cell(v) for v in row.tolist()]
+    for (_, row), cells in zip(shown.iterrows(), _cells(shown), strict=True):
         if keys and samples is not None:
             index = _sample_index(samples, keys, row)
             if index is not None and linked is not None:
@@ -130,7 +146,7 @@ def _samples_table(
     indices = sorted(set(range(min(limit, len(samples)))) | linked)
     shown = samples.iloc[indices]
     columns = [str(c) for c in shown.columns]
-    rows = [[_cell(v) for v in row.tolist()] for _, row in shown.iterrows()]
+    rows = _cells(shown)
     anchors = [f"{prefix}-sample-{i}" for i in indices]
     note = f"{len(indices)} of {total:,} rows (the first {limit} and every linked row"
     note += f"; links among the first {len(samples):,})" if total > len(samples) else ")"
