@@ -165,8 +165,9 @@ def run_method(
 
 def default_output(spec, settings, model: dict[str, Any] | None) -> Path:
     """The run folder when none is given: ``runs/METHOD/NAME``, or, when that folder holds a run
-    of other settings (another ``--limit``) or another commit of the model, a sibling named
-    with a short hash of these settings and model, so that a default run never collides
+    of other settings (another ``--limit``), another commit of the model or the model read
+    another way (``--chat``, another dtype), a sibling named with a short hash of these settings
+    and model, so that a default run never collides
     with an earlier one (an explicit ``--output`` keeps the refusal)."""
     import hashlib
     import json
@@ -179,7 +180,8 @@ def default_output(spec, settings, model: dict[str, Any] | None) -> Path:
         return folder
     except ConfigMismatchError as mismatch:
         commit = (model or {}).get("commit_sha")
-        text = json.dumps([settings.recorded(), commit], sort_keys=True, default=str)
+        numerics = (model or {}).get("numerics")
+        text = json.dumps([settings.recorded(), commit, numerics], sort_keys=True, default=str)
         digest = hashlib.sha256(text.encode()).hexdigest()[:8]
         sibling = folder.with_name(f"{folder.name}-{digest}")
         warnings.warn(

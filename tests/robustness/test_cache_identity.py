@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 
+from biaslens.errors import ConfigMismatchError
 from biaslens.experiments.sib_mgc import make_settings
 from biaslens.models import BackendConfig
 from tests.helpers import run_mgc
@@ -81,8 +82,12 @@ def test_numerics_settings_are_part_of_the_identity(backend, model_copy, tmp_pat
     monkeypatch.setattr("biaslens.models.hf.loading.cpu_has_bf16_units", lambda: False)
     _run(model_copy, tmp_path / "run")
     with pytest.warns(UserWarning) if backend.dtype == "bfloat16" else _no_warning():
-        again = _run(model_copy, tmp_path / "run", backend)
-    assert again.cache_stats["computed"] == 30
+        again = _run(model_copy, tmp_path / "other", backend)
+    assert again.cache_stats["computed"] == 30  # the shared cache holds none of its answers
+    # and the first run's folder is not overwritten with the other numbers
+    with pytest.raises(ConfigMismatchError, match="read with other settings"):
+        with pytest.warns(UserWarning) if backend.dtype == "bfloat16" else _no_warning():
+            _run(model_copy, tmp_path / "run", backend)
 
 
 def test_summary_records_the_full_backend_settings(model_copy, tmp_path):

@@ -27,7 +27,8 @@ def test_another_limit_gets_its_own_default_folder_and_the_same_settings_resume(
         second = _toy(600)
     assert first.run_dir != second.run_dir and first.run_dir.is_dir()
     recorded = second.settings
-    digest = hashlib.sha256(json.dumps([recorded, None], sort_keys=True).encode()).hexdigest()
+    text = json.dumps([recorded, None, None], sort_keys=True)  # settings, commit, numerics
+    digest = hashlib.sha256(text.encode()).hexdigest()
     assert second.run_dir.name == f"{first.run_dir.name}-{digest[:8]}"
     assert _toy(600).run_dir == second.run_dir  # found again, not a third folder
     assert _toy(500).run_dir == first.run_dir
@@ -40,3 +41,33 @@ def test_an_explicit_output_of_other_settings_is_still_refused(tmp_path):
     _toy(500, output=tmp_path / "run")
     with pytest.raises(ConfigMismatchError, match=r"n: 500 -> 600.*--output, or output="):
         _toy(600, output=tmp_path / "run")
+
+
+def test_the_same_model_read_another_way_never_overwrites_a_finished_run(
+    tiny_models, tmp_path, monkeypatch
+):
+    """Another dtype (or --chat, another device class) gives other numbers from the same
+    files: the default folder's finished run stays as it was, the new run goes beside it, and
+    an explicit folder is refused with what changed."""
+    from biaslens.models import BackendConfig
+
+    monkeypatch.chdir(tmp_path)
+    model = str(tiny_models["llama"])
+
+    def mgc(dtype, **options):
+        backend = BackendConfig(device="cpu", dtype=dtype)
+        return run_method(
+            "sib-mgc", model=model, w=("dates",), limit=1, backend=backend, report=False,
+            **options,
+        )  # fmt: skip
+
+    first = mgc("float32")
+    summary = (first.run_dir / "summary.json").read_bytes()
+    with pytest.warns(UserWarning, match=r"dtype: 'float32' -> 'bfloat16'"):
+        second = mgc("bfloat16")
+    assert second.run_dir != first.run_dir and second.run_dir.parent == first.run_dir.parent
+    assert (first.run_dir / "summary.json").read_bytes() == summary
+    assert mgc("bfloat16").run_dir == second.run_dir  # found again
+    with pytest.raises(ConfigMismatchError, match=r"read with other settings \(dtype"):
+        mgc("bfloat16", output=first.run_dir)
+    assert (first.run_dir / "summary.json").read_bytes() == summary

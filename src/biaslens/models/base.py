@@ -277,7 +277,8 @@ class ModelIdentity:
 
     def recorded(self) -> dict:
         """What a run folder's ``config.yaml`` keeps of the model, so that a resumed run can be
-        checked against it: name, kind, backend, files and hub source."""
+        checked against it: name, kind, backend, files, hub source and the settings that change
+        its numbers (dtype, device class, chat template…)."""
         return {
             "name": self.name,
             "kind": self.kind.value,
@@ -285,6 +286,7 @@ class ModelIdentity:
             "fingerprint_sha256": self.fingerprint,
             **({"weights_sha256": self.weights_sha256} if self.weights_sha256 else {}),
             **dict(self.source),
+            "numerics": dict(self.numerics),
         }
 
     def describe(self) -> dict:

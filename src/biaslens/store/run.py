@@ -75,8 +75,10 @@ class RowsHash:
 
 def same_model(root: Path, recorded: Any, model: dict[str, Any] | None) -> None:
     """Refuse to resume a run of a hub model whose name now resolves to another commit than the
-    one the run began with (both shown): the user pins the run's commit with ``--revision``. (A
-    local folder whose files changed is recomputed in place: its fingerprint keys the cache.)"""
+    one the run began with (both shown): the user pins the run's commit with ``--revision``;
+    and a run of the same model read with other settings that change its numbers (dtype, device
+    class, ``--chat``…): its results would be overwritten with another model's. (A local folder
+    whose files changed is recomputed in place: its fingerprint keys the cache.)"""
     if not isinstance(recorded, dict) or not model:
         return
     name = model.get("repo_id") or model.get("name")
@@ -87,6 +89,18 @@ def same_model(root: Path, recorded: Any, model: dict[str, Any] | None) -> None:
             f"output directory {root} holds a run of {name} at commit {old}, but {asked} now "
             f"resolves to {new}: pass --revision {old} to resume that run, or {ANOTHER_OUTPUT}",
             reason=f"{name} at commit {old}",
+        )
+    before, after = recorded.get("numerics"), model.get("numerics")
+    if isinstance(before, dict) and isinstance(after, dict) and before != after:
+        detail = "; ".join(
+            f"{k}: {before.get(k)!r} -> {after.get(k)!r}"
+            for k in sorted(set(before) | set(after))
+            if before.get(k) != after.get(k)
+        )  # the same model read another way gives other numbers
+        raise ConfigMismatchError(
+            f"output directory {root} holds a run of {name} read with other settings "
+            f"({detail}); {ANOTHER_OUTPUT}",
+            reason=detail,
         )
 
 
