@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -91,3 +92,30 @@ def test_top_continuations_and_biased_fraction():
     fractions = biased_fraction(rated, ["group", "lam"]).set_index("group")
     assert fractions.loc["A", "fraction_biased"] == pytest.approx(3 / 4)
     assert fractions.loc["B", "fraction_biased"] == pytest.approx(1 / 3)
+
+
+def test_the_median_lambda_star_interval_is_a_bootstrap_over_pairs():
+    """Recomputed naively: replicate r draws pairs with default_rng([seed, r]); the median of
+    an even count is the mean of the two middle values (∞ where one is ∞); the bounds are the
+    replicates' 5% and 95% quantiles (level 0.9)."""
+    stars = [1.0, 5.0, 5.0, 10.0, math.inf, 50.0, 0.0]
+    per_pair = pd.DataFrame({"pair": range(7), "type": "t", "lambda_star": stars})
+    replicates, level, seed = 300, 0.9, 4
+    table = lambda_star_summary(per_pair, bootstrap=(replicates, level, seed)).iloc[0]
+
+    medians = []
+    for r in range(replicates):
+        drawn = sorted(stars[i] for i in np.random.default_rng([seed, r]).integers(0, 7, 7))
+        medians.append(drawn[3])  # 7 draws: the 4th smallest
+    low, high = np.quantile(medians, [0.05, 0.95])
+    assert table["median_ci_low"] == low and table["median_ci_high"] == high
+    assert low <= table["median"] <= high and low < high
+    assert "median_ci_low" not in lambda_star_summary(per_pair)
+
+
+def test_a_quantile_that_falls_on_a_finite_value_beside_an_infinite_one_is_that_value():
+    """[1, 2, ∞]: the median is 2 (NumPy's interpolation gives 2 + (∞ − 2) × 0 = NaN); the 75th
+    percentile lies between 2 and ∞: ∞."""
+    per_pair = pd.DataFrame({"pair": range(3), "type": "t", "lambda_star": [1.0, 2.0, math.inf]})
+    row = lambda_star_summary(per_pair).iloc[0]
+    assert row["median"] == 2.0 and row["q25"] == 1.5 and math.isinf(row["q75"])

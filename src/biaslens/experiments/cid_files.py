@@ -97,6 +97,7 @@ SENSITIVITY = (
         "lambda_star_summary.csv",
         "per perturbation type: λ*'s median and quartiles (Fig. 4)",
         ("type", "n", "median", "q25", "q75", "n_never"),
+        optional=("median_ci_low", "median_ci_high"),
         meanings={
             "type": _PERTURBATION["type"],
             "n": "pairs",
@@ -104,6 +105,9 @@ SENSITIVITY = (
             "q25": "λ*'s first quartile",
             "q75": "λ*'s third quartile",
             "n_never": "pairs whose similarity never fell below τ",
+            "median_ci_low": "lower bound of the median's bootstrap interval over pairs",
+            "median_ci_high": "upper bound of the median's bootstrap interval over pairs (may "
+            "be ∞)",
         },
     ),  # fmt: skip
     OutputFile(

@@ -25,7 +25,13 @@ from biaslens.errors import BiaslensError
 from biaslens.experiments import options as O
 from biaslens.experiments.cid_files import SENSITIVITY as CID_FILES_SENSITIVITY
 from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
-from biaslens.experiments.settings import MethodSettings, file_sha256, validated
+from biaslens.experiments.settings import (
+    CiLevel,
+    MethodSettings,
+    Replicates,
+    file_sha256,
+    validated,
+)
 from biaslens.metrics.cid import (
     DEFAULT_TAU,
     LAMBDA_STAR,
@@ -52,6 +58,8 @@ class SensitivitySettings(MethodSettings):
     tau: float = Field(default=DEFAULT_TAU, gt=0, le=1)
     variants: int = Field(default=2, ge=1, le=100, description="variants per sentence and family")
     seed: Seed = 0
+    ci_level: CiLevel = 0.95
+    bootstrap: Replicates = Field(default=1000, description="replicates over pairs (0: none)")
     types: tuple[str, ...] = (*P.PERTURBATIONS, *P.SEMANTIC_TYPES)
     sentences_sha256: str = ""
     semantic_sha256: str = ""
@@ -72,6 +80,8 @@ def make_settings(
     variants: int = 2,
     seed: int = 0,
     types: tuple[str, ...] | None = None,
+    ci_level: float = 0.95,
+    bootstrap: int = 1000,
     sentences_file: Path | None = None,
     semantic_file: Path | None = None,
     similarity: Similarity | None = None,
@@ -90,6 +100,8 @@ def make_settings(
             "tau": tau,
             "variants": variants,
             "seed": seed,
+            "ci_level": ci_level,
+            "bootstrap": bootstrap,
             "types": tuple(types) if types else known,
             "sentences_sha256": _file_hash(sentences_file, "cid_sentences.txt", "sentences file"),
             "semantic_sha256": _file_hash(
@@ -176,7 +188,9 @@ def run(ctx: RunContext, settings: SensitivitySettings) -> MethodOutput:
     scored = pair_similarities(decoded, similarity).merge(pairs, on="pair")
     stars = lambda_star(scored, settings.tau).reset_index()
     per_pair = pairs.merge(stars, on="pair")
-    table = lambda_star_summary(per_pair)
+    table = lambda_star_summary(
+        per_pair, bootstrap=(settings.bootstrap, settings.ci_level, settings.seed)
+    )
     curve, check = similarity_trend(scored)
     by_type = [similarity_trend(part)[1] | {"type": k} for k, part in scored.groupby("type")]
     title = f"{ctx.lm.identity.name}: CID perturbation effect"
@@ -216,9 +230,20 @@ def run(ctx: RunContext, settings: SensitivitySettings) -> MethodOutput:
 
 
 def _summary_view(table: pd.DataFrame) -> pd.DataFrame:
-    return table[["type", "n", "median", "q25", "q75", "n_never"]].rename(
-        columns={"n": "pairs", "median": "median λ*", "n_never": "never < τ"}
-    )
+    """λ* per type: median with its interval (when bootstrapped), quartiles, pairs."""
+    from biaslens.common.numbers import readable
+
+    view = table[["type", "n", "median", "q25", "q75", "n_never"]].copy()
+    if "median_ci_low" in table:
+        view.insert(
+            3,
+            "interval",
+            [
+                f"[{readable(lo)}, {readable(hi)}]"
+                for lo, hi in zip(table["median_ci_low"], table["median_ci_high"], strict=True)
+            ],
+        )
+    return view.rename(columns={"n": "pairs", "median": "median λ*", "n_never": "never < τ"})
 
 
 SPEC = register(
@@ -261,6 +286,8 @@ SPEC = register(
             O.TOP_K_TOKENS,
             O.MAX_NEW_TOKENS,
             O.SEED,
+            O.CI_LEVEL,
+            O.BOOTSTRAP,
         ),
         headlines=(
             Headline(

@@ -40,6 +40,8 @@ LAMBDA_STAR = Measure(
     "λ",
     n="n",
     n_unit="perturbation pairs",
+    ci="median",
+    interval="bootstrap percentile over perturbation pairs",
 )
 
 
@@ -60,15 +62,42 @@ def lambda_star(
     return crossing.reindex(every, fill_value=np.inf).rename("lambda_star")
 
 
-def lambda_star_summary(per_pair: pd.DataFrame, by: str = "type") -> pd.DataFrame:
+def _quantile(values, q: float) -> float:
+    """Linear-interpolation quantile (NumPy's default) of values that may be ∞: ∞ where it
+    interpolates towards an ∞ value, the value itself where it falls on one (NumPy would give
+    NaN for 50 + (∞ − 50) × 0)."""
+    ordered = np.sort(np.asarray(values, dtype=float))
+    place = q * (len(ordered) - 1)
+    low, fraction = int(np.floor(place)), place - np.floor(place)
+    if fraction == 0:
+        return float(ordered[low])
+    a, b = ordered[low], ordered[low + 1]
+    return float(np.inf) if np.isinf(b) else float(a + (b - a) * fraction)
+
+
+def median_interval(
+    values: np.ndarray, replicates: int, level: float, seed: int
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the median of ``values`` (one per perturbation pair,
+    the unit resampled; replicate r draws with ``default_rng([seed, r])``); a bound may be ∞."""
+    from biaslens.metrics.bootstrap import draws
+
+    values = np.asarray(values, dtype=float)
+    medians = [
+        _quantile(np.repeat(values, draws(len(values), r, seed)), 0.5) for r in range(replicates)
+    ]
+    tail = (1 - level) / 2
+    return _quantile(medians, tail), _quantile(medians, 1 - tail)
+
+
+def lambda_star_summary(
+    per_pair: pd.DataFrame, by: str = "type", bootstrap: tuple[int, float, int] | None = None
+) -> pd.DataFrame:
     """Median and quartiles of λ* per perturbation type, sorted by median like the paper's
     Fig. 4; ``n_never`` counts pairs that never crossed τ. Quantiles interpolate linearly and
-    are ∞ when they touch an ∞ value."""
-
-    def quantile(values: pd.Series, q: float) -> float:
-        with np.errstate(invalid="ignore"):
-            value = float(np.quantile(values.to_numpy(dtype=float), q))
-        return np.inf if np.isnan(value) else value
+    are ∞ when they touch an ∞ value. With ``bootstrap`` (replicates, level, seed), the
+    median's percentile interval over pairs (``median_ci_low`` / ``median_ci_high``)."""
+    quantile = _quantile
 
     rows = []
     for kind, part in per_pair.groupby(by, sort=False):
@@ -83,6 +112,9 @@ def lambda_star_summary(per_pair: pd.DataFrame, by: str = "type") -> pd.DataFram
                 "n_never": int(np.isinf(values).sum()),
             }
         )
+        if bootstrap is not None and bootstrap[0] > 0:
+            low, high = median_interval(values.to_numpy(dtype=float), *bootstrap)
+            rows[-1] |= {"median_ci_low": low, "median_ci_high": high}
     return (
         pd.DataFrame(rows).sort_values(["median", "q75", by], kind="stable").reset_index(drop=True)
     )
