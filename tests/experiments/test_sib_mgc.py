@@ -40,6 +40,9 @@ def test_mgc_end_to_end_on_tiny_models(name, mode, prompts, backend, tiny_models
     assert len(result.samples) == 100 * n_prompts  # 50 W values x 2 sentences x prompts
     probs = result.samples[["p_female", "p_male", "p_neutral"]]
     assert probs.ge(0).all().all() and probs.sum(axis=1).le(1 + 1e-9).all()
+    mass = float(probs.to_numpy().sum() / len(probs))
+    assert result.metrics["mean_pronoun_mass"] == pytest.approx(mass, rel=1e-12)
+    assert any("of the model's probability at the slot" in n for n in result.notes) == (mass < 0.10)
     if mode == "exact":
         assert probs.sum(axis=1).gt(0).all()  # full-vocabulary mass is never exactly zero
     elif name in ("bert-mlm", "t5-denoiser"):  # paper mode, masked: the stored top-5's sum

@@ -193,3 +193,16 @@ def test_slope_difference_standard_error_by_hand():
     assert row["female_minus_male_ci_low"] == pytest.approx(0.9 - half, abs=1e-4)
     assert "female_minus_male_stderr" not in slope_summary(fits)  # without the means
     assert method1_fits is not None
+
+
+def test_a_small_pronoun_mass_is_said_beside_the_numbers():
+    """Masses (0.01, 0.005, 0.001) and (0.03, 0.02, 0.0): mean total (0.016 + 0.05) / 2 =
+    3.3% of the probability, under 10%: a note; a model that puts 60% there gets none."""
+    from biaslens.metrics.sib import pronoun_mass, small_mass_note
+
+    samples = pd.DataFrame(
+        {"p_female": [0.01, 0.03], "p_male": [0.005, 0.02], "p_neutral": [0.001, 0.0]}
+    )
+    assert pronoun_mass(samples) == pytest.approx(0.033)
+    assert "3.3% of the model's probability" in small_mass_note(pronoun_mass(samples))
+    assert small_mass_note(0.6) is None and small_mass_note(float("nan")) is None

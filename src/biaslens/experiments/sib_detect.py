@@ -39,6 +39,8 @@ from biaslens.metrics.sib import (
     TPR,
     detection_rates,
     normalised_female_pct,
+    pronoun_mass,
+    small_mass_note,
     specification_metric,
 )
 from biaslens.models.base import LM, ModelKind
@@ -200,8 +202,14 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
         for row in rates.itertuples()
         if row.n_no_pronoun
     ] + small_sample_notes(rates, settings.ci_level)
+    mass = pronoun_mass(scored)
+    notes += [n for n in [small_mass_note(mass)] if n]
     return MethodOutput(
-        metrics={"rates": rates.to_dict(orient="records"), "num_sentences": len(table)},
+        metrics={
+            "rates": rates.to_dict(orient="records"),
+            "num_sentences": len(table),
+            "mean_pronoun_mass": mass,
+        },
         notes=notes,
         tables=tables,
         samples={

@@ -38,7 +38,15 @@ from biaslens.experiments.registry import (
 from biaslens.experiments.settings import CiLevel, Limit, MethodSettings, validated
 from biaslens.experiments.sib_files import MGC as SIB_FILES_MGC
 from biaslens.experiments.sib_mgc_compare import compare
-from biaslens.metrics.sib import SLOPE, SLOPE_DIFFERENCE, mean_by_w, method1_fits, slope_summary
+from biaslens.metrics.sib import (
+    SLOPE,
+    SLOPE_DIFFERENCE,
+    mean_by_w,
+    method1_fits,
+    pronoun_mass,
+    slope_summary,
+    small_mass_note,
+)
 from biaslens.models.base import LM, ModelKind
 from biaslens.scoring.pronouns import check_pronoun_model, score_rows
 from biaslens.store.run import dataset_hash
@@ -180,10 +188,13 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
         f"mean r² {row.mean_r2:.3f}"
         for row in slopes.itertuples()
     ]
+    mass = pronoun_mass(samples)
+    notes += [n for n in [small_mass_note(mass)] if n]
     return MethodOutput(
         metrics={
             "fits": fits.to_dict(orient="records"),
             "slopes": slopes.to_dict(orient="records"),
+            "mean_pronoun_mass": mass,
             "num_sentences": len(sentences),
             "num_requests": len(rows),
         },

@@ -66,6 +66,27 @@ def mass_from_generation(
     return {g: sum(m[g] for m in per_step) / len(per_step) for g in GENDERS}
 
 
+SMALL_PRONOUN_MASS = 0.10
+"""Below this mean share of the next-token probability, the pronouns are a small part of what
+the model predicts at the slot: a note says so beside the numbers read from them."""
+
+
+def pronoun_mass(samples: pd.DataFrame) -> float:
+    """Mean over inputs of p_female + p_male + p_neutral: the share of the model's probability
+    at the slot that the metrics read (0 to 1)."""
+    return float(samples[[f"p_{g}" for g in GENDERS]].sum(axis=1).mean())
+
+
+def small_mass_note(mass: float) -> str | None:
+    """A note when the pronouns hold less than :data:`SMALL_PRONOUN_MASS` of the probability."""
+    if not math.isfinite(mass) or mass >= SMALL_PRONOUN_MASS:
+        return None
+    return (
+        f"the pronouns hold {mass:.1%} of the model's probability at the slot on average: the "
+        "numbers describe a small part of what it predicts there (the rest goes to other words)"
+    )
+
+
 def fit_trend(x: np.ndarray, y: np.ndarray, confidence: float = LEVEL) -> dict[str, float]:
     """Least-squares line y = intercept + slope·x with the slope's confidence interval.
 
