@@ -53,7 +53,11 @@ COMMON = (
         "metrics, estimates (each headline value with its interval, n and meaning), notes, "
         "package versions and the outputs with their sizes and sha256",
     ),
-    OutputFile("report.html", "the run's self-contained HTML report", when="unless --no-report"),
+    OutputFile(
+        "report.html",
+        "the run's self-contained HTML report",
+        when="unless biaslens.run(..., report=False)",
+    ),
     OutputFile(
         "requests.sqlite*",
         "the run's own request cache (with its SQLite journal files)",
