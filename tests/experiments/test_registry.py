@@ -132,3 +132,16 @@ def test_registering_a_colliding_setting_fails():
     with pytest.raises(ValueError, match=r"\['batch_size'\] share their name with backend"):
         register(spec)
     assert "colliding-test-method" not in methods()
+
+
+def test_methods_come_in_a_fixed_order_whatever_the_import_order(monkeypatch):
+    """The results reference, --help and `methods list` list methods in METHOD_MODULES order,
+    also when the modules were imported (registered) in another order."""
+    from biaslens.experiments import registry
+
+    expected = list(registry.methods())
+    reversed_registry = dict(reversed(list(registry._METHODS.items())))
+    monkeypatch.setattr(registry, "_METHODS", reversed_registry)
+    assert list(registry.methods()) == expected
+    modules = [spec.body.__module__ for spec in registry.methods().values()]
+    assert modules == sorted(modules, key=registry.METHOD_MODULES.index)

@@ -218,10 +218,16 @@ def backend_option_names() -> set[str]:
 
 
 def methods() -> dict[str, MethodSpec]:
-    """Every registered method by name."""
+    """Every registered method by name, in the order of :data:`METHOD_MODULES` (whatever
+    order their modules were imported in), methods registered elsewhere after them."""
     for module in METHOD_MODULES:
         importlib.import_module(module)
-    return dict(_METHODS)
+
+    def place(spec: MethodSpec) -> int:
+        module = getattr(spec.body, "__module__", "")
+        return METHOD_MODULES.index(module) if module in METHOD_MODULES else len(METHOD_MODULES)
+
+    return {spec.name: spec for spec in sorted(_METHODS.values(), key=place)}
 
 
 def get_method(name: str) -> MethodSpec:
