@@ -16,6 +16,11 @@ def readable(value: float, signed: bool = False) -> str:
     return f"{value:{sign}.2e}"
 
 
+def readable_interval(low: float, high: float, signed: bool = False) -> str:
+    """``[low, high]``, each bound :func:`readable`."""
+    return f"[{readable(low, signed)}, {readable(high, signed)}]"
+
+
 def readable_column(values) -> list[str | None]:
     """One notation for a whole column, so that its numbers line up and compare at a glance:
     whole numbers as such; four decimals; more (three significant digits of the smallest

@@ -231,7 +231,7 @@ def run(ctx: RunContext, settings: SensitivitySettings) -> MethodOutput:
 
 def _summary_view(table: pd.DataFrame) -> pd.DataFrame:
     """λ* per type: median with its interval (when bootstrapped), quartiles, pairs."""
-    from biaslens.common.numbers import readable
+    from biaslens.common.numbers import readable_interval
 
     view = table[["type", "n", "median", "q25", "q75", "n_never"]].copy()
     if "median_ci_low" in table:
@@ -239,7 +239,7 @@ def _summary_view(table: pd.DataFrame) -> pd.DataFrame:
             3,
             "interval",
             [
-                f"[{readable(lo)}, {readable(hi)}]"
+                readable_interval(lo, hi)
                 for lo, hi in zip(table["median_ci_low"], table["median_ci_high"], strict=True)
             ],
         )

@@ -335,13 +335,13 @@ LEI_COLUMNS = ("set", "mu", "desired_mu", "gap", "eta", "theta4", "delta", "epsi
 
 def _mu_view(table: pd.DataFrame) -> pd.DataFrame:
     """μ per set with its interval (when bootstrapped) and units beside the desired μ."""
-    from biaslens.common.numbers import readable
+    from biaslens.common.numbers import readable_interval
 
     extra = ["specified_win_rate"] if "specified_win_rate" in table else []
     view = table[[*LEI_COLUMNS, *extra]].copy()
     if "mu_ci_low" in table:
         interval = [
-            f"[{readable(low)}, {readable(high)}]"
+            readable_interval(low, high)
             for low, high in zip(table["mu_ci_low"], table["mu_ci_high"], strict=True)
         ]
         view.insert(view.columns.get_loc("mu") + 1, "mu interval", interval)

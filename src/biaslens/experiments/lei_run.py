@@ -71,9 +71,7 @@ class TrainingRun:
 
     def cached(self, lm: LM) -> CachedLM:
         """``lm`` answering through the run's request cache, counted in :attr:`stats`."""
-        cached = CachedLM(lm, lambda: self.store.cache)
-        cached.stats = self.stats
-        return cached
+        return CachedLM(lm, lambda: self.store.cache, stats=self.stats)
 
     def upsert(self, path: Path, rows: pd.DataFrame, key: list[str]) -> pd.DataFrame:
         """:func:`upsert_rows` of ``rows`` labelled with the run's model and method (every CSV

@@ -21,7 +21,7 @@ from typing import Literal
 import pandas as pd
 from pydantic import Field, field_validator
 
-from biaslens.common.numbers import readable
+from biaslens.common.numbers import readable, readable_interval
 from biaslens.common.seeds import Seed
 from biaslens.data import mgc
 from biaslens.errors import BiaslensError
@@ -216,7 +216,7 @@ def _fits_view(fits: pd.DataFrame) -> pd.DataFrame:
     view = fits[["prompt", "w_kind", "gender", "slope", "slope_ci_low", "slope_ci_high", "r", "r2"]]
     return view.assign(
         ci=[
-            f"[{readable(a, signed=True)}, {readable(b, signed=True)}]"
+            readable_interval(a, b, signed=True)
             for a, b in zip(view.slope_ci_low, view.slope_ci_high, strict=True)
         ]
     )[["prompt", "w_kind", "gender", "slope", "ci", "r", "r2"]].rename(

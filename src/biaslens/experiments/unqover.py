@@ -208,13 +208,13 @@ def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
 
 def _summary_view(table: pd.DataFrame) -> pd.DataFrame:
     """One line per metric: value, interval (when bootstrapped) and the units behind it."""
-    from biaslens.common.numbers import readable
+    from biaslens.common.numbers import readable_interval
 
     row = table.iloc[0]
     lines = []
     for measure in MEASURES:
         low, high = row.get(f"{measure.column}_ci_low"), row.get(f"{measure.column}_ci_high")
-        interval = f"[{readable(low)}, {readable(high)}]" if low is not None else "—"
+        interval = readable_interval(low, high) if low is not None else "—"
         lines.append(
             {
                 "metric": measure.symbol,

@@ -97,7 +97,6 @@ def lambda_star_summary(
     Fig. 4; ``n_never`` counts pairs that never crossed τ. Quantiles interpolate linearly and
     are ∞ when they touch an ∞ value. With ``bootstrap`` (replicates, level, seed), the
     median's percentile interval over pairs (``median_ci_low`` / ``median_ci_high``)."""
-    quantile = _quantile
 
     rows = []
     for kind, part in per_pair.groupby(by, sort=False):
@@ -106,9 +105,9 @@ def lambda_star_summary(
             {
                 by: kind,
                 "n": len(values),
-                "median": quantile(values, 0.5),
-                "q25": quantile(values, 0.25),
-                "q75": quantile(values, 0.75),
+                "median": _quantile(values, 0.5),
+                "q25": _quantile(values, 0.25),
+                "q75": _quantile(values, 0.75),
                 "n_never": int(np.isinf(values).sum()),
             }
         )

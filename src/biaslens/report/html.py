@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from biaslens.common import atomic
-from biaslens.common.numbers import readable_column
+from biaslens.common.numbers import readable, readable_column, readable_interval
 from biaslens.errors import BiaslensError
 from biaslens.report.run_view import RunView, load_run
 from biaslens.version import __version__
@@ -176,7 +176,6 @@ def _flatten(value, prefix: str = "") -> list[tuple[str, str]]:
 def _reading(view: RunView) -> dict:
     """The run's headline values in words: each metric's meaning, a table of values with their
     intervals and n, and the warnings the terminal prints (few units, no bias inside)."""
-    from biaslens.common.numbers import readable
     from biaslens.experiments.estimates import interval_notes, meanings
     from biaslens.experiments.registry import methods
 
@@ -188,7 +187,7 @@ def _reading(view: RunView) -> dict:
     for e in estimates:
         low, high = e.get("ci_low"), e.get("ci_high")
         interval = (
-            f"[{readable(low)}, {readable(high)}] ({e['ci_level']:.0%} {e.get('interval') or ''})"
+            f"{readable_interval(low, high)} ({e['ci_level']:.0%} {e.get('interval') or ''})"
             if low is not None and high is not None
             else "—"
         )

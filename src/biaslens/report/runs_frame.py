@@ -76,12 +76,12 @@ def load_runs(patterns) -> pd.DataFrame:
 def comparison_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Model × headline value: one row per (method, metric, labels), one column per run's model
     with ``value [low, high]`` (n)."""
-    from biaslens.common.numbers import readable
+    from biaslens.common.numbers import readable, readable_interval
 
     def cell(row) -> str:
         text = readable(row["value"]) if row["value"] is not None else "—"
         if pd.notna(row["ci_low"]) and pd.notna(row["ci_high"]):
-            text += f" [{readable(row['ci_low'])}, {readable(row['ci_high'])}]"
+            text += " " + readable_interval(row["ci_low"], row["ci_high"])
         if pd.notna(row["n"]):
             text += f" (n={int(row['n'])})"
         return text

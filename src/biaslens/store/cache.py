@@ -238,7 +238,8 @@ class CachedLM(ForwardingLM):
 
     ``cache`` may be a :class:`RequestCache` or a function returning one, called on first use
     (so that a run folder is only created once there is something to keep). ``stats`` counts
-    reused and computed requests, so a caller can show that a rerun reused work.
+    reused and computed requests, so a caller can show that a rerun reused work (pass one
+    ``stats`` to several wrappers to count them together).
     ``max_new``: computing more requests than this stops the run with
     :class:`RequestLimitReached` once the first ``max_new`` answers are stored (``--max-requests``).
     """
@@ -249,6 +250,7 @@ class CachedLM(ForwardingLM):
         cache: RequestCache | Callable[[], RequestCache],
         chunk_size: int | None = None,
         max_new: int | None = None,
+        stats: dict[str, int] | None = None,
     ) -> None:
         self.inner = inner
         self.max_new = max_new
@@ -256,7 +258,7 @@ class CachedLM(ForwardingLM):
         self._cache = cache
         # a backend over the network commits small chunks, so that a failure loses little
         self.chunk_size = chunk_size or getattr(inner, "cache_chunk_size", None) or CHUNK
-        self.stats = {"cached": 0, "computed": 0}
+        self.stats = stats if stats is not None else {"cached": 0, "computed": 0}
 
     @property
     def cache(self) -> RequestCache:
