@@ -168,6 +168,11 @@ def test_the_interval_level_is_a_setting_recorded_with_each_estimate(tiny_models
     assert (width["narrow"] < width["wide"]).all()
     estimates = json.loads((tmp_path / "b" / "summary.json").read_text())["estimates"]
     assert {e["ci_level"] for e in estimates if e["ci_low"] is not None} == {0.8}
+    # each set's rates say which set they are (two sets, three rates each)
+    labelled = sorted((e["labels"]["set"], e["metric"]) for e in estimates)
+    assert labelled == sorted(
+        (s, m) for s in ("extended", "simplified") for m in ("tpr", "tnr", "balanced_accuracy")
+    )
 
 
 def test_detector_bad_inputs(tiny_models, tmp_path):

@@ -325,7 +325,7 @@ SPEC = register(
                 "Detector TPR / TNR / balanced accuracy (Table 3)",
                 view=_rates_view,
                 measures=(TPR, TNR, BALANCED_ACCURACY),
-                labels=("prompt", "group"),
+                labels=("set",),
             ),
         ),
     )
