@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from biaslens.errors import BiaslensError
 from biaslens.experiments.estimates import collect as collect_estimates
 from biaslens.experiments.registry import RunContext, get_method, safe_name
+from biaslens.metrics.intervals import LEVEL
 from biaslens.models.base import LM, BackendConfig
 from biaslens.progress import NoProgress, Progress
 from biaslens.store.cache import CachedLM, model_cache_file, shared_cache_dir
@@ -141,7 +142,7 @@ def run_method(
             summary = store.write_summary(
                 out.metrics,
                 **{"model": None, "dataset": None, **provenance, **out.provenance},
-                estimates=collect_estimates(spec, out.tables, settings),
+                estimates=collect_estimates(spec, out.tables, getattr(settings, "ci_level", LEVEL)),
                 notes=list(out.notes),
             )
     finally:

@@ -15,6 +15,7 @@ from biaslens.experiments.cid_audit import (
     make_settings,
 )
 from biaslens.models.requests import GenerateRequest
+from biaslens.store.result import RunResult
 from tests.helpers import run_audit
 
 NAMES = """
@@ -153,3 +154,17 @@ def test_biased_fraction_intervals_are_a_bootstrap_over_name_pairs(
         )
         assert row.pairs == len(pairs)
     assert got["fraction_ci_high"].gt(got["fraction_ci_low"]).any()  # not all degenerate
+    # the summary's estimates gain one fraction per group and λ, with its interval and pairs,
+    # and a second import replaces them rather than adding a second set
+    import_ratings(run, rated, ci_level=0.8, bootstrap=300, seed=5)
+    summary = RunResult.load(run).summary
+    fractions = [e for e in summary["estimates"] if e["metric"] == "fraction_biased"]
+    assert len(fractions) == len(got)
+    for estimate in fractions:
+        row = got[(got["group"] == estimate["labels"]["group"])
+                  & (got["lam"] == estimate["labels"]["lam"])].iloc[0]  # fmt: skip
+        assert estimate["value"] == pytest.approx(row["fraction_biased"])
+        assert (estimate["ci_low"], estimate["ci_high"]) == pytest.approx(
+            (row["fraction_ci_low"], row["fraction_ci_high"])
+        )
+        assert estimate["n"] == row["pairs"] and estimate["ci_level"] == 0.8

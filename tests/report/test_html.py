@@ -143,7 +143,7 @@ def test_the_report_reads_the_numbers_as_the_terminal_does(tmp_path):
     from biaslens.experiments.estimates import collect
     from biaslens.experiments.registry import methods
 
-    estimates = collect(methods()["unqover"], {"unqover": table}, None)
+    estimates = collect(methods()["unqover"], {"unqover": table})
     store.write_summary({}, model={"name": "tiny", "kind": "causal-lm"}, estimates=estimates)
     store.close()
     html = render_report([load_run(tmp_path / "run")])

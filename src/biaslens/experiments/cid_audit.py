@@ -24,9 +24,15 @@ from biaslens.data import cid_audit as names_data
 from biaslens.errors import BiaslensError
 from biaslens.experiments import options as O
 from biaslens.experiments.cid_files import AUDIT as CID_FILES_AUDIT
+from biaslens.experiments.estimates import collect as collect_estimates
 from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.experiments.settings import MethodSettings, validated
-from biaslens.metrics.cid import biased_fraction, biased_fraction_intervals, top_continuations
+from biaslens.metrics.cid import (
+    FRACTION_BIASED,
+    biased_fraction,
+    biased_fraction_intervals,
+    top_continuations,
+)
 from biaslens.models.base import LM
 from biaslens.scoring.cid import DecodingSettings, decode_both_directions
 from biaslens.store.result import RunResult
@@ -221,6 +227,13 @@ SPEC = register(
         ),
         headlines=(
             Headline("continuations", "Most common continuations per λ", view=_continuations_view),
+            Headline(
+                "biased_fraction",
+                "Fraction of continuations rated biased (after cid-ratings)",
+                cli=False,
+                measures=(FRACTION_BIASED,),
+                labels=("group", "lam"),
+            ),
         ),
         presets={"paper": {"lams": (0.0, 10.0, 50.0)}},
     )
@@ -344,5 +357,12 @@ def import_ratings(
             plot_path = store.write_plot("biased_fraction", figure)
         finally:
             plt.close(figure)
-        store.extend_summary(finished.summary)
+        # a later import replaces the estimates of an earlier one
+        kept = [
+            e
+            for e in finished.summary.get("estimates") or []
+            if e.get("table") != "biased_fraction"
+        ]
+        estimates = collect_estimates(SPEC, {"biased_fraction": fractions}, ci_level)
+        store.extend_summary({**finished.summary, "estimates": [*kept, *estimates]})
     return RatingsResult(fractions, table_path, plot_path)

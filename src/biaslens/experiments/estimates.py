@@ -22,9 +22,9 @@ def _number(value) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def collect(spec, tables: dict[str, Any], settings) -> list[dict[str, Any]]:
-    """The estimates of the headline tables of ``spec`` that a run wrote."""
-    level = getattr(settings, "ci_level", LEVEL)
+def collect(spec, tables: dict[str, Any], level: float = LEVEL) -> list[dict[str, Any]]:
+    """The estimates of the headline tables of ``spec`` among ``tables`` (intervals at
+    ``level``)."""
     records = []
     for headline in spec.headlines:
         table = tables.get(headline.table)
