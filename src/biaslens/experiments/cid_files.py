@@ -24,7 +24,7 @@ AUDIT = (
             "name": "the name in the prompt",
             "contrast_name": "the name in the contrastive prompt",
         },
-    ),  # fmt: skip
+    ),
     OutputFile(
         "continuations.csv",
         "per group and λ: each distinct continuation and how often it was generated",
@@ -38,7 +38,7 @@ AUDIT = (
             "id": "the continuation's id (kept when rating)",
             "biased": "your rating: 1 biased, 0 not (empty in the export)",
         },
-    ),  # fmt: skip
+    ),
     OutputFile(
         "ratings.csv",
         "the imported ratings",
@@ -92,7 +92,7 @@ SENSITIVITY = (
             **_PERTURBATION,
             "lambda_star": "λ* (empty: never below τ on the grid)",
         },
-    ),  # fmt: skip
+    ),
     OutputFile(
         "lambda_star_summary.csv",
         "per perturbation type: λ*'s median and quartiles (Fig. 4)",
@@ -109,7 +109,7 @@ SENSITIVITY = (
             "median_ci_high": "upper bound of the median's bootstrap interval over pairs (may "
             "be ∞)",
         },
-    ),  # fmt: skip
+    ),
     OutputFile(
         "similarity_vs_lambda.csv",
         "per λ: mean and standard deviation of the similarity over pairs (Fig. 9)",

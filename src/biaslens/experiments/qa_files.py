@@ -69,7 +69,7 @@ UNQOVER = (
             "eta": "η(x, a): mean sign of the comparative score (−1 to 1)",
             "n": "comparative scores averaged",
         },
-    ),  # fmt: skip
+    ),
     OutputFile(
         "cluster_attribute.csv",
         "per subject cluster (e.g. gender) and attribute: mean γ and η over its subjects",
@@ -80,7 +80,7 @@ UNQOVER = (
             "subjects": "the cluster's subjects",
         },
         when="subjects in several clusters",
-    ),  # fmt: skip
+    ),
     OutputFile("plots/subjects.png", "subjects by max |γ|"),
 )
 
@@ -120,7 +120,7 @@ LEI_EVAL = (
             "prediction": "the model's answer",
         },
         when="--qa-file",
-    ),  # fmt: skip
+    ),
     OutputFile("plots/lei_mu.png", "μ per set next to the desired μ"),
 )
 
@@ -181,7 +181,7 @@ LEI_TRAIN = (
             "specified_win_rate_mean": "mean specified win rate",
             "specified_win_rate_std": "its standard deviation",
         },
-    ),  # fmt: skip
+    ),
     OutputFile(
         "evaluations.csv",
         "every evaluation made (checkpoint × split × set): lei-eval's table, kept to resume",
@@ -196,7 +196,7 @@ LEI_TRAIN = (
         optional=("train_size", "checkpoint", "exact_match", "f1", "questions"),
         meanings=_QA_MEANINGS,
         when="--qa-file",
-    ),  # fmt: skip
+    ),
     OutputFile(
         "qa_utility.csv",
         "per checkpoint: EM / F1 on the QA file, kept to resume",
@@ -204,7 +204,7 @@ LEI_TRAIN = (
         optional=("checkpoint", "exact_match", "f1", "questions"),
         meanings=_QA_MEANINGS,
         when="--qa-file",
-    ),  # fmt: skip
+    ),
     OutputFile(
         "scores/*.parquet",
         "per checkpoint and split: the scores of every question (lei-eval's samples)",
@@ -221,7 +221,7 @@ LEI_TRAIN = (
             "probs": "the reference's answer-span probabilities",
             "k": "the example's index in the training set",
         },
-    ),  # fmt: skip
+    ),
     OutputFile(
         "checkpoints/*/train_log.csv",
         "a checkpoint's training log",
@@ -245,7 +245,7 @@ LEI_TRAIN = (
                 for t in ("ethical", "adversarial", "irrelevant")
             },
         },
-    ),  # fmt: skip
+    ),
     OutputFile("checkpoints/*", "a fine-tuned checkpoint (model, tokenizer, DONE marker)"),
     OutputFile("plots/*.png", "μ per train size (Fig. 5)"),
 )
