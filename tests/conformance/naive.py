@@ -200,8 +200,8 @@ def ols(x: list[float], y: list[float]) -> dict[str, float]:
 
 def female_share(masses: dict[str, float], eps: float = 0.0) -> float:
     total = masses["female"] + masses["male"] + masses["neutral"]
-    if eps:
-        return masses["female"] / (total + eps) * 100
+    if eps:  # inference.py: masses in percent, EPS added to their sum
+        return masses["female"] * 100 / (total * 100 + eps) * 100
     return masses["female"] / total * 100 if total > 0 else math.nan
 
 

@@ -109,8 +109,10 @@ def test_sib_mgc_numbers_recomputed(name, preset, tiny_models, tmp_path):
         assert row["female_minus_male_slope"] == pytest.approx(
             female["slope"] - male["slope"], abs=1e-12
         )
+        defined = [r for r in (female["r2"], male["r2"]) if not math.isnan(r)]
+        assert row["flat_fits"] == 2 - len(defined)
         assert row["mean_r2"] == pytest.approx(
-            (female["r2"] + male["r2"]) / 2, abs=1e-12, nan_ok=True
+            sum(defined) / len(defined) if defined else math.nan, abs=1e-12, nan_ok=True
         )
 
 

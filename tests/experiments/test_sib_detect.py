@@ -115,11 +115,27 @@ def test_no_pronoun_mass_is_reported_not_misclassified():
 def test_no_pronoun_mass_under_the_reference_rule_is_a_share_of_zero():
     sentences, scored = _empty_at_latest()
     table = sentence_metrics(sentences, scored, 0.5, empty_mass="zero").set_index("id")
-    # earliest 0.2 / (0.4 + 1e-5) * 100, latest 0 / 1e-5 = 0
-    expected = 0.2 / (0.4 + 1e-5) * 100
+    # inference.py: masses in percent, earliest 20 / (40 + 1e-5) * 100, latest 0 / 1e-5 = 0
+    expected = 20 / (40 + 1e-5) * 100
     assert table.loc["a", "pct_female_latest"] == 0.0
     assert table.loc["a", "metric"] == pytest.approx(expected)
     assert table.loc["a", "verdict"] == "unspecified"
+
+
+def test_a_sentence_without_pronouns_is_shown_as_such_in_the_table_and_the_plot():
+    import matplotlib.pyplot as plt
+
+    from biaslens.experiments.sib_detect import occupation_views
+    from biaslens.plots.sib import detector_figure
+
+    sentences, scored = _empty_at_latest()
+    table = sentence_metrics(sentences, scored, 0.5)
+    table = table.assign(occupation="nurse", sentence=["A", "B"], bls_pct_female=90.0)
+    [(_, view, columns)] = occupation_views({"sentences": table}, {"show_occupation": ["nurse"]})
+    assert view.set_index("id").loc["a", "verdict"] == "no pronoun predicted"
+    figure = detector_figure(table, 0.5, "detector")
+    assert "1 of 2 sentences not shown: no pronoun predicted" in figure.axes[0].get_title()
+    plt.close(figure)
 
 
 @pytest.mark.parametrize("name", ["bert-mlm", "llama"])

@@ -116,6 +116,23 @@ def test_method1_fits_and_slope_summary_hand_computed():
     assert summary["mean_r2"] == pytest.approx(1.0)
 
 
+def test_a_flat_line_leaves_the_mean_r2_to_the_other_and_is_counted():
+    """Female flat at 2% (no r²), male 5, 4, 4, 2 % at W = 0..3: slope −0.9, fitted 5.1, 4.2,
+    3.3, 2.4, residuals −.1, −.2, .7, −.4 (SSE 0.70), SST 4.75, r² = 1 − 0.70/4.75 = 0.852632."""
+    from biaslens.metrics.sib import r2_text
+
+    samples = pd.DataFrame(
+        {"prompt": "A", "w_kind": "dates", "w_index": w, "w": str(w),
+         "p_female": 0.02, "p_male": male, "p_neutral": 0.0}
+        for w, male in enumerate((0.05, 0.04, 0.04, 0.02))
+    )  # fmt: skip
+    summary = slope_summary(method1_fits(samples)).iloc[0]
+    assert summary["mean_r2"] == pytest.approx(1 - 0.70 / 4.75)
+    assert summary["flat_fits"] == 1
+    assert r2_text(summary["mean_r2"], 1) == "mean r² 0.853 (1 flat line left out)"
+    assert r2_text(float("nan"), 2) == "r² undefined (2 flat lines)"
+
+
 def test_normalised_female_pct_and_specification_metric():
     from biaslens.metrics.sib import normalised_female_pct, specification_metric
 
@@ -156,9 +173,15 @@ def test_detection_rates_leave_out_sentences_without_pronoun_mass():
 def test_reference_eps_share():
     from biaslens.metrics.sib import REFERENCE_EPS, normalised_female_pct
 
-    pct = normalised_female_pct([0.0, 0.2], [0.0, 0.6], [0.0, 0.2], eps=REFERENCE_EPS)
+    pct = normalised_female_pct(
+        [0.0, 0.2, 0.0005], [0.0, 0.6, 0.0005], [0.0, 0.2, 0.0], eps=REFERENCE_EPS
+    )
     assert pct[0] == 0.0  # no pronoun mass: share 0, as the reference's division by total + EPS
-    assert pct[1] == pytest.approx(0.2 / (1.0 + 1e-5) * 100, rel=1e-12)
+    # inference.py stores masses in percent (p · 100) and adds EPS = 1e-5 to their sum
+    assert pct[1] == pytest.approx(20.0 / (100.0 + 1e-5) * 100, rel=1e-12)
+    # at a total mass of 0.001 the EPS moves a 50% share by 5e-4 pp, not by 0.5 pp
+    assert pct[2] == pytest.approx(0.05 / (0.1 + 1e-5) * 100, rel=1e-12)
+    assert 49.99 < pct[2] < 50.0
 
 
 def test_slope_difference_standard_error_by_hand():

@@ -13,8 +13,8 @@ reference's ``get_uncertainty_metric`` averages its stored (already normalised) 
 A sentence without any pronoun mass at a date (f + m + n = 0: in top-5 scoring, no listed word
 among the top 5) has no share there. ``empty_mass="exclude"`` (default) reports it as "no
 pronoun predicted" and leaves it out of TPR and TNR, with a count; ``"zero"`` (``--preset
-paper``) divides by f + m + n + 1e-5 as the reference code does, which makes the share 0 and
-the metric possibly 0 (well-specified).
+paper``) divides by f + m + n + 1e-5, the masses in percent, as the reference code does, which
+makes the share 0 and the metric possibly 0 (well-specified).
 """
 
 from __future__ import annotations
@@ -275,12 +275,7 @@ def occupation_views(result, values: dict) -> list:
         rows = sentences[sentences["occupation"] == occupation]
         if rows.empty:
             raise BiaslensError(f"--show-occupation: no sentences for {occupation!r}")
-        table = rows.assign(
-            WS=rows["well_specified"],
-            verdict=rows["predicted_unspecified"].map(
-                {True: "unspecified", False: "well-specified"}
-            ),
-        )
+        table = rows.assign(WS=rows["well_specified"])  # verdict: as sentences.parquet has it
         views.append(
             (
                 f"{occupation}: specification metric per sentence (pp)",

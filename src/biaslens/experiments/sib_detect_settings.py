@@ -38,7 +38,8 @@ class DetectSettings(MethodSettings):
     empty_mass: Literal["exclude", "zero"] = Field(
         default="exclude",
         description="sentences with no pronoun mass at a date: excluded from TPR/TNR and "
-        "counted (exclude), or share 0 via the reference's f/(f+m+n+1e-5) (zero)",
+        "counted (exclude), or share 0 via the reference's f/(f+m+n+1e-5) on masses in "
+        "percent (zero)",
     )
     limit: Limit = Field(default=None, description="occupations (first N, sorted)")
     ci_level: CiLevel = 0.95

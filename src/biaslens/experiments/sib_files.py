@@ -50,11 +50,13 @@ MGC = (
     OutputFile(
         "slopes.csv",
         "per prompt and W kind: female − male slope difference and mean r² (Fig. 3(b))",
-        ("prompt", "w_kind", "female_minus_male_slope", "mean_r2", "female_minus_male_stderr",
-         "female_minus_male_ci_low", "female_minus_male_ci_high"),
+        ("prompt", "w_kind", "female_minus_male_slope", "mean_r2", "flat_fits",
+         "female_minus_male_stderr", "female_minus_male_ci_low", "female_minus_male_ci_high"),
         meanings={
             "female_minus_male_slope": "female slope − male slope (pp per W step; 0: no bias)",
-            "mean_r2": "mean r² of the female and male lines",
+            "mean_r2": "mean r² of the female and male lines whose r² is defined (empty when "
+            "both are flat)",
+            "flat_fits": "how many of the two lines are flat (no variation: r² undefined)",
             "female_minus_male_stderr": "standard error of the difference (the slope of the "
             "per-W differences p_f − p_m, as the reference code)",
             "female_minus_male_ci_low": "lower bound of its t interval at --ci-level",

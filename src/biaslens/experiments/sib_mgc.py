@@ -44,6 +44,7 @@ from biaslens.metrics.sib import (
     mean_by_w,
     method1_fits,
     pronoun_mass,
+    r2_text,
     slope_summary,
     small_mass_note,
 )
@@ -185,7 +186,7 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
         f"prompt {row.prompt}, {row.w_kind}: female−male slope "
         f"{readable(row.female_minus_male_slope, signed=True)} ± "
         f"{readable(row.female_minus_male_stderr)} pp/step, "
-        f"mean r² {row.mean_r2:.3f}"
+        f"{r2_text(row.mean_r2, row.flat_fits)}"
         for row in slopes.itertuples()
     ]
     mass = pronoun_mass(samples)
@@ -247,12 +248,13 @@ SPEC = register(
             headline=Headline(
                 "comparison",
                 "MGC Method 1 across models (mean over prompts)",
-                ("model", "parameters", "W", "female−male slope", "mean r²"),
+                ("model", "parameters", "W", "female−male slope", "mean r²", "flat lines"),
                 view=lambda t: t.assign(parameters=t["num_parameters"].map("{:,}".format)).rename(
                     columns={
                         "w_kind": "W",
                         "female_minus_male_slope": "female−male slope",
                         "mean_r2": "mean r²",
+                        "flat_fits": "flat lines",
                     }
                 ),
             ),

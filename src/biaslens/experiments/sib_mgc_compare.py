@@ -23,7 +23,15 @@ from biaslens.store.result import RunResult
 def comparison_table(results: Sequence[RunResult]) -> pd.DataFrame:
     rows = []
     for result in results:
-        per_kind = result["slopes"].groupby("w_kind")[["female_minus_male_slope", "mean_r2"]].mean()
+        slopes = result["slopes"]
+        if "flat_fits" not in slopes:  # a run from before flat lines were counted
+            slopes = slopes.assign(flat_fits=0)
+        # r² is averaged over the prompts whose lines have one; the flat lines are counted
+        per_kind = slopes.groupby("w_kind").agg(
+            female_minus_male_slope=("female_minus_male_slope", "mean"),
+            mean_r2=("mean_r2", "mean"),
+            flat_fits=("flat_fits", "sum"),
+        )
         for w_kind, values in per_kind.iterrows():
             rows.append(
                 {
@@ -33,6 +41,7 @@ def comparison_table(results: Sequence[RunResult]) -> pd.DataFrame:
                     "w_kind": w_kind,
                     "female_minus_male_slope": float(values["female_minus_male_slope"]),
                     "mean_r2": float(values["mean_r2"]),
+                    "flat_fits": int(values["flat_fits"]),
                     "run_dir": str(result.run_dir),
                 }
             )

@@ -87,6 +87,14 @@ def small_mass_note(mass: float) -> str | None:
     )
 
 
+def r2_text(mean_r2: float, flat_fits: int) -> str:
+    """The mean r² as a reader sees it, with the flat lines it leaves out named."""
+    flat = f"{flat_fits} flat line{'s' if flat_fits != 1 else ''}"
+    if not math.isfinite(mean_r2):
+        return f"r² undefined ({flat})"
+    return f"mean r² {mean_r2:.3f}" + (f" ({flat} left out)" if flat_fits else "")
+
+
 def fit_trend(x: np.ndarray, y: np.ndarray, confidence: float = LEVEL) -> dict[str, float]:
     """Least-squares line y = intercept + slope·x with the slope's confidence interval.
 
@@ -180,7 +188,9 @@ def slope_summary(
             "female_minus_male_slope": float(
                 by_gender.loc["female", "slope"] - by_gender.loc["male", "slope"]
             ),
-            "mean_r2": float(by_gender.loc[["female", "male"], "r2"].mean(skipna=False)),
+            # a flat line has no r²: the mean is over the defined ones, the flat ones counted
+            "mean_r2": float(by_gender.loc[["female", "male"], "r2"].mean()),
+            "flat_fits": int(by_gender.loc[["female", "male"], "r2"].isna().sum()),
         }
         if means is not None:
             mask = np.ones(len(means), dtype=bool)
@@ -203,7 +213,8 @@ def slope_summary(
 
 
 REFERENCE_EPS = 1e-5
-"""The reference code's ``EPS`` in f / (f + m + n + EPS) (``inference.py``)."""
+"""The reference code's ``EPS`` in f / (f + m + n + EPS) (``inference.py``), where f, m and n
+are masses in percent (``round(p · 100, 3)``): 1e-7 in probability."""
 
 
 def normalised_female_pct(
@@ -213,11 +224,12 @@ def normalised_female_pct(
 
     ``eps = 0`` (default): a sentence with no pronoun mass at all gets NaN (there is nothing to
     normalise; Method 2 reports it as "no pronoun predicted"). ``eps > 0``: the reference
-    code's f / (f + m + n + eps) · 100, which makes such a share 0 (``REFERENCE_EPS``)."""
+    code's f / (f + m + n + eps) · 100 with the masses in percent, as it stores them, which
+    makes such a share 0 (``REFERENCE_EPS``)."""
     female, male, neutral = (np.asarray(a, dtype=float) for a in (female, male, neutral))
     total = female + male + neutral
     if eps > 0:
-        return female / (total + eps) * 100.0
+        return female * 100.0 / (total * 100.0 + eps) * 100.0
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(total > 0, female / total * 100.0, np.nan)
 

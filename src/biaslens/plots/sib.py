@@ -11,7 +11,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from biaslens.data.pronouns import GENDERS  # noqa: E402
-from biaslens.metrics.sib import confidence_band  # noqa: E402
+from biaslens.metrics.sib import confidence_band, r2_text  # noqa: E402
 
 GENDER_COLORS = {"female": "tab:red", "male": "tab:blue", "neutral": "tab:gray"}
 
@@ -116,6 +116,9 @@ def detector_figure(sentences: pd.DataFrame, threshold: float, title: str):
     ax.set_xticklabels(order, rotation=90, fontsize=6)
     ax.set_xlabel("occupation (ordered by BLS 2015 % female)")
     ax.set_ylabel("specification metric (pp)")
+    missing = int(sentences["metric"].isna().sum())
+    if missing:  # no pronoun predicted: no metric, no point; said rather than dropped silently
+        title += f"\n{missing} of {len(sentences)} sentences not shown: no pronoun predicted"
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
@@ -131,7 +134,7 @@ def cross_model_figure(table: pd.DataFrame, title: str):
     ax.scatter(table["num_parameters"], table["female_minus_male_slope"], s=sizes, alpha=0.6)
     for row in table.itertuples():
         ax.annotate(
-            f"{row.model}\nr² {row.mean_r2:.2f}",
+            f"{row.model}\n" + r2_text(row.mean_r2, getattr(row, "flat_fits", 0)),
             (row.num_parameters, row.female_minus_male_slope),
             fontsize=7,
             xytext=(5, 5),
