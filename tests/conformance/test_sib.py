@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
@@ -35,8 +36,18 @@ LOADERS = {
     "causal": AutoModelForCausalLM,
     "seq2seq": AutoModelForSeq2SeqLM,
 }
-PRESETS = [None, "paper"]
 CLOSE = {"rel": 1e-4, "abs": 1e-7}
+
+
+VARIANTS = {
+    # name: (preset, settings): the defaults, the paper preset, and top-5 scoring with the
+    # default handling of sentences without pronoun mass (the zero-mass path)
+    "exact": (None, {}),
+    "paper": ("paper", {}),
+    "top5": (None, {"mode": "paper"}),
+}
+MIN_SHARE_WITH_MASS = 0.2
+"""Top-5 scoring must see pronouns in at least this share of inputs: no 0 compared with 0."""
 
 
 def load_plain(folder, kind: str, style: str | None):
@@ -45,13 +56,16 @@ def load_plain(folder, kind: str, style: str | None):
     return loader.from_pretrained(folder).eval(), AutoTokenizer.from_pretrained(folder)
 
 
-def run(method: str, name: str, preset, tiny_models, tmp_path, **settings):
+def run(method: str, name: str, variant: str, models, tmp_path, **settings):
+    """A biaslens run on the tiny model ``name`` (its pronoun-leaning copy where there is one)
+    and the naive masses of any input text."""
     kind, style, options = CLASSES[name]
+    preset, more = VARIANTS[variant]
     result = biaslens.run(
-        method, str(tiny_models[name]), output=tmp_path / f"{method}-{preset}", preset=preset,
-        data_dir=DATA, report=False, device="cpu", batch_size=4, **options, **settings,
+        method, str(models[name]), output=tmp_path / f"{method}-{variant}", preset=preset,
+        data_dir=DATA, report=False, device="cpu", batch_size=4, **options, **more, **settings,
     )  # fmt: skip
-    model, tokenizer = load_plain(tiny_models[name], kind, style)
+    model, tokenizer = load_plain(models[name], kind, style)
     mode = result.settings["mode"]
     steps = result.settings["generation_tokens"]
 
@@ -66,28 +80,34 @@ def assert_masses(row, expected: dict[str, float]) -> None:
         assert row[f"p_{gender}"] == pytest.approx(expected[gender], **CLOSE), (gender, row)
 
 
-@pytest.mark.parametrize("preset", PRESETS)
-@pytest.mark.parametrize("name", CLASSES)
-def test_sib_mgc_numbers_recomputed(name, preset, tiny_models, tmp_path):
-    result, masses = run(
-        "sib-mgc", name, preset, tiny_models, tmp_path, w_kinds=("dates",), limit=1
-    )
-    kind = CLASSES[name][0]
-    expected_prompts = ("A", "B", "C") if preset == "paper" and kind != "masked" else None
-    if kind == "masked":
-        expected_prompts = ("mask",)
-    if expected_prompts is not None:
-        assert tuple(result.settings["prompts"]) == expected_prompts
+def with_mass(expected: list[dict[str, float]]) -> float:
+    """The share of inputs whose naive masses hold any pronoun probability."""
+    return sum(sum(m.values()) > 0 for m in expected) / len(expected)
+
+
+def check_mgc(result, masses, kind: str) -> float:
+    """Every input rebuilt from Appendix D's text, every mass and fit recomputed; returns the
+    share of inputs with pronoun mass."""
     samples = pd.read_parquet(result.run_dir / "samples.parquet")
     assert len(samples) == 30 * len(result.settings["prompts"])
-    # the stored masses equal the naive ones (to float32 noise); the fits are then recomputed
-    # from them with plain arithmetic, tightly (slopes of a random model are tiny, and noise of
-    # 1e-7 in a mass would otherwise swamp them)
+    assert sorted(set(samples["w"])) == sorted(naive.MGC_DATES)
     by_w = defaultdict(lambda: defaultdict(list))
+    expected = []
     for row in samples.to_dict("records"):
-        assert_masses(row, masses(row["input"]))
+        sentence = naive.MGC_TEMPLATE.format(
+            w=row["w"], verb=row["verb"], life_stage=row["life_stage"]
+        )
+        text = naive.prompted(sentence, None if kind == "masked" else row["prompt"])
+        assert row["input"] == text
+        expected.append(masses(text))
+        # the stored masses equal the naive ones (to float32 noise); the fits are then
+        # recomputed from them with plain arithmetic, tightly (slopes of a random model are
+        # tiny, and noise of 1e-7 in a mass would otherwise swamp them)
+        assert_masses(row, expected[-1])
         for gender in naive.GENDERS:
-            by_w[(row["prompt"], gender)][row["w_index"]].append(row[f"p_{gender}"] * 100)
+            by_w[(row["prompt"], gender)][naive.MGC_DATES.index(row["w"])].append(
+                row[f"p_{gender}"] * 100
+            )
     fits = pd.read_csv(result.run_dir / "fits.csv")
     slopes = pd.read_csv(result.run_dir / "slopes.csv").set_index("prompt")
     t = stats.t.ppf(0.975, 30 - 2)
@@ -114,28 +134,87 @@ def test_sib_mgc_numbers_recomputed(name, preset, tiny_models, tmp_path):
         assert row["mean_r2"] == pytest.approx(
             sum(defined) / len(defined) if defined else math.nan, abs=1e-12, nan_ok=True
         )
+    return with_mass(expected)
 
 
-@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("variant", ["exact", "paper"])
 @pytest.mark.parametrize("name", CLASSES)
-def test_sib_detect_numbers_recomputed(name, preset, tiny_models, tmp_path):
-    # the authors' Simplified file (the preset's) is a download; biaslens's set stands in
-    result, masses = run(
-        "sib-detect", name, preset, tiny_models, tmp_path, limit=1, sets=("extended", "simplified")
-    )
-    eps = 1e-5 if result.settings["empty_mass"] == "zero" else 0.0
-    assert (preset == "paper") == (eps > 0) == (result.settings["date_format"] == "colon")
+def test_sib_mgc_numbers_recomputed(name, variant, leaning_models, tmp_path):
+    result, masses = run("sib-mgc", name, variant, leaning_models, tmp_path, w_kinds=("dates",),
+                         limit=1)  # fmt: skip
+    kind = CLASSES[name][0]
+    if kind == "masked":
+        assert tuple(result.settings["prompts"]) == ("mask",)
+    elif variant == "paper":
+        assert tuple(result.settings["prompts"]) == ("A", "B", "C")
+    share = check_mgc(result, masses, kind)
+    assert share >= (MIN_SHARE_WITH_MASS if variant == "paper" else 1.0), share
+
+
+def test_the_mgc_check_fails_when_top_5_scoring_drops_a_pronoun(leaning_models, tmp_path,
+                                                                monkeypatch):  # fmt: skip
+    import biaslens.scoring.pronouns as scoring
+
+    rule = scoring.mass_top_k
+
+    def without_they(tokens, probs):
+        return {**rule(tokens, probs), "neutral": 0.0}
+
+    monkeypatch.setattr(scoring, "mass_top_k", without_they)
+    result, masses = run("sib-mgc", "bert-mlm", "paper", leaning_models, tmp_path,
+                         w_kinds=("dates",), limit=1)  # fmt: skip
+    with pytest.raises(AssertionError, match="neutral"):
+        check_mgc(result, masses, "masked")
+
+
+def test_the_mgc_check_fails_when_a_prompt_is_reworded(leaning_models, tmp_path, monkeypatch):
+    from biaslens.data import mgc
+
+    template, slot = mgc.PROMPTS["B"]
+    monkeypatch.setitem(mgc.PROMPTS, "B", (template.replace("missing", "absent"), slot))
+    result, masses = run("sib-mgc", "llama", "paper", leaning_models, tmp_path,
+                         w_kinds=("dates",), limit=1)  # fmt: skip
+    with pytest.raises(AssertionError, match="absent"):
+        check_mgc(result, masses, "causal")
+
+
+def date_groups(average_n: int) -> dict[str, list[int]]:
+    """The dates of each end: 1901 and 2016, or the first and last N of the reference's grid
+    ``np.linspace(1901, 2016, 30).astype(int)``."""
+    if average_n == 1:
+        return {"earliest": [1901], "latest": [2016]}
+    grid = [int(y) for y in np.linspace(1901, 2016, 30).astype(int)]
+    return {"earliest": grid[:average_n], "latest": grid[-average_n:]}
+
+
+def check_detect(result, masses, kind: str, average_n: int = 1) -> tuple[int, int, float]:
+    """Every input rebuilt from Section 5's date rule, every share, metric, verdict and rate
+    recomputed; returns (sentences with a metric, sentences without, share of inputs with
+    pronoun mass)."""
+    settings = result.settings
+    eps = 1e-5 if settings["empty_mass"] == "zero" else 0.0  # inference.py's EPS
+    groups = date_groups(average_n)
     samples = pd.read_parquet(result.run_dir / "samples.parquet")
-    shares = defaultdict(dict)
-    for row in samples.to_dict("records"):
-        assert_masses(row, masses(row["input"]))
-        stored = {g: row[f"p_{g}"] for g in naive.GENDERS}
-        shares[(row["set"], row["id"])][row["end"]] = naive.female_share(stored, eps)
     sentences = pd.read_parquet(result.run_dir / "sentences.parquet")
+    text_of = {(r["set"], r["id"]): r["sentence"] for r in sentences.to_dict("records")}
+    assert {(r["end"], r["date"]) for r in samples.to_dict("records")} == {
+        (end, date) for end, dates in groups.items() for date in dates
+    }
+    shares = defaultdict(lambda: defaultdict(list))
+    expected = []
+    for row in samples.to_dict("records"):
+        text = naive.dated(text_of[(row["set"], row["id"])], row["date"],
+                           settings["date_format"] == "colon")  # fmt: skip
+        text = naive.prompted(text, None if kind == "masked" else "A")
+        assert row["input"] == text
+        expected.append(masses(text))
+        assert_masses(row, expected[-1])
+        stored = {g: row[f"p_{g}"] for g in naive.GENDERS}
+        shares[(row["set"], row["id"])][row["end"]].append(naive.female_share(stored, eps))
     assert len(sentences) == len(shares) == 11  # 8 extended + 3 simplified, one occupation
     counts = defaultdict(lambda: defaultdict(int))
     for row in sentences.to_dict("records"):
-        share = shares[(row["set"], row["id"])]
+        share = {end: sum(v) / len(v) for end, v in shares[(row["set"], row["id"])].items()}
         metric = abs(share["latest"] - share["earliest"])
         if math.isnan(metric):
             assert math.isnan(row["metric"]) and row["verdict"] == "no pronoun predicted"
@@ -155,6 +234,60 @@ def test_sib_detect_numbers_recomputed(name, preset, tiny_models, tmp_path):
         assert got["tpr"] == pytest.approx(tpr, nan_ok=True)
         assert got["tnr"] == pytest.approx(tnr, nan_ok=True)
         assert got["n_no_pronoun"] == c["none"]
+    missing = sum(c["none"] for c in counts.values())
+    return len(sentences) - missing, missing, with_mass(expected)
+
+
+def detect(name, variant, models, tmp_path, **settings):
+    # the authors' Simplified file (the preset's) is a download; biaslens's set stands in
+    return run("sib-detect", name, variant, models, tmp_path, limit=1,
+               sets=("extended", "simplified"), **settings)  # fmt: skip
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("name", CLASSES)
+def test_sib_detect_numbers_recomputed(name, variant, leaning_models, tmp_path):
+    result, masses = detect(name, variant, leaning_models, tmp_path)
+    assert (variant == "paper") == (result.settings["empty_mass"] == "zero")
+    assert (variant == "paper") == (result.settings["date_format"] == "colon")
+    _, _, share = check_detect(result, masses, CLASSES[name][0])
+    assert share >= (1.0 if variant == "exact" else MIN_SHARE_WITH_MASS), share
+
+
+@pytest.mark.parametrize("name", ["bert-mlm", "t5-denoiser"])
+def test_sentences_without_pronoun_mass_end_to_end(name, leaning_models, tmp_path):
+    """Top-5 scoring where some sentences have no pronoun among the top 5 at a date: they get
+    no metric and no verdict, and the others are scored."""
+    result, masses = detect(name, "top5", leaning_models, tmp_path)
+    scored, missing, _ = check_detect(result, masses, "masked")
+    assert scored >= 1 and missing >= 1, (scored, missing)
+
+
+@pytest.mark.parametrize("name", ["roberta-mlm", "llama"])
+def test_average_n_recomputed(name, leaning_models, tmp_path):
+    result, masses = detect(name, "paper", leaning_models, tmp_path, average_n=3)
+    check_detect(result, masses, CLASSES[name][0], average_n=3)
+
+
+def test_the_detect_check_fails_when_the_date_keeps_the_capital(leaning_models, tmp_path,
+                                                                monkeypatch):  # fmt: skip
+    import biaslens.experiments.sib_detect as sib_detect
+
+    monkeypatch.setattr(sib_detect, "inject_date", lambda s, date, _: f"In {date}, {s}")
+    result, masses = detect("roberta-mlm", "exact", leaning_models, tmp_path)
+    with pytest.raises(AssertionError, match="In 1901, The"):
+        check_detect(result, masses, "masked")
+
+
+def test_the_average_n_check_fails_when_the_grid_is_rounded(leaning_models, tmp_path,
+                                                            monkeypatch):  # fmt: skip
+    from biaslens.data import mgc
+
+    cut = mgc.year_grid
+    monkeypatch.setattr(mgc, "year_grid", lambda a, b, n, rounded=False: cut(a, b, n, True))
+    result, masses = detect("roberta-mlm", "paper", leaning_models, tmp_path, average_n=3)
+    with pytest.raises(AssertionError):
+        check_detect(result, masses, "masked", average_n=3)
 
 
 @pytest.mark.slow
