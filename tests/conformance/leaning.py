@@ -41,9 +41,9 @@ def _pronoun_ids(tokenizer, texts: list[str], style: str) -> dict[str, int]:
     return ids
 
 
-def _swap_with_donors(model, tokenizer, texts, groups, ids: dict[str, int], others) -> None:
+def _swap_with_donors(model, tokenizer, texts, groups, ids, others, share) -> None:
     """Give each pronoun the embedding and output rows of a token that is among the top 5 for
-    about :data:`TARGET_SHARE` of the texts (and is in none of them): the same network with
+    about ``share`` of the texts (and is in none of them): the same network with
     two names exchanged."""
     deviation = torch.zeros(others.shape[-1], dtype=torch.float64)
     start = 0
@@ -51,7 +51,7 @@ def _swap_with_donors(model, tokenizer, texts, groups, ids: dict[str, int], othe
         in_top = torch.zeros_like(deviation)
         for row in others[start : start + group].topk(5, dim=-1).indices:
             in_top[row] += 1 / group
-        deviation = torch.maximum(deviation, (in_top - TARGET_SHARE).abs())
+        deviation = torch.maximum(deviation, (in_top - share).abs())
         start += group
     seen = {i for t in texts for i in tokenizer(t.replace(naive.MASK, ""))["input_ids"]}
     excluded = seen | set(tokenizer.all_special_ids) | set(ids.values())
@@ -67,11 +67,12 @@ def _swap_with_donors(model, tokenizer, texts, groups, ids: dict[str, int], othe
             weight[[token, donor]] = weight[[donor, token]]
 
 
-def leaning_copy(source: Path, folder: Path, style: str, groups: list[list[str]]) -> Path:
+def leaning_copy(source: Path, folder: Path, style: str, groups: list[list[str]],
+                 share: float = TARGET_SHARE) -> Path:  # fmt: skip
     """A copy of the tiny model at ``source`` whose pronouns are among the top 5 for about
-    :data:`TARGET_SHARE` of the texts of each group. ``style``: ``mlm`` / ``reconstruct`` /
-    ``sentinel`` (the slot of a masked model, texts with ``[MASK]``) or ``generate`` (seq2seq,
-    first token)."""
+    ``share`` of the texts of each group (exactly, where the head has a bias). ``style``:
+    ``mlm`` / ``reconstruct`` / ``sentinel`` (the slot of a masked model, texts with
+    ``[MASK]``) or ``generate`` (seq2seq, first token)."""
     texts = [t for group in groups for t in group]
     loader = AutoModelForMaskedLM if style == "mlm" else AutoModelForSeq2SeqLM
     model = loader.from_pretrained(source).eval()
@@ -87,9 +88,9 @@ def leaning_copy(source: Path, folder: Path, style: str, groups: list[list[str]]
     with torch.no_grad():
         if bias is not None:  # a shift: in the top 5 where score + shift > fifth
             for token in ids.values():
-                bias[token] += float(torch.quantile(fifth - logits[:, token], TARGET_SHARE)) + 1e-6
+                bias[token] += float(torch.quantile(fifth - logits[:, token], share)) + 1e-6
         else:
-            _swap_with_donors(model, tokenizer, texts, [len(g) for g in groups], ids, others)
+            _swap_with_donors(model, tokenizer, texts, [len(g) for g in groups], ids, others, share)
     shutil.rmtree(folder, ignore_errors=True)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)

@@ -20,6 +20,7 @@ from transformers import (
 
 import biaslens
 from tests.conformance import naive
+from tests.conformance.leaning import leaning_copy
 from tests.conftest import DATA
 
 CLASSES = {
@@ -254,13 +255,24 @@ def test_sib_detect_numbers_recomputed(name, variant, leaning_models, tmp_path):
     assert share >= (1.0 if variant == "exact" else MIN_SHARE_WITH_MASS), share
 
 
-@pytest.mark.parametrize("name", ["bert-mlm", "t5-denoiser"])
-def test_sentences_without_pronoun_mass_end_to_end(name, leaning_models, tmp_path):
+@pytest.mark.parametrize("name", ["bert-mlm", "bart"])
+def test_sentences_without_pronoun_mass_end_to_end(name, tiny_models, tmp_path):
     """Top-5 scoring where some sentences have no pronoun among the top 5 at a date: they get
-    no metric and no verdict, and the others are scored."""
-    result, masses = detect(name, "top5", leaning_models, tmp_path)
-    scored, missing, _ = check_detect(result, masses, "masked")
-    assert scored >= 1 and missing >= 1, (scored, missing)
+    no metric and no verdict, and the others are scored. Copies rank the pronouns among the
+    top 5 for a share of this run's own inputs (an output-bias shift read off them); the first
+    share that leaves sentences of both kinds is checked."""
+    first, _ = detect(name, "top5", tiny_models, tmp_path / "plain")
+    inputs = list(pd.read_parquet(first.run_dir / "samples.parquet")["input"])
+    outcomes = []
+    for share in (0.5, 0.35, 0.65, 0.2, 0.8):
+        folder = tmp_path / f"leaning-{share}"
+        models = {name: leaning_copy(tiny_models[name], folder, CLASSES[name][1], [inputs], share)}
+        result, masses = detect(name, "top5", models, folder)
+        outcomes.append(check_detect(result, masses, "masked")[:2])
+        if min(outcomes[-1]) >= 1:
+            break
+    scored, missing = outcomes[-1]
+    assert scored >= 1 and missing >= 1, outcomes
 
 
 @pytest.mark.parametrize("name", ["roberta-mlm", "llama"])
