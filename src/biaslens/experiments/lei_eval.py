@@ -25,7 +25,14 @@ from biaslens.errors import BiaslensError
 from biaslens.experiments.lei_eval_settings import OPTIONS, LeiEvalSettings, make_settings
 from biaslens.experiments.presets import UNSET, ByModel
 from biaslens.experiments.qa_files import LEI_EVAL as QA_FILES_LEI_EVAL
-from biaslens.experiments.registry import Headline, MethodOutput, MethodSpec, RunContext, register
+from biaslens.experiments.registry import (
+    Headline,
+    MethodOutput,
+    MethodSpec,
+    RunContext,
+    register,
+    safe_name,
+)
 from biaslens.metrics.qa import squad_scores
 from biaslens.metrics.unqover import MEASURES as UNQOVER_MEASURES
 from biaslens.metrics.unqover import (
@@ -38,7 +45,13 @@ from biaslens.metrics.unqover_bootstrap import intervals_by
 from biaslens.models.base import LM, ModelKind
 from biaslens.models.requests import AnswerSpanRequest, GenerateRequest, RequestType
 from biaslens.progress import Progress
-from biaslens.scoring.first_token import FIRST_TOKEN_TOP_K, drop_unscored, first_token_scores
+from biaslens.scoring.first_token import (
+    FIRST_TOKEN_TOP_K,
+    SCORED,
+    contexts,
+    drop_unscored,
+    first_token_scores,
+)
 from biaslens.scoring.qa import qa_mode_for, score_examples, unifiedqa_prompt
 from biaslens.store.run import dataset_hash
 
@@ -194,15 +207,19 @@ def lei_table(
     return table
 
 
-def first_token_note(scores: pd.DataFrame, unscored: int) -> str:
-    """What first-token scores rest on: the candidates' share of the top-k and the contexts
-    left out because a question had neither candidate among them."""
-    contexts = scores.drop_duplicates(["set", "intervention_id", *CONTEXT]).shape[0]
+def first_token_note(all_scores: pd.DataFrame, kept: pd.DataFrame, left_out: pd.DataFrame) -> str:
+    """What first-token scores rest on: the questions without a score, by why, the contexts
+    left out of every set for them, and the candidates' share of the probability."""
+    statuses = all_scores["score_status"].value_counts()
+    why = ", ".join(f"{n} {status}" for status, n in statuses.items() if status != SCORED)
     return (
-        f"first-token scores (top-{FIRST_TOKEN_TOP_K} of the first answer token): the two "
-        f"candidates hold {scores['candidate_mass'].mean():.1%} of the probability on average; "
-        f"{unscored} context(s) left out (a question with neither candidate in the top-"
-        f"{FIRST_TOKEN_TOP_K}), {contexts} scored"
+        f"first-token scores (top-{FIRST_TOKEN_TOP_K} of the first answer token), not the "
+        f"paper's: {statuses.get(SCORED, 0)} of {len(all_scores)} questions scored"
+        + (f" ({why})" if why else "")
+        + f"; {contexts(left_out)} context(s) left out of every set for it "
+        "(unscored_questions.parquet), "
+        f"{contexts(kept)} scored in all; the candidates hold "
+        f"{kept['candidate_mass'].mean():.1%} of the probability on average"
     )
 
 
@@ -282,11 +299,16 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
     notes = []
     first_token = None  # what first-token scores rest on, in the summary's metrics
     if settings.mode == "first-token":
-        scores, unscored = drop_unscored(first_token_scores(ctx.lm, rows, ctx.progress), PAIRING)
-        notes.append(first_token_note(scores, unscored))
+        every = first_token_scores(ctx.lm, rows, ctx.progress, min_mass=settings.min_candidate_mass)
+        scores, left_out = drop_unscored(every)
+        notes.append(first_token_note(every, scores, left_out))
         first_token = {
             "top_k": FIRST_TOKEN_TOP_K,
-            "contexts_without_score": unscored,
+            "min_candidate_mass": settings.min_candidate_mass,
+            "questions_by_status": {
+                k: int(v) for k, v in every["score_status"].value_counts().items()
+            },
+            "contexts_without_score": contexts(left_out),
             "mean_candidate_mass": float(scores["candidate_mass"].mean()),
         }
     else:
@@ -295,8 +317,11 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
         )
     comparative = comparative_scores(scores, PAIRING)
     table = lei_table(scores, comparative, (settings.bootstrap, settings.ci_level, settings.seed))
+    table.insert(1, "scoring", scoring_label(settings.mode))
     subjects = subject_bias(comparative, ("set",))
     samples = {"samples": scores}
+    if settings.mode == "first-token":
+        samples["unscored_questions"] = left_out
     utility = None
     if qa is not None:
         answered = qa_utility(ctx.lm, qa, ctx.progress, settings.qa_order == "context-first")
@@ -330,7 +355,29 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
     )
 
 
-LEI_COLUMNS = ("set", "mu", "desired_mu", "gap", "eta", "theta4", "delta", "epsilon", "contexts")
+def scoring_label(mode: str) -> str:
+    """How the scores were computed, as every table and headline of the run says it."""
+    return f"first-token top-{FIRST_TOKEN_TOP_K}" if mode == "first-token" else mode
+
+
+def run_name(settings: LeiEvalSettings) -> str:
+    """``MODEL-DOMAIN``; first-token runs say so (their μ is not the paper's)."""
+    name = f"{safe_name(settings.model)}-{settings.domain}"
+    return f"{name}-first-token" if settings.mode == "first-token" else name
+
+
+LEI_COLUMNS = (
+    "set",
+    "scoring",
+    "mu",
+    "desired_mu",
+    "gap",
+    "eta",
+    "theta4",
+    "delta",
+    "epsilon",
+    "contexts",
+)
 
 
 def _mu_view(table: pd.DataFrame) -> pd.DataFrame:
@@ -359,7 +406,7 @@ SPEC = register(
         body=run,
         make_settings=make_settings,
         prepare=prepare,
-        folder_fields=("domain",),
+        run_name=run_name,
         options=OPTIONS,
         reads_data=True,
         headlines=(
@@ -368,7 +415,7 @@ SPEC = register(
                 "LEI μ per set vs desired μ",
                 view=_mu_view,
                 measures=UNQOVER_MEASURES,
-                labels=("set",),
+                labels=("set", "scoring"),
             ),
             Headline("subjects", "Subjects: max |γ|", cli=False),
         ),

@@ -19,6 +19,7 @@ from biaslens.experiments.settings import (
     file_sha256,
     validated,
 )
+from biaslens.scoring.first_token import MIN_CANDIDATE_MASS
 
 DOMAINS = ("religion", "ethnicity", "gender")
 
@@ -34,6 +35,13 @@ class LeiEvalSettings(MethodSettings):
     split: str = "noniid_test"
     split_sha256: str = ""
     mode: Literal["auto", "extractive", "generative", "first-token"] = "auto"
+    min_candidate_mass: float = Field(
+        default=MIN_CANDIDATE_MASS,
+        ge=0,
+        le=1,
+        description="first-token scoring: the least share of the probability the two "
+        "candidates must hold for a question to have a score",
+    )
     span_adjustment: Literal["none", "articles", "reference"] = Field(
         default="none", description="UnQover's adjustment of S by neighbouring words (extractive)"
     )
@@ -106,6 +114,12 @@ OPTIONS = (
         "--mode",
         help="auto (from the model kind and backend), extractive, generative (the candidates' "
         "log-likelihood) or first-token (the top-20 first answer tokens: a chat endpoint).",
+    ),
+    O.Option(
+        "min_candidate_mass",
+        help="First-token scoring: a question whose two candidates hold less of the first "
+        "token's probability than this (0 to 1) has no score.",
+        type=float,
     ),
     O.SPAN_ADJUSTMENT,
     O.QA_ORDER,

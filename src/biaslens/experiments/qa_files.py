@@ -9,8 +9,14 @@ METRICS = ("mu", "eta", "theta4", "delta", "epsilon")
 INTERVALS = tuple(f"{m}_ci_{side}" for m in METRICS for side in ("low", "high"))
 _SCORES = ("first", "second", "first_start", "second_start", "context", "category", "template",
            "attribute", "key", "negated", "question", "s_first", "s_second")  # fmt: skip
-_FIRST_TOKEN = {"candidate_mass": "the two candidates' summed probability among the top-k "
-                "first answer tokens (first-token scoring; 0 to 1)"}  # fmt: skip
+_FIRST_TOKEN = {
+    "candidate_mass": "the two candidates' summed probability among the top-k first answer "
+    "tokens (first-token scoring; 0 to 1)",
+    "score_uncertainty": "half-width of the interval the scores lie in: 0 when both candidates "
+    "are among the top-k, else from the bound on the one outside (first-token scoring)",
+    "score_status": "scored, or why the question has no score (first-token scoring: same "
+    "first word, neither in top-k, one outside top-k, little candidate mass)",
+}
 _LEI_SPLIT = (
     "intervention", "intervention_type", "intervention_id",
     *(f"zs_q{q}_{s}_{end}" for q in (0, 1) for s in ("first", "second")
@@ -103,10 +109,34 @@ LEI_EVAL = (
         meanings=_LEI_MEANINGS,
     ),
     OutputFile(
+        "unscored_questions.parquet",
+        "the questions of the contexts left out of every set because a question had no "
+        "first-token score, with why",
+        (
+            "row",
+            *_SCORES[:8],
+            *_LEI_SPLIT,
+            "key",
+            "set",
+            "negated",
+            "question",
+            "s_first",
+            "s_second",
+            *_FIRST_TOKEN,
+        ),
+        optional=("first_cluster", "second_cluster", "specified"),
+        meanings=_LEI_MEANINGS,
+        when="--qa-mode first-token",
+    ),
+    OutputFile(
         "lei_mu.csv",
         "per set: μ, η, θ4, δ, ε with their bootstrap intervals, next to the desired μ (Fig. 4)",
-        ("set", *METRICS, "contexts", "desired_mu", "gap"),
+        ("set", "scoring", *METRICS, "contexts", "desired_mu", "gap"),
         optional=(*INTERVALS, "units", "specified_win_rate"),
+        meanings={
+            "scoring": "how the scores were computed: extractive, generative, fill-mask, or "
+            "first-token top-20 (not the paper's scores)"
+        },
     ),
     OutputFile("subjects.csv", "per set and subject: max |γ| and mean |η|", ("set", *_SUBJECTS)),
     OutputFile(
