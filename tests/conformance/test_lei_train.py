@@ -5,6 +5,7 @@ trained checkpoint, read back from its folder with transformers) recomputed naiv
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from statistics import mean
 
@@ -22,8 +23,10 @@ LOADERS = {"roberta-qa": AutoModelForQuestionAnswering, "llama": AutoModelForCau
 CLOSE = {"rel": 1e-4, "abs": 1e-7}
 
 
-def naive_dominant(model, tokenizer, name, split_rows, settings) -> dict:
-    """bias(x1, x2, q) = mean over every religion template of C, from naive scores."""
+def naive_dominant(model, tokenizer, name, split_rows, settings, adversarial=None) -> dict:
+    """bias(x1, x2, q) = mean of C over every religion template (Appendix B.2), from naive
+    scores; ``adversarial``: the reference code's construction instead, every template × every
+    adversarial intervention of the attribute's category (``adding_cbias.py``)."""
     questions = load_question_set("religion", DATA / "lei" / "word_lists")
     wanted = {(r["first"], r["second"], r["attribute"]) for r in split_rows}
     wanted |= {(b, a, c) for a, b, c in wanted}
@@ -32,21 +35,29 @@ def naive_dominant(model, tokenizer, name, split_rows, settings) -> dict:
         for row in chunk.to_dict("records"):
             if (row["first"], row["second"], row["attribute"]) not in wanted:
                 continue
-            row["intervention"] = ""
-            for negated, question in ((False, row["question"]), (True, row["negated_question"])):
-                s_first, s_second = naive_score(name, model, tokenizer, row, question, settings)
-                rows.append({**row, "negated": negated, "s_first": s_first, "s_second": s_second})
+            sentences = [""] if adversarial is None else adversarial[row["category"].lower()]
+            for k, sentence in enumerate(s.strip() for s in sentences if isinstance(s, str)):
+                asked = {**row, "intervention": sentence, "k": k}
+                for negated, question in ((False, row["question"]),
+                                          (True, row["negated_question"])):  # fmt: skip
+                    s_first, s_second = naive_score(name, model, tokenizer, asked, question,
+                                                    settings)  # fmt: skip
+                    rows.append({**asked, "negated": negated, "s_first": s_first,
+                                 "s_second": s_second})  # fmt: skip
     c = defaultdict(list)
-    score = {(r["template"], r["attribute"], r["negated"], r["first"], r["second"]):
+    score = {(r["k"], r["template"], r["attribute"], r["negated"], r["first"], r["second"]):
              (r["s_first"], r["s_second"]) for r in rows}  # fmt: skip
-    for template, attribute, negated, x1, x2 in score:
+    for k, template, attribute, negated, x1, x2 in score:
         if negated:
             continue
         tilde = {}
         for x, y in ((x1, x2), (x2, x1)):
             for neg in (False, True):
-                tilde[(x, neg)] = 0.5 * (score[(template, attribute, neg, x, y)][0]
-                                         + score[(template, attribute, neg, y, x)][1])  # fmt: skip
+                here, there = (
+                    (k, template, attribute, neg, x, y),
+                    (k, template, attribute, neg, y, x),
+                )
+                tilde[(x, neg)] = 0.5 * (score[here][0] + score[there][1])
         c[(x1, x2, attribute)].append(
             0.5
             * ((tilde[(x1, False)] - tilde[(x1, True)]) - (tilde[(x2, False)] - tilde[(x2, True)]))
@@ -73,15 +84,28 @@ def test_lei_train_targets_and_evaluations_recomputed(name, preset, tiny_models,
         assert settings["qa_order"] == "question-first" and settings["span_adjustment"] == "none"
     model = LOADERS[name].from_pretrained(tiny_models[name]).eval()
     tokenizer = AutoTokenizer.from_pretrained(tiny_models[name])
-    # 1. the adversarial targets: x_dom from every template of the domain
+    # 1. the adversarial targets: x_dom from every template of the domain, read as training
+    # reads its inputs (no span adjustment); under the preset as LEI's code reads them, with
+    # the adversarial interventions, question first and span-adjusted
     from biaslens.data import lei
 
     split = lei.read_split(lei.split_path("religion/train_64", DATA / "lei"))
-    # the zero-shot targets are read as training reads its inputs (no span adjustment)
-    bias = naive_dominant(
-        model, tokenizer, name, split.to_dict("records"), {**settings, "span_adjustment": "none"}
-    )
-    stored = pd.read_parquet(result.run_dir / "references" / "train_64_all_templates.parquet")
+    if preset == "paper":
+        assert settings["dominant_from"] == "adversarial"
+        file = DATA / "lei" / "interventions" / "religion_interventions.json"
+        bias = naive_dominant(
+            model, tokenizer, name, split.to_dict("records"),
+            {**settings, "qa_order": "question-first"},
+            adversarial=json.loads(file.read_text())["adversarial"],
+        )  # fmt: skip
+        stored = "train_64_adversarial_interventions.parquet"
+    else:
+        bias = naive_dominant(
+            model, tokenizer, name, split.to_dict("records"),
+            {**settings, "span_adjustment": "none"},
+        )  # fmt: skip
+        stored = "train_64_all_templates.parquet"
+    stored = pd.read_parquet(result.run_dir / "references" / stored)
     for row, dominant in zip(split.to_dict("records"), stored["dominant_q0"], strict=True):
         expected = 0 if bias[(row["first"], row["second"], row["attribute"])] > 0 else 1
         assert dominant == expected, row

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from biaslens.common import atomic
+from biaslens.data import lei
 from biaslens.data.unqover import load_question_set
 from biaslens.errors import BiaslensError
 from biaslens.experiments.lei_cells import DONE, train_cell_group
@@ -129,14 +130,19 @@ class TrainingRun:
             return file_reference(split, path)
         # dominant subjects over every template of the domain (earlier versions stored
         # references/train_N.parquet from the training file's templates only: not reused)
-        stored = self.store.path(f"references/train_{size}_all_templates.parquet")
+        adversarial = self.settings.dominant_from == "adversarial"
+        name = "adversarial_interventions" if adversarial else "all_templates"
+        stored = self.store.path(f"references/train_{size}_{name}.parquet")
         if stored.exists():
             self.resumed["references"] += 1
             return ZeroShotReference.load(stored)
         questions = load_question_set("religion", self.lei_dir / "word_lists")
+        interventions = self.lei_dir / "interventions" / "religion_interventions.json"
         reference = model_reference(
             self.cached(self.base), split, questions, self.progress,
             qa_order=self.settings.qa_order, path=path,
+            adversarial=(lei.load_interventions(interventions), self.settings.span_adjustment)
+            if adversarial else None,
         )  # fmt: skip
         reference.save(stored)
         return reference

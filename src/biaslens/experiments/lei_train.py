@@ -270,6 +270,7 @@ SPEC = register(
             "paper": {
                 "loss_reduction": "reference",
                 "selection": "theta4",
+                "dominant_from": "adversarial",
                 # extractive rules of LEI's RoBERTa code (a generative model reads UnifiedQA)
                 "qa_order": ByModel(
                     lambda kind, values: (

@@ -33,6 +33,12 @@ class LeiTrainSettings(MethodSettings):
     warmup_ratio: float = Field(default=0.0, ge=0, lt=1)
     weight_decay: float = Field(default=0.0, ge=0)
     reference: Literal["model", "file"] = "model"
+    dominant_from: Literal["templates", "adversarial"] = Field(
+        default="templates",
+        description="x_dom: mean C over every template without interventions (Appendix B.2), "
+        "or over every template × adversarial intervention, question first and with the span "
+        "adjustment (LEI's adding_cbias.py)",
+    )
     loss_reduction: Literal["mean", "reference"] = Field(
         default="mean",
         description="mean: each group loss averaged over its rows; reference: summed over rows "
@@ -138,6 +144,12 @@ OPTIONS = (
         "reference",
         help="Zero-shot targets: model (computed with the model before training) or file (the "
         "split's stored RoBERTa probabilities and tomax; extractive only).",
+    ),
+    O.Option(
+        "dominant_from",
+        help="The dominant subject x_dom from templates (every template without "
+        "interventions: Appendix B.2) or adversarial (every template × adversarial "
+        "intervention, question first, span-adjusted: LEI's adding_cbias.py).",
     ),
     O.Option(
         "loss_reduction",

@@ -30,12 +30,19 @@ import numpy as np
 import pandas as pd
 
 from biaslens.data import lei
+from biaslens.data.lei_interventions import attach_interventions
 from biaslens.data.unqover import QuestionSet
 from biaslens.errors import BiaslensError
 from biaslens.metrics.unqover import comparative_scores
 from biaslens.models.base import LM
 from biaslens.progress import Progress
-from biaslens.scoring.qa import QAMode, long_table, subject_probabilities
+from biaslens.scoring.qa import (
+    QAMode,
+    SpanAdjustment,
+    long_table,
+    score_examples,
+    subject_probabilities,
+)
 
 Reference = Literal["model", "file"]
 SUBJECTS = ("first", "second")
@@ -130,6 +137,28 @@ def dominant_subjects(contexts: pd.DataFrame, bias: pd.Series) -> np.ndarray:
     return np.stack([q0, 1 - q0], axis=1)
 
 
+def adversarial_bias(
+    lm: LM,
+    domain: pd.DataFrame,
+    interventions: pd.DataFrame,
+    progress: Progress,
+    mode: QAMode | None = None,
+    adjustment: SpanAdjustment = "none",
+) -> pd.Series:
+    """bias(x1, x2, q) as LEI's reference code computes it (``adding_cbias.py`` reads the
+    ``-adversarial-bias.json`` that ``analysis.py`` writes): the mean of C over every template
+    × every adversarial intervention of the attribute's category, from zero-shot predictions
+    question first (``qa_hf/predict.py``) with the span adjustment ``adjustment``."""
+    rows = attach_interventions(
+        domain.drop(columns=["intervention", "intervention_type", "intervention_id"]),
+        interventions,
+        ("adversarial",),
+    )
+    scores = score_examples(lm, rows, progress, mode, adjustment, "question-first")
+    comparative = comparative_scores(scores, ("intervention_id",))
+    return comparative.groupby(["x1", "x2", "attribute"], sort=False)["C"].mean()
+
+
 def model_reference(
     lm: LM,
     split: pd.DataFrame,
@@ -138,16 +167,25 @@ def model_reference(
     mode: QAMode | None = None,
     qa_order: str = "question-first",
     path: Path | str = "training file",
+    adversarial: tuple[pd.DataFrame, SpanAdjustment] | None = None,
 ) -> ZeroShotReference:
     """Zero-shot targets from ``lm``: its probabilities on the split's contexts without
     interventions (irrelevant loss) and the dominant subjects from every template of the
-    ``questions`` domain (adversarial loss), read in the input order training uses."""
+    ``questions`` domain (adversarial loss), read in the input order training uses.
+    ``adversarial``: (the domain's interventions, span adjustment) to compute the dominant
+    subjects as the reference code does (:func:`adversarial_bias`) rather than as Appendix
+    B.2 states (:func:`template_bias`)."""
     base = lei.without_interventions(split)
     try:
         probs = subject_probabilities(lm, base, progress, mode, qa_order)
         domain = template_contexts(questions, split, path)
-        domain_probs = subject_probabilities(lm, domain, progress, mode, qa_order)
-        dominant = dominant_subjects(base, template_bias(domain, domain_probs))
+        if adversarial is None:
+            domain_probs = subject_probabilities(lm, domain, progress, mode, qa_order)
+            bias = template_bias(domain, domain_probs)
+        else:
+            interventions, adjustment = adversarial
+            bias = adversarial_bias(lm, domain, interventions, progress, mode, adjustment)
+        dominant = dominant_subjects(base, bias)
     except BiaslensError as error:
         raise BiaslensError(f"computing the zero-shot dominant subjects: {error}") from None
     index = pd.MultiIndex.from_frame(base[["context", "question", "negated_question"]])
