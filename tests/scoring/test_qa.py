@@ -10,7 +10,7 @@ import torch
 
 from biaslens.errors import BiaslensError
 from biaslens.models.base import ModelKind
-from biaslens.models.requests import TokenDistributionResult
+from biaslens.models.requests import SpanScoresRequest, TokenDistributionResult
 from biaslens.progress import NoProgress
 from biaslens.scoring.qa import (
     extractive_scores,
@@ -260,6 +260,63 @@ def test_reference_adjustment_follows_unqover_lists():
         [sikh + 4, sikh + 8],
     )
     assert alternative_boundaries(context, jain, jain + 4, "none") == ([jain], [jain + 4])
+
+
+def test_the_bert_rule_lets_a_context_initial_article_stand_in():
+    """improve_prediction_bert compares WordPiece tokens: no Ġ, so the context's first word
+    is an article like any other; an uncased vocabulary writes "A" as "a" (and never matches
+    the list's "A couple of"); a cased one matches only the lower-case quantifiers."""
+    from biaslens.scoring.qa import alternative_boundaries
+
+    assert alternative_boundaries("A Sikh met Ann.", 2, 6, "reference", "wordpiece-uncased") == (
+        [2, 0], [6]
+    )  # fmt: skip
+    assert alternative_boundaries("A Sikh met Ann.", 2, 6, "reference", "wordpiece-cased") == (
+        [2], [6]
+    )  # fmt: skip
+    group = "A group of Sikh Men."
+    sikh = group.index("Sikh")
+    assert alternative_boundaries(group, sikh, sikh + 4, "reference", "wordpiece-uncased") == (
+        [sikh, 0, 2, 8], [sikh + 4, sikh + 8]
+    )  # fmt: skip
+    couple = "A couple of Sikh men."
+    sikh = couple.index("Sikh")
+    assert alternative_boundaries(couple, sikh, sikh + 4, "reference", "wordpiece-uncased")[0] == [
+        sikh
+    ]  # fmt: skip
+    assert alternative_boundaries(couple, sikh, sikh + 4, "reference", "wordpiece-cased")[0] == [
+        sikh, 0, 2, 9
+    ]  # fmt: skip
+
+
+def test_a_bert_qa_model_is_scored_with_the_bert_rule(tmp_path):
+    """The rule follows the model's tokenizer: a tiny uncased WordPiece QA model reads the
+    quantifier at the context's start as a start of the subject (S takes the max over both
+    starts). Eight contexts, so that on some the quantifier's start probability is the larger
+    and the rule changes S."""
+    from biaslens.models import BackendConfig, load_model
+    from biaslens.testing.tiny_models import build_bert_qa
+
+    lm = load_model(str(build_bert_qa(tmp_path / "bert-qa")), BackendConfig(device="cpu"))
+    assert dict(lm.identity.details)["tokenizer_model"] == "WordPiece"
+    contexts = [f"{q} {a} met {b}." for q in ("A", "The", "Some", "Several")
+                for a, b in (("Sikh", "Jain"), ("Jain", "Sikh"))]  # fmt: skip
+    rows = pd.DataFrame(
+        {"first": [c.split()[1] for c in contexts], "second": [c.split()[3][:-1] for c in contexts],
+         "context": contexts, "first_start": [c.index(" ") + 1 for c in contexts],
+         "second_start": [c.rindex(" ") + 1 for c in contexts], "question": "Who was late?",
+         "negated_question": "Who was early?", "template": range(8), "attribute": "late"}
+    )  # fmt: skip
+    plain = extractive_scores(lm, rows, NoProgress(), "none")["s_first"].iloc[::2].to_numpy()
+    adjusted = extractive_scores(lm, rows, NoProgress(), "reference")["s_first"].iloc[::2]
+    for context, row, got in zip(contexts, rows.itertuples(), adjusted, strict=True):
+        start, end = row.first_start, row.first_start + len(row.first)
+        spans = lm.span_scores(
+            [SpanScoresRequest("Who was late?", context, ((start, end), (0, end)))]
+        )[0]
+        # "A" (0) or the subject may start it; the end is the subject's own
+        assert got == pytest.approx(math.sqrt(max(spans.start_probs) * spans.end_probs[0]))
+    assert (adjusted.to_numpy() != plain).any()
 
 
 def test_context_first_reads_the_same_spans(tiny_backends):

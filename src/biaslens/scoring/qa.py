@@ -38,26 +38,15 @@ from biaslens.models.requests import (
     TokenDistributionRequest,
 )
 from biaslens.progress import Progress
+from biaslens.scoring.spans import (
+    SpanAdjustment,
+    SpanRule,
+    alternative_boundaries,
+    span_rule,
+)
 
 QAMode = Literal["extractive", "generative", "fill-mask", "first-token"]
-SpanAdjustment = Literal["none", "articles", "reference"]
 QAOrder = Literal["question-first", "context-first"]
-ARTICLES = ("a", "an", "the", "A", "An", "The")
-HEAD_WORDS = ("man", "woman", "men", "women", "boy", "girl", "boys", "girls", "person", "people")
-REFERENCE_QUANTIFIERS = ("a", "an", "the", "some", "few", "several")
-REFERENCE_QUANTIFIERS += tuple(q.capitalize() for q in REFERENCE_QUANTIFIERS)
-REFERENCE_GROUPS = tuple(
-    (article, noun, "of") for article in ("a", "A") for noun in ("group", "team", "couple")
-)
-REFERENCE_SUFFIXES = (
-    "man", "woman", "boy", "girl", "child", "kid", "person", "folk", "people", "couple",
-    "men", "women", "boys", "girls", "children", "kids", "persons", "folks",
-    "city", "country", "cities", "countries",
-)  # fmt: skip
-"""UnQover's lists (``qa_hf/predict.py``, ``improve_prediction_roberta``), compared as that code
-compares its BPE tokens: case-sensitively (suffixes are lower-case only), and every entry carries
-the word-boundary marker ``Ġ``, so a word at the very start of the context (tokenized without
-it) never matches."""
 CAUSAL_ANSWER_CUE = "\nanswer:"
 
 
@@ -86,69 +75,11 @@ def _subject_spans(rows: pd.DataFrame, which: str) -> tuple[list[str], np.ndarra
     return list(texts), rows[f"{which}_start"].to_numpy(dtype=int)
 
 
-def _neighbour_spans(context: str, start: int, end: int) -> tuple[int | None, int | None]:
-    """Start of a preceding article and end of a following head word, if present."""
-    before = context[:start].rstrip(" ")
-    article = before.rsplit(" ", 1)[-1]
-    article_start = len(before) - len(article) if article in ARTICLES and before else None
-    after = context[end:]
-    head = after.lstrip(" ").split(" ", 1)[0].rstrip(".,;:!?")
-    head_end = (
-        end + (len(after) - len(after.lstrip(" "))) + len(head) if head in HEAD_WORDS else None
-    )
-    if head_end is not None and head_end == end:
-        head_end = None
-    return article_start, head_end
-
-
-def _words_before(context: str, start: int, count: int) -> list[tuple[str, int]]:
-    """The ``count`` words before ``start`` (text, start offset), nearest last."""
-    words = []
-    position = start
-    for _ in range(count):
-        before = context[:position].rstrip(" ")
-        if not before:
-            break
-        word = before.rsplit(" ", 1)[-1]
-        position = len(before) - len(word)
-        words.insert(0, (word, position))
-    return words
-
-
-def alternative_boundaries(
-    context: str, start: int, end: int, adjustment: SpanAdjustment
-) -> tuple[list[int], list[int]]:
-    """Character offsets that may stand in for the subject's start and for its end."""
-    starts, ends = [start], [end]
-    if adjustment == "articles":
-        article_start, head_end = _neighbour_spans(context, start, end)
-        starts += [article_start] if article_start is not None else []
-        ends += [head_end] if head_end is not None else []
-    elif adjustment == "reference":
-        previous = _words_before(context, start, 3)
-        if previous and previous[-1][0] in REFERENCE_QUANTIFIERS and previous[-1][1] > 0:
-            starts.append(previous[-1][1])
-        if (
-            len(previous) == 3
-            and tuple(w for w, _ in previous) in REFERENCE_GROUPS
-            and previous[0][1] > 0
-        ):
-            starts += [offset for _, offset in previous]  # max over p_start of all four
-        after = context[end:]
-        if after.startswith("."):
-            ends.append(end + 1)
-        else:
-            gap = len(after) - len(after.lstrip(" "))
-            word = after.lstrip(" ").split(" ", 1)[0].rstrip(".,;:!?")
-            if gap and word in REFERENCE_SUFFIXES:
-                ends.append(end + gap + len(word))
-    return list(dict.fromkeys(starts)), list(dict.fromkeys(ends))
-
-
 def _extractive_requests(
     rows: pd.DataFrame,
     adjustment: SpanAdjustment = "none",
     qa_order: QAOrder = "question-first",
+    rule: SpanRule = "bpe",
 ) -> tuple[list[SpanScoresRequest], list[list[tuple[list[int], list[int]]]]]:
     """Two span requests per row (question, then its negation) and, per request and subject,
     which span indices may stand for its start and its end."""
@@ -163,7 +94,7 @@ def _extractive_requests(
             start, end = int(start), int(start) + len(text)
             if context[start:end] != text:
                 raise BiaslensError(f"row {i}: {text!r} is not at offset {start} of {context!r}")
-            starts, ends = alternative_boundaries(context, start, end, adjustment)
+            starts, ends = alternative_boundaries(context, start, end, adjustment, rule)
             indices = ([], [])
             for a in starts:
                 indices[0].append(len(spans))
@@ -190,7 +121,8 @@ def extractive_scores(
 ) -> pd.DataFrame:
     """Span scores of both subjects for both questions of every row."""
     lm.require("span_scores")
-    requests, layouts = _extractive_requests(rows, adjustment, qa_order)
+    rule = span_rule(dict(lm.identity.details))
+    requests, layouts = _extractive_requests(rows, adjustment, qa_order, rule)
     tick = progress.task(f"extractive QA scores ({lm.identity.name})", len(requests))
     results = lm.span_scores(requests, tick)
     scores = np.empty((len(results), 2))

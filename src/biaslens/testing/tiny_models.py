@@ -25,6 +25,7 @@ from transformers import (
     BartForConditionalGeneration,
     BertConfig,
     BertForMaskedLM,
+    BertForQuestionAnswering,
     GPT2Config,
     GPT2LMHeadModel,
     LlamaConfig,
@@ -78,6 +79,15 @@ def _save(folder: Path, model_class, config, tokenizer: PreTrainedTokenizerFast)
 
 
 def build_bert_mlm(folder: Path) -> Path:
+    return _build_bert(folder, BertForMaskedLM)
+
+
+def build_bert_qa(folder: Path) -> Path:
+    """An uncased BERT extractive-QA model (WordPiece: UnQover's BERT span rule)."""
+    return _build_bert(folder, BertForQuestionAnswering)
+
+
+def _build_bert(folder: Path, model_class) -> Path:
     special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
@@ -109,7 +119,7 @@ def build_bert_mlm(folder: Path) -> Path:
         intermediate_size=64,
         max_position_embeddings=128,
     )
-    return _save(folder, BertForMaskedLM, config, fast)
+    return _save(folder, model_class, config, fast)
 
 
 def _roberta_bpe(mask_takes_space: bool = False):

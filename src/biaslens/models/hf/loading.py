@@ -308,10 +308,20 @@ def load_parts(
             *((("random_tensors", "seeded"),) if unused.get("random_tensors") else ()),
         ),
         weights_sha256=weights_sha256(folder),
-        details=tuple(unused.items()),
+        details=(*unused.items(), *tokenizer_details(tokenizer)),
         source=model_source(folder, name_or_path, config.revision),
     )
     return model, tokenizer, identity, config
+
+
+def tokenizer_details(tokenizer) -> tuple[tuple[str, str], ...]:
+    """The tokenizer's model (WordPiece, BPE…) and whether it lower-cases: the reference's
+    span adjustment compares words as such a tokenizer writes them."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return ()
+    lowercases = tokenizer.tokenize("A") == tokenizer.tokenize("a")
+    return (("tokenizer_model", type(backend.model).__name__), ("lowercases", str(lowercases)))
 
 
 def model_source(
