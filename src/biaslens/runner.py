@@ -201,7 +201,10 @@ def settings_for_model(
     from biaslens.models.registry import resolve_name
 
     if from_values and spec.preset_depends_on_model(preset):
-        settings = spec.build_settings(preset, kind=lm.kind, **{**values, "model": settings.model})
+        settings = spec.build_settings(
+            preset, kind=lm.kind, details=dict(lm.identity.details),
+            **{**values, "model": settings.model},
+        )  # fmt: skip
     if spec.prepare is not None:
         settings = spec.prepare(settings, lm)
     return settings.model_copy(update={"model": resolve_name(settings.model)})

@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+import biaslens
 from biaslens.errors import BiaslensError
 from biaslens.metrics.unqover import model_summary
 from biaslens.models import BackendConfig, load_model
@@ -102,6 +103,30 @@ def test_paper_preset_uses_the_reference_top_k_rule(tiny_models, lists_with_tiny
     for side in ("s_first", "s_second"):
         kept = listed[f"{side}_x"] == listed[f"{side}_y"]
         assert (kept | listed[f"{side}_x"].eq(0)).all()
+
+
+@pytest.mark.parametrize(("name", "family"), [("bert-mlm", "bert"), ("roberta-mlm", "roberta")])
+def test_paper_preset_reads_the_single_token_lists_of_the_model_family(name, family, tiny_models,
+                                                                       tmp_path):  # fmt: skip
+    """generate_lm_predictions.sh: SUBJ=${di}_${M_FAMILY} (bert for BERT and DistilBERT, roberta
+    for RoBERTa); biaslens tells the family by the tokenizer (WordPiece or byte-level BPE).
+    The family's list here holds words the tiny model has as single tokens."""
+    data = tmp_path / "data"
+    shutil.copytree(DATA / "unqover", data / "unqover")
+    lists = data / "unqover" / "word_lists" / "nouns" / "subjects"
+    (lists / f"religion_{family}").write_text("[subj] Bob\n[subj] child\n")
+    (lists / "tiny").write_text("[subj] Bob\n[subj] child\n")
+    result = biaslens.run(
+        "unqover", str(tiny_models[name]), output=tmp_path / "run", preset="paper", limit=4,
+        data_dir=data, domain="religion", report=False, device="cpu",
+    )  # fmt: skip
+    assert result.summary["settings"]["subjects"] == [f"religion_{family}"]
+    assert set(result.samples["first"]) == {"Bob", "child"}
+    given = biaslens.run(
+        "unqover", str(tiny_models[name]), output=tmp_path / "given", preset="paper", limit=4,
+        data_dir=data, domain="religion", subjects=("tiny",), report=False, device="cpu",
+    )  # fmt: skip
+    assert given.summary["settings"]["subjects"] == ["tiny"]  # the user's lists win
 
 
 def test_extractive_and_generative_models_answer_the_qa_templates(tiny_models, tmp_path):

@@ -19,4 +19,12 @@ class ByModel:
     the value, or :data:`UNSET` to leave the setting alone. E.g. SIB's prompts A, B and C apply
     to causal and seq2seq models only: a masked LM fills its slot without a prompt."""
 
-    choose: Callable[[ModelKind, dict[str, Any]], Any]
+    choose: Callable[..., Any]
+    reads_details: bool = False
+    """``choose(kind, values, details)`` also gets the model identity's details (e.g. its
+    tokenizer's model: UnQover's single-token subject lists are per tokenizer family)."""
+
+    def value(self, kind: ModelKind, values: dict[str, Any], details: dict[str, str]) -> Any:
+        if self.reads_details:
+            return self.choose(kind, values, details)
+        return self.choose(kind, values)

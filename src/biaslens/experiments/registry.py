@@ -154,7 +154,13 @@ class MethodSpec:
     outputs: tuple[OutputFile, ...] = ()
     """The files a run writes and their columns (:mod:`biaslens.store.schema`)."""
 
-    def build_settings(self, preset: str | None = None, kind: ModelKind | None = None, **values):
+    def build_settings(
+        self,
+        preset: str | None = None,
+        kind: ModelKind | None = None,
+        details: dict[str, str] | None = None,
+        **values,
+    ):
         """Validated settings from ``values`` (None means "not given"), on top of ``preset``.
 
         Preset values that depend on the model (:class:`ByModel`) apply once ``kind`` is known;
@@ -170,7 +176,7 @@ class MethodSpec:
             if kind is not None:
                 for key, value in self.presets[preset].items():
                     if isinstance(value, ByModel) and key not in values:
-                        chosen = value.choose(kind, merged)
+                        chosen = value.value(kind, merged, details or {})
                         if chosen is not UNSET:
                             merged[key] = chosen
             values = merged

@@ -77,6 +77,19 @@ class UnqoverSettings(MethodSettings):
     )
 
 
+def masked_lm_lists(kind: ModelKind, values: dict, details: dict):
+    """The reference's subject lists for a masked LM (``generate_lm_predictions.sh``):
+    ``{domain}_{family}``, gender ``female_{family}`` × ``male_{family}``, where the family is
+    bert for a WordPiece vocabulary (BERT, DistilBERT) and roberta for a byte-level BPE one
+    (RoBERTa; BART shares its vocabulary). Other models keep the domain's lists (the reference
+    had none for them: subjects that are not one token are left out, with a note)."""
+    family = {"WordPiece": "bert", "BPE": "roberta"}.get(details.get("tokenizer_model", ""))
+    if kind != ModelKind.MASKED or family is None or values.get("subjects"):
+        return UNSET
+    lists = DOMAINS[values.get("domain", "religion")].subjects
+    return tuple(f"{name}_{family}" for name in lists)
+
+
 def prepare(settings: UnqoverSettings, lm: LM) -> UnqoverSettings:
     """The scoring mode the model supports recorded in the settings."""
     mode = qa_mode_for(lm, fill_mask=True) if settings.mode == "auto" else settings.mode
@@ -303,6 +316,8 @@ SPEC = register(
                 "fill_mask_top_k": ByModel(
                     lambda kind, values: REFERENCE_TOP_K if kind == ModelKind.MASKED else UNSET
                 ),
+                # generate_lm_predictions.sh reads single-token lists of the model's family
+                "subjects": ByModel(masked_lm_lists, reads_details=True),
                 # the reference's masked-LM script sets USE_HESHE=1 for gender only
                 "pronouns": ByModel(
                     lambda kind, values: (
