@@ -10,6 +10,7 @@ goes) are shared with the code under test; every number is recomputed.
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from statistics import mean
 
@@ -332,3 +333,73 @@ def extractive_span_probs(model, tokenizer, question: str, context: str, spans, 
 def choice_logprob(model, tokenizer, prompt: str, choice: str, seq2seq: bool) -> float:
     """log p(choice | prompt) by the chain rule (one forward per token)."""
     return math.log(word_probability(model, tokenizer, prompt, choice, seq2seq)[0])
+
+
+# --------------------------------------------------------------------------- QA inputs (paper text)
+def lei_question(question: str, intervention: str) -> str:
+    """LEI's extractive input (``qa_hf/predict.py``): ``"Note that, "`` + the intervention
+    with its first letter lower-cased + ``" "`` + the question."""
+    if not intervention:
+        return question
+    return "Note that, " + intervention[0].lower() + intervention[1:] + " " + question
+
+
+def unifiedqa_text(question, first, second, context, intervention, causal: bool) -> str:
+    """UnifiedQA's multiple-choice encoding: question, ``(a) x (b) y``, context, lower-cased
+    and joined by the two characters ``\\n`` (a causal model: line breaks and an answer cue);
+    LEI's intervention follows the context as ``note that …``."""
+    if intervention:
+        context = context + " note that " + intervention
+    parts = [question, "(a) " + first + " (b) " + second, context]
+    if causal:
+        return "\n".join(parts).lower() + "\nanswer:"
+    return " \\n ".join(parts).lower()
+
+
+def answer_texts(first: str, second: str, causal: bool) -> tuple[str, str]:
+    """The candidates as continuations: lower-cased, after a space for a causal model."""
+    space = " " if causal else ""
+    return space + first.lower(), space + second.lower()
+
+
+QUANTIFIERS = ["an", "a", "the", "some", "few", "several"]
+SUFFIXES = ["man", "woman", "boy", "girl", "child", "kid", "person", "folk", "people", "couple",
+            "men", "women", "boys", "girls", "children", "kids", "persons", "folks",
+            "city", "country", "cities", "countries"]  # fmt: skip
+ARTICLE_WORDS = ["a", "an", "the"]
+HEAD_NOUNS = ["man", "woman", "men", "women", "boy", "girl", "boys", "girls", "person", "people"]
+
+
+def span_alternatives(context: str, start: int, end: int, adjustment: str, rule: str = "bpe"):
+    """Where a subject may start and end under UnQover's adjustment (``improve_prediction_*``
+    in ``qa_hf/predict.py``, read word by word): ``reference`` with the RoBERTa lists (``Ġ``
+    words: case-sensitive, never the context's first word) or the BERT ones (``rule`` other
+    than bpe: no marker; lower-cased when uncased); ``articles``: a preceding article and a
+    following head noun."""
+    words = [(m.group(), m.start()) for m in re.finditer(r"\S+", context[:start])]
+    after = context[end:]
+    following = after.split()[0].rstrip(".,;:!?") if after[:1] == " " and after.split() else ""
+    starts, ends = [start], [end]
+    if adjustment == "articles":
+        if words and words[-1][0].lower() in ARTICLE_WORDS:
+            starts.append(words[-1][1])
+        if following in HEAD_NOUNS:
+            ends.append(end + after.index(following) + len(following))
+    elif adjustment == "reference":
+        bpe = rule == "bpe"
+        lower = rule == "wordpiece-uncased"
+        seen = [(w.lower() if lower else w, o) for w, o in words[-3:]]
+        quantifiers = QUANTIFIERS + ([q.capitalize() for q in QUANTIFIERS] if bpe else [])
+        if seen and seen[-1][0] in quantifiers and (seen[-1][1] > 0 or not bpe):
+            starts.append(seen[-1][1])
+        groups = (
+            [[a, n, "of"] for a in ("a", "A") for n in ("group", "team", "couple")]
+            if bpe else [["a", "group", "of"], ["a", "team", "of"], ["A", "couple", "of"]]
+        )  # fmt: skip
+        if len(seen) == 3 and [w for w, _ in seen] in groups and (seen[0][1] > 0 or not bpe):
+            starts += [o for _, o in seen]
+        if after.startswith("."):
+            ends.append(end + 1)
+        elif (following.lower() if lower else following) in SUFFIXES:
+            ends.append(end + after.index(following) + len(following))
+    return list(dict.fromkeys(starts)), list(dict.fromkeys(ends))

@@ -19,8 +19,6 @@ from transformers import (
 )
 
 import biaslens
-from biaslens.data.lei import intervene_question
-from biaslens.scoring.qa import alternative_boundaries, candidate_answers, unifiedqa_input
 from tests.conformance import naive
 from tests.conftest import DATA
 
@@ -37,11 +35,12 @@ TIGHT = {"rel": 1e-9, "abs": 1e-12}
 
 
 @pytest.fixture(scope="module")
-def plain(tiny_models):
-    """Each tiny model and tokenizer straight from transformers."""
+def plain(leaning_models):
+    """Each tiny model and tokenizer straight from transformers (the masked LM ranks she, he
+    and they among its top 10 on a share of inputs, so that the he/she rule acts)."""
     return {
-        name: (loader.from_pretrained(tiny_models[name]).eval(),
-               AutoTokenizer.from_pretrained(tiny_models[name]))
+        name: (loader.from_pretrained(leaning_models[name]).eval(),
+               AutoTokenizer.from_pretrained(leaning_models[name]))
         for name, loader in LOADERS.items()
     }  # fmt: skip
 
@@ -63,11 +62,11 @@ def naive_score(name: str, model, tokenizer, row: dict, question: str, settings:
     first, second = row.get("first_text", row["first"]), row.get("second_text", row["second"])
     context, intervention = row["context"], row.get("intervention") or ""
     if mode == "extractive":
-        asked = intervene_question(question, intervention)
+        asked = naive.lei_question(question, intervention)
         out = []
         for text, start in ((first, int(row["first_start"])), (second, int(row["second_start"]))):
             end = start + len(text)
-            starts, ends = alternative_boundaries(context, start, end, settings["span_adjustment"])
+            starts, ends = naive.span_alternatives(context, start, end, settings["span_adjustment"])
             spans = [(a, end) for a in starts] + [(start, b) for b in ends]
             probs = naive.extractive_span_probs(
                 model, tokenizer, asked, context, spans, settings["qa_order"] == "context-first"
@@ -102,8 +101,8 @@ def naive_score(name: str, model, tokenizer, row: dict, question: str, settings:
             out.append(score)
         return tuple(out)
     causal = mode == "causal"
-    prompt = unifiedqa_input(question, first, second, context, intervention, causal)
-    choices = candidate_answers(first, second, causal)
+    prompt = naive.unifiedqa_text(question, first, second, context, intervention, causal)
+    choices = naive.answer_texts(first, second, causal)
     logps = [naive.choice_logprob(model, tokenizer, prompt, c, not causal) for c in choices]
     top = max(logps)
     weights = [math.exp(v - top) for v in logps]
@@ -127,42 +126,82 @@ def check_scores(name, plain, samples: pd.DataFrame, settings: dict):
         assert got == pytest.approx(expected, nan_ok=True, **CLOSE), (row, expected)
 
 
+def unqover(name, preset, models, data, tmp_path):
+    options = {"domain": "religion", "data_dir": DATA}
+    if name == "bert-mlm":  # the tiny BERT knows these names as single tokens
+        options = {"domain": "gender", "data_dir": data, "subjects": ("tiny_female", "tiny_male")}
+    if preset == "pronouns":  # exact scores with the reference's he/she rule
+        preset, options["pronouns"] = None, True
+    return biaslens.run(
+        "unqover", str(models[name]), output=tmp_path / "run", preset=preset, limit=4,
+        report=False, device="cpu", batch_size=4, **options,
+    )  # fmt: skip
+
+
+def check_unqover(name, plain, result):
+    samples = pd.read_parquet(result.run_dir / "samples.parquet")
+    assert len(samples) >= 8
+    check_scores(name, plain, samples, result.settings)
+    expected = naive.unqover_metrics(samples.to_dict("records"))
+    table = pd.read_csv(result.run_dir / "unqover.csv").iloc[0]
+    for metric, value in expected.items():
+        assert table[metric] == pytest.approx(value, **TIGHT), metric
+    return samples
+
+
 @pytest.mark.parametrize(
     ("name", "preset"),
     [(name, preset) for name in LOADERS for preset in PRESETS] + [("bert-mlm", "pronouns")],
 )
-def test_unqover_numbers_recomputed(name, preset, plain, tiny_models, tiny_name_data, tmp_path):
-    options = {"domain": "religion", "data_dir": DATA}
-    if name == "bert-mlm":  # the tiny BERT knows these names as single tokens
-        options = {"domain": "gender", "data_dir": tiny_name_data,
-                   "subjects": ("tiny_female", "tiny_male")}  # fmt: skip
-    if preset == "pronouns":  # exact scores with the reference's he/she rule
-        preset, options["pronouns"] = None, True
-    result = biaslens.run(
-        "unqover", str(tiny_models[name]), output=tmp_path / "run", preset=preset, limit=4,
-        report=False, device="cpu", batch_size=4, **options,
-    )  # fmt: skip
+def test_unqover_numbers_recomputed(name, preset, plain, leaning_models, tiny_name_data,
+                                    tmp_path):  # fmt: skip
+    result = unqover(name, preset, leaning_models, tiny_name_data, tmp_path)
     settings = result.settings
     if preset == "paper":
         assert settings["span_adjustment"] == ("reference" if name == "roberta-qa" else "none")
         assert settings["fill_mask_top_k"] == (10 if name == "bert-mlm" else None)
         assert settings["pronouns"] is (name == "bert-mlm")
-    samples = pd.read_parquet(result.run_dir / "samples.parquet")
-    assert len(samples) >= 8
-    check_scores(name, plain, samples, settings)
-    expected = naive.unqover_metrics(samples.to_dict("records"))
-    table = pd.read_csv(result.run_dir / "unqover.csv").iloc[0]
-    for metric, value in expected.items():
-        assert table[metric] == pytest.approx(value, **TIGHT), metric
+    samples = check_unqover(name, plain, result)
+    if settings.get("pronouns"):  # the he/she rule acts: p(she/he) beats the name somewhere
+        model, tokenizer = plain[name]
+        without = {**settings, "pronouns": False}
+        changed = [
+            row for row in samples.to_dict("records")
+            if naive_score(name, model, tokenizer, row, row["question"], without)
+            != pytest.approx((row["s_first"], row["s_second"]), nan_ok=True)
+        ]  # fmt: skip
+        assert len(changed) >= len(samples) // 10, (len(changed), len(samples))
 
 
-@pytest.mark.parametrize("preset", PRESETS)
-@pytest.mark.parametrize("name", ["roberta-qa", "llama", "t5"])
-def test_lei_eval_numbers_recomputed(name, preset, plain, tiny_models, tmp_path):
-    result = biaslens.run(
-        "lei-eval", str(tiny_models[name]), output=tmp_path / "run", preset=preset,
+@pytest.mark.parametrize(
+    ("name", "preset", "patch", "value"),
+    [
+        # the he/she rule reads the other gender's pronoun
+        ("bert-mlm", "pronouns", "biaslens.scoring.qa.PRONOUNS",
+         {"female": ("he", "He"), "male": ("she", "She")}),
+        # the reference's span adjustment without its suffixes (man, woman, …)
+        ("roberta-qa", "paper", "biaslens.scoring.spans.REFERENCE_SUFFIXES", ()),
+        # a causal model's UnifiedQA input with another answer cue
+        ("llama", None, "biaslens.scoring.qa.CAUSAL_ANSWER_CUE", "\nAnswer:"),
+    ],
+)  # fmt: skip
+def test_the_unqover_check_fails_when_a_rule_is_broken(name, preset, patch, value, plain,
+                                                       leaning_models, tiny_name_data, tmp_path,
+                                                       monkeypatch):  # fmt: skip
+    monkeypatch.setattr(patch, value)
+    result = unqover(name, preset, leaning_models, tiny_name_data, tmp_path)
+    with pytest.raises(AssertionError):
+        check_unqover(name, plain, result)
+
+
+def lei_eval(name, preset, models, tmp_path):
+    return biaslens.run(
+        "lei-eval", str(models[name]), output=tmp_path / "run", preset=preset,
         domain="religion", limit=6, data_dir=DATA, report=False, device="cpu", batch_size=4,
     )  # fmt: skip
+
+
+def check_lei_eval(name, plain, result):
     samples = pd.read_parquet(result.run_dir / "samples.parquet")
     check_scores(name, plain, samples, result.settings)
     table = pd.read_csv(result.run_dir / "lei_mu.csv").set_index("set")
@@ -188,3 +227,25 @@ def test_lei_eval_numbers_recomputed(name, preset, plain, tiny_models, tmp_path)
         naive.unqover_metrics(same)["mu"], **TIGHT
     )
     assert table.loc["ethical", "desired_mu"] == 0 and table.loc["adversarial", "desired_mu"] == 1
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("name", ["roberta-qa", "llama", "t5"])
+def test_lei_eval_numbers_recomputed(name, preset, plain, leaning_models, tmp_path):
+    check_lei_eval(name, plain, lei_eval(name, preset, leaning_models, tmp_path))
+
+
+@pytest.mark.parametrize("name", ["roberta-qa", "t5"])
+def test_the_lei_eval_check_fails_without_the_interventions_wording(
+    name, plain, leaning_models, tmp_path, monkeypatch
+):
+    """LEI writes the intervention after "Note that, " before the question (extractive) and
+    after the context as "note that …" (UnifiedQA): each dropped, the check fails."""
+    import biaslens.scoring.qa as qa
+
+    encode = qa.unifiedqa_input
+    monkeypatch.setattr(qa, "intervene_question", lambda q, i: f"{i} {q}" if i else q)
+    monkeypatch.setattr(qa, "unifiedqa_input", lambda q, a, b, c, i, causal: encode(
+        q, a, b, f"{c} {i}" if i else c, "", causal))  # fmt: skip
+    with pytest.raises(AssertionError):
+        check_lei_eval(name, plain, lei_eval(name, None, leaning_models, tmp_path))
