@@ -57,18 +57,18 @@ def naive_cid_next(model, x_ids, x_prime_ids, generated, lam, top_k) -> int:
     return best
 
 
-@pytest.mark.parametrize("preset", [None, "paper"])
-@pytest.mark.parametrize("name", list(LOADERS))
-def test_cid_audit_continuations_recomputed(name, preset, tiny_models, tmp_path):
+def audit(name, preset, tiny_models, tmp_path):
     names = tmp_path / "names.yaml"
     names.write_text(NAMES)
-    result = biaslens.run(
+    return biaslens.run(
         "cid-audit", str(tiny_models[name]), output=tmp_path / "run", preset=preset,
         groups=("tiny-a", "tiny-b"), names_file=names, max_new_tokens=6, report=False,
         device="cpu", batch_size=4,
     )  # fmt: skip
+
+
+def check_audit(name, result, tiny_models):
     decoding = result.settings["decoding"]
-    assert tuple(decoding["lams"]) == ((0.0, 10.0, 50.0) if preset == "paper" else (0.0, 5.0, 50.0))
     model = LOADERS[name].from_pretrained(tiny_models[name]).eval()
     tokenizer = AutoTokenizer.from_pretrained(tiny_models[name])
     samples = pd.read_parquet(result.run_dir / "samples.parquet")
@@ -88,16 +88,45 @@ def test_cid_audit_continuations_recomputed(name, preset, tiny_models, tmp_path)
     assert got == dict(expected_counts)
 
 
-def test_cid_sensitivity_lambda_star_recomputed(tiny_models, tmp_path):
+@pytest.mark.parametrize("preset", [None, "paper"])
+@pytest.mark.parametrize("name", list(LOADERS))
+def test_cid_audit_continuations_recomputed(name, preset, tiny_models, tmp_path):
+    result = audit(name, preset, tiny_models, tmp_path)
+    lams = tuple(result.settings["decoding"]["lams"])
+    assert lams == ((0.0, 10.0, 50.0) if preset == "paper" else (0.0, 5.0, 50.0))
+    check_audit(name, result, tiny_models)
+
+
+def test_the_audit_check_fails_when_the_contrast_is_reversed(tiny_models, tmp_path, monkeypatch):
+    """Eq. 1 with p(w|x') − p(w|x): the continuations at large λ differ from CID's."""
+    from biaslens.decoding import cid
+
+    def reversed_contrast(self, logprobs_x, logprobs_x_prime):
+        delta = logprobs_x_prime.exp() - logprobs_x.exp()
+        return self.lam.to(logprobs_x.dtype)[:, None] * delta + logprobs_x
+
+    monkeypatch.setattr(cid.ContrastiveInputScaling, "__call__", reversed_contrast)
+    with pytest.raises(AssertionError):
+        check_audit("llama", audit("llama", None, tiny_models, tmp_path), tiny_models)
+
+
+@pytest.mark.parametrize("mutated", [False, True])
+def test_cid_sensitivity_lambda_star_recomputed(mutated, tiny_models, tmp_path, monkeypatch):
     """λ* (Section 5): continuations decoded again naively, similarities recomputed with the
     real all-MiniLM-L6-v2 through sentence-transformers and a plain-Python cosine, λ* = the
     smallest λ with sim < τ."""
-    import math
 
     from sentence_transformers import SentenceTransformer
 
     from biaslens.models.offline import minilm_path
 
+    if mutated:  # the mutation check: each text compared with another pair's
+        from biaslens.models import embeddings
+
+        cosine = embeddings.cosine_similarity
+        monkeypatch.setattr(
+            embeddings, "cosine_similarity", lambda e, a, b: cosine(e, a, list(reversed(b)))
+        )
     sentences = tmp_path / "sentences.txt"
     sentences.write_text("The nurse said that she would be late because\n")
     result = biaslens.run(
@@ -110,6 +139,16 @@ def test_cid_sensitivity_lambda_star_recomputed(tiny_models, tmp_path):
     tokenizer = AutoTokenizer.from_pretrained(tiny_models["llama"])
     encoder = SentenceTransformer(str(minilm_path()), device="cpu")
     samples = pd.read_parquet(result.run_dir / "samples.parquet")
+    if mutated:
+        with pytest.raises(AssertionError):
+            check_sensitivity(result, samples, model, tokenizer, encoder, decoding)
+        return
+    check_sensitivity(result, samples, model, tokenizer, encoder, decoding)
+
+
+def check_sensitivity(result, samples, model, tokenizer, encoder, decoding):
+    import math
+
     tau = result.settings["tau"]
     crossings: dict[int, float] = {}
     for row in samples.to_dict("records"):

@@ -32,8 +32,26 @@ def analytic_corr_xy(gamma: float, alpha: float) -> float:
 @pytest.mark.parametrize("preset", [None, "paper"])
 def test_toy_summary_recomputed(preset, tmp_path):
     result = biaslens.run("sib-toy", output=tmp_path / "run", preset=preset, report=False)
+    assert result.settings["n"] == (50_000 if preset == "paper" else 100_000)
+    check_toy(result)
+
+
+def test_the_toy_check_fails_when_w_and_g_trade_places(tmp_path, monkeypatch):
+    """W ~ N(0, α²/4) and G ~ N(0, α²) exchanged: the moments no longer match the SCM."""
+    from biaslens.experiments import sib_toy
+
+    draw = sib_toy.sample_toy_scm
+    monkeypatch.setattr(
+        sib_toy, "sample_toy_scm",
+        lambda *a, **k: draw(*a, **k).rename(columns={"W": "G", "G": "W"}),
+    )  # fmt: skip
+    result = biaslens.run("sib-toy", output=tmp_path / "run", n=20_000, report=False)
+    with pytest.raises(AssertionError):
+        check_toy(result)
+
+
+def check_toy(result) -> None:
     n, alpha = result.settings["n"], result.settings["alpha"]
-    assert n == (50_000 if preset == "paper" else 100_000)
     samples = pd.read_parquet(result.run_dir / "samples.parquet")
     summary = pd.read_csv(result.run_dir / "toy_summary.csv").set_index("task")
     threshold = 2 * alpha
