@@ -157,11 +157,19 @@ def drop_unscored(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     dropped = np.isin(context, context[missing])
     kept = scores.loc[~dropped].reset_index(drop=True)
     if kept.empty:
+        why = ""
+        if "score_status" in scores:
+            counts = scores["score_status"].value_counts()
+            why = (
+                f" ({len(scores)} questions: "
+                + ", ".join(f"{n} {status}" for status, n in counts.items())
+                + ")"
+            )
         raise BiaslensError(
             "no context has a first-token score in every set: first-token scoring has nothing "
-            f"to score (the candidates' first words are rarely among the model's top "
-            f"{FIRST_TOKEN_TOP_K} answers, or hold less than --min-candidate-mass; score it "
-            "generatively on a /v1/completions server)"
+            f"to score{why}; the candidates' first words are rarely among the model's top "
+            f"{FIRST_TOKEN_TOP_K} answers, or hold less than --min-candidate-mass: score it "
+            "generatively on a /v1/completions server"
         )
     return kept, scores.loc[dropped].reset_index(drop=True)
 
