@@ -6,8 +6,9 @@
 # BIASLENS_SKIP_VLLM=1 skips step 2 (and its install).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The tests need the Ray extra too (the data-parallel replicas run on a local Ray runtime).
-export BIASLENS_EXTRAS=${BIASLENS_EXTRAS:-dev,embeddings,ray}
+# The tests need the Ray extra too (the data-parallel replicas run on a local Ray runtime),
+# `datasets` (exported sets are read back with it) and the docs extra (`mkdocs build --strict`).
+export BIASLENS_EXTRAS=${BIASLENS_EXTRAS:-dev,embeddings,ray,datasets,docs}
 bash scripts/install.sh
 PY=${VIRTUAL_ENV:-.venv}/bin/python
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1

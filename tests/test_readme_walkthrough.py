@@ -22,7 +22,7 @@ from .conftest import DATA
 
 LEFT_OUT = {
     "app": "starts a server",
-    "datasets": "downloads",
+    "download": "downloads",
     "metrics": "reads files the reader brings",
     "lei-train": "fine-tunes models (tests/experiments/test_lei_train.py runs it)",
 }

@@ -69,12 +69,31 @@ def naive_dominant(model, tokenizer, name, split_rows, settings, adversarial=Non
 @pytest.mark.parametrize("preset", [None, "paper"])
 @pytest.mark.parametrize("name", list(LOADERS))
 def test_lei_train_targets_and_evaluations_recomputed(name, preset, tiny_models, tmp_path):
-    result = biaslens.run(
+    check_lei_train(name, preset, train(name, preset, tiny_models, tmp_path), tiny_models)
+
+
+@pytest.mark.slow
+def test_the_lei_train_check_fails_when_x_dom_is_flipped(tiny_models, tmp_path, monkeypatch):
+    """bias(x1, x2, q) with its sign turned: every adversarial target points the other way."""
+    from biaslens.train import lei_data
+
+    bias = lei_data.template_bias
+    monkeypatch.setattr(lei_data, "template_bias", lambda rows, probs: -bias(rows, probs))
+    result = train("roberta-qa", None, tiny_models, tmp_path)
+    with pytest.raises(AssertionError):
+        check_lei_train("roberta-qa", None, result, tiny_models)
+
+
+def train(name, preset, tiny_models, tmp_path):
+    return biaslens.run(
         "lei-train", str(tiny_models[name]), output=tmp_path / "run", preset=preset,
         train_sizes=(64,), learning_rates=(1e-3,), epochs=(1,), train_batch_size=16, top_k=1,
         dev_limit=4, tests=("ethnicity/noniid_test",), test_limit=4, data_dir=DATA,
         report=False, device="cpu", batch_size=4,
     )  # fmt: skip
+
+
+def check_lei_train(name, preset, result, tiny_models) -> None:
     settings = result.settings
     if preset == "paper" and name == "roberta-qa":
         assert (

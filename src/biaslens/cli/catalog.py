@@ -80,6 +80,54 @@ def datasets_download(
     console.print(f"{name}: stored in {folder}")
 
 
+def datasets_export(
+    name: Annotated[
+        str, typer.Argument(help="Probe set (`biaslens datasets exportable` names them).")
+    ],
+    folder: Annotated[Path, typer.Argument(help="Folder to write (refused if not empty).")],
+    fmt: Annotated[
+        str, typer.Option("--format", help="parquet, jsonl or hf (datasets.save_to_disk).")
+    ] = "parquet",
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace a folder that is not empty.")
+    ] = False,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="Where the public datasets are.")
+    ] = None,
+) -> None:
+    """Write a probe set as the rows a run reads, with a dataset card: loadable with
+    datasets.load_dataset("parquet"/"json", ...) or load_from_disk."""
+    from biaslens.data.export_writer import export_set
+    from biaslens.data.exports import exportable
+
+    done = export_set(exportable(name), folder, fmt, data_dir, overwrite)
+    console.print(f"{name}: {done.rows:,} rows, {fmt}, in {done.folder} (sha256 {done.sha256})")
+
+
+def datasets_exportable() -> None:
+    """The probe sets `biaslens datasets export` writes."""
+    from biaslens.data.exports import EXPORTS
+
+    table = Table(title="exportable probe sets")
+    for column in ("name", "what", "license"):
+        table.add_column(column, overflow="fold")
+    for entry in EXPORTS.values():
+        table.add_row(entry.name, entry.description, entry.license)
+    console.print(table)
+
+
+def datasets_samples(
+    run: Annotated[Path, typer.Argument(help="A run folder.")],
+    target: Annotated[Path, typer.Argument(help="The JSON-lines file to write.")],
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the file.")] = False,
+) -> None:
+    """A run's per-input samples (samples.parquet) as JSON lines."""
+    from biaslens.data.export_writer import export_samples
+
+    rows = export_samples(run, target, overwrite)
+    console.print(f"{rows:,} samples of {run} in {target}")
+
+
 def schema(
     method: Annotated[
         list[str] | None,
@@ -122,4 +170,7 @@ def register(app: typer.Typer) -> None:
     add_command(methods_app, "list", methods_list)
     add_command(datasets_app, "list", datasets_list)
     add_command(datasets_app, "download", datasets_download)
+    add_command(datasets_app, "export", datasets_export)
+    add_command(datasets_app, "exportable", datasets_exportable)
+    add_command(datasets_app, "samples", datasets_samples)
     add_command(app, "schema", schema)

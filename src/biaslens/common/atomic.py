@@ -142,13 +142,16 @@ def write_bytes(path: Path, data: bytes) -> None:
 
 
 def json_safe(value: Any) -> Any:
-    """``value`` with NaN and ±inf floats replaced by None: strict JSON has neither."""
+    """``value`` with NaN and ±inf floats replaced by None (strict JSON has neither) and numpy
+    arrays and scalars as lists and numbers."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
         return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
+    if getattr(value, "ndim", 0) and hasattr(value, "tolist"):  # numpy arrays (list columns)
+        return json_safe(value.tolist())
     if hasattr(value, "item") and callable(value.item):  # numpy scalars
         try:
             return json_safe(value.item())

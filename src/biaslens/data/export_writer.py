@@ -1,0 +1,188 @@
+"""Writing a probe set (:mod:`biaslens.data.exports`) or a run's samples where others load them.
+
+A set becomes a folder with its data (``data.parquet``, ``data.jsonl``, or a
+``datasets.save_to_disk`` folder), a dataset card (``README.md``, with the YAML header the
+Hugging Face hub reads) and ``biaslens.json`` (rows, columns, sha256, biaslens version). The
+folder is built beside its destination and renamed into place only when complete, so an
+interrupted export never leaves a set that loads half-written; an existing folder with
+anything in it is replaced only on request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from biaslens.common import atomic
+from biaslens.data.exports import ExportableSet
+from biaslens.errors import BiaslensError
+from biaslens.version import __version__
+
+FORMATS = ("parquet", "jsonl", "hf")
+HUB_LICENSES = {"MIT": "mit", "Apache-2.0": "apache-2.0", "Apache-2.0 (biaslens)": "apache-2.0"}
+
+
+@dataclass(frozen=True)
+class ExportedSet:
+    folder: Path
+    rows: int
+    columns: list[str]
+    sha256: str
+
+
+def check_destination(folder: Path, overwrite: bool) -> None:
+    """A destination that holds anything is refused unless ``overwrite``."""
+    if folder.exists() and not folder.is_dir():
+        raise BiaslensError(f"{folder} is a file, not a folder")
+    if folder.is_dir() and any(folder.iterdir()) and not overwrite:
+        raise BiaslensError(f"{folder} exists and is not empty: pass --overwrite to replace it")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _write_jsonl(parquet: Path, target: Path) -> None:
+    import pyarrow.parquet as pq
+
+    with atomic.atomic_file(target) as handle:
+        for batch in pq.ParquetFile(parquet).iter_batches(batch_size=50_000):
+            for record in atomic.json_records(batch.to_pandas()):
+                handle.write((json.dumps(record, ensure_ascii=False) + "\n").encode())
+
+
+def _write_hf(parquet: Path, staging: Path) -> Path:
+    from datasets import Dataset
+
+    cache = staging / ".cache"
+    dataset = Dataset.from_parquet(str(parquet), cache_dir=str(cache))
+    dataset.save_to_disk(str(staging / "data"))
+    del dataset
+    shutil.rmtree(cache, ignore_errors=True)
+    return staging / "data"
+
+
+def card(entry: ExportableSet, data_file: str, fmt: str, rows: int, columns: list[str],
+         sha256: str) -> str:  # fmt: skip
+    """The dataset card: the hub's YAML header, then what the set is and how it was built."""
+    license_id = HUB_LICENSES.get(entry.license, "other")
+    header = [
+        "---",
+        f"license: {license_id}",
+        f"pretty_name: biaslens {entry.name}",
+    ]
+    if fmt != "hf":
+        header += ["configs:", "- config_name: default", f"  data_files: {data_file}"]
+    header.append("---")
+    load = {
+        "parquet": f'load_dataset("parquet", data_files="{data_file}")',
+        "jsonl": f'load_dataset("json", data_files="{data_file}")',
+        "hf": f'load_from_disk("{data_file}")',
+    }[fmt]
+    body = [
+        f"# {entry.name}",
+        "",
+        f"{entry.description}.",
+        "",
+        f"- **Source:** {entry.source}",
+        f"- **License:** {entry.license}",
+        f"- **How it was built:** {entry.how}",
+        f"- **Exported by:** biaslens {__version__}, the rows a run reads, in its order",
+        f"- **Rows:** {rows:,}; **columns:** {', '.join(columns)}",
+        f"- **sha256 of `{data_file}`:** {sha256}",
+        "",
+        f"Load it with `datasets.{load}`.",
+        "",
+    ]
+    return "\n".join(header + [""] + body)
+
+
+def export_set(
+    entry: ExportableSet,
+    folder: Path | str,
+    fmt: str = "parquet",
+    data_dir: Path | None = None,
+    overwrite: bool = False,
+) -> ExportedSet:
+    """Write ``entry`` to ``folder`` in ``fmt`` (module docstring)."""
+    if fmt not in FORMATS:
+        raise BiaslensError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt == "hf":
+        try:
+            import datasets  # noqa: F401
+        except ImportError:
+            raise BiaslensError(
+                "--format hf needs the datasets package: pip install 'biaslens[datasets]' "
+                "(or export parquet / jsonl, which datasets.load_dataset reads)"
+            ) from None
+    folder = Path(folder)
+    check_destination(folder, overwrite)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = folder.parent / f".{folder.name}.partial-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        parquet = staging / "data.parquet"
+        with atomic.append_parquet(parquet) as appender:
+            columns: list[str] = []
+            for chunk in entry.chunks(data_dir):
+                columns = columns or [str(c) for c in chunk.columns]
+                appender.write(chunk)
+            rows = appender.rows
+        if fmt == "jsonl":
+            _write_jsonl(parquet, staging / "data.jsonl")
+            parquet.unlink()
+            data = staging / "data.jsonl"
+        elif fmt == "hf":
+            data = _write_hf(parquet, staging)
+            parquet.unlink()
+        else:
+            data = parquet
+        sha256 = _sha256(data)
+        (staging / "README.md").write_text(
+            card(entry, data.name, fmt, rows, columns, sha256), encoding="utf-8"
+        )
+        atomic.write_json(
+            staging / "biaslens.json",
+            {"name": entry.name, "format": fmt, "rows": rows, "columns": columns,
+             "data": data.name, "sha256": sha256, "biaslens_version": __version__,
+             "source": entry.source, "license": entry.license},
+        )  # fmt: skip
+        _replace(staging, folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return ExportedSet(folder, rows, columns, sha256)
+
+
+def _replace(staging: Path, folder: Path) -> None:
+    """Put the finished ``staging`` folder at ``folder`` (an old one goes only after)."""
+    old = folder.parent / f".{folder.name}.old-{os.getpid()}"
+    if folder.exists():
+        folder.rename(old)
+    staging.rename(folder)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def export_samples(run_dir: Path | str, target: Path | str, overwrite: bool = False) -> int:
+    """A run's ``samples.parquet`` as JSON lines at ``target``; returns the rows written."""
+    source = Path(run_dir) / "samples.parquet"
+    if not source.is_file():
+        raise BiaslensError(f"{run_dir}: no samples.parquet (is it a biaslens run folder?)")
+    target = Path(target)
+    if target.exists() and not overwrite:
+        raise BiaslensError(f"{target} exists: pass --overwrite to replace it")
+    import pyarrow.parquet as pq
+
+    _write_jsonl(source, target)
+    return int(pq.ParquetFile(source).metadata.num_rows)
