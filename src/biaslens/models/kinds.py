@@ -11,6 +11,10 @@ from biaslens.models.requests import RequestType
 
 
 class ModelKind(str, enum.Enum):
+    """What a model is, which decides how each method scores it: a masked LM fills a slot, a
+    causal or seq2seq LM generates or scores continuations, an extractive-QA model scores
+    answer spans."""
+
     MASKED = "masked-lm"
     CAUSAL = "causal-lm"
     SEQ2SEQ = "seq2seq-lm"

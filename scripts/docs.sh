@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Regenerate the documentation pages written from the code (the results reference and one page
+# per method), then build the site: `bash scripts/docs.sh` (add `serve` to preview it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${VIRTUAL_ENV:-.venv}/bin/python
+"$PY" -m biaslens schema --markdown > docs/results.md
+"$PY" -c "from pathlib import Path; from biaslens.report.method_pages import write_pages; write_pages(Path('docs/methods'), Path('README.md'))"
+"$PY" -m mkdocs "${1:-build}" --strict

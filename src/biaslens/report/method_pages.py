@@ -1,0 +1,87 @@
+"""One documentation page per method, written from what the code declares (``docs/methods/``).
+
+A page holds what the method measures and the paper's definition (the method module's own
+docstring), its headline metrics with their definition, range, no-bias value and direction
+(:class:`~biaslens.metrics.meanings.Measure`), its settings with their defaults and help, the
+values ``--preset paper`` restores, the README's departures rows for it, and its output files.
+``scripts/docs.sh`` writes them; a test checks they are current.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+from biaslens.experiments.presets import ByModel
+from biaslens.experiments.registry import MethodSpec, methods
+
+
+def _settings_table(spec: MethodSpec) -> list[str]:
+    """Each setting with its default and meaning (its description, else its option's help)."""
+    helps = {o.keyword: o.help for o in spec.options if not o.hidden and not o.display}
+    lines = ["| setting | default | meaning |", "|---|---|---|"]
+    for name, field in spec.settings.model_fields.items():
+        if field.exclude or name == "model":
+            continue
+        default = field.default if field.default is not None else "—"
+        meaning = (field.description or helps.get(name) or "").replace("|", "\\|")
+        lines.append(f"| `{name}` | `{default}` | {meaning} |")
+    return lines
+
+
+def _preset_lines(spec: MethodSpec) -> list[str]:
+    lines = []
+    for preset, values in spec.presets.items():
+        lines.append(f"`--preset {preset}` sets:")
+        lines.append("")
+        for key, value in values.items():
+            shown = "chosen by the model's class" if isinstance(value, ByModel) else f"`{value}`"
+            lines.append(f"- `{key}`: {shown}")
+        lines.append("")
+    return lines or ["This method has no preset.", ""]
+
+
+def departures(readme: str, method: str) -> list[str]:
+    """The rows of the README's departures table whose method cell names ``method``."""
+    section = readme.split("## Faithful by request", 1)[-1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    header, chosen = rows[:2], []
+    for row in rows[2:]:
+        names = re.split(r"[,\s]+", row.split("|")[1].strip())
+        if method in names:
+            chosen.append(row)
+    return [*header, *chosen] if chosen else ["biaslens follows the paper here: no departures."]
+
+
+def page(spec: MethodSpec, readme: str) -> str:
+    """The Markdown page of ``spec``."""
+    module = inspect.getmodule(spec.body)
+    doc = inspect.cleandoc(module.__doc__ or "") if module is not None else ""
+    lines = [f"# {spec.name}", "", f"**{spec.title}**", "", doc, "", "## Headline metrics", ""]
+    measures = [m for h in spec.headlines for m in h.measures]
+    for measure in dict.fromkeys(measures):
+        lines.append(
+            f"- **{measure.symbol}** (`{measure.column}`): {measure.line().split(': ', 1)[1]}"
+        )
+    if not measures:
+        lines.append("This method reports tables without a headline metric.")
+    lines += ["", "## Settings", "", *_settings_table(spec), "", "## The paper preset", ""]
+    lines += _preset_lines(spec)
+    lines += ["## Departures from the paper", "", *departures(readme, spec.name), ""]
+    lines += ["## Output files", ""]
+    lines += [f"- `{f.name}`: {f.what}" for f in spec.outputs]
+    lines += ["", "Every column is described in [the results reference](../results.md).", ""]
+    return "\n".join(lines)
+
+
+def write_pages(folder: Path, readme: Path) -> list[Path]:
+    """Write every method's page under ``folder``; returns the paths written."""
+    text = readme.read_text(encoding="utf-8")
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for spec in methods().values():
+        path = folder / f"{spec.name}.md"
+        path.write_text(page(spec, text), encoding="utf-8")
+        written.append(path)
+    return written
