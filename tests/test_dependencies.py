@@ -40,6 +40,7 @@ OPTIONAL_MODULES = {
     "biaslens.experiments.lei_cells": ("ray",),
     "biaslens.models.embeddings": ("embeddings",),
     "biaslens.testing": ("dev",),
+    "biaslens.data.export_writer": ("datasets",),
 }
 
 
