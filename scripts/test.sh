@@ -7,8 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The tests need the Ray extra too (the data-parallel replicas run on a local Ray runtime),
-# `datasets` (exported sets are read back with it) and the docs extra (`mkdocs build --strict`).
-export BIASLENS_EXTRAS=${BIASLENS_EXTRAS:-dev,embeddings,ray,datasets,docs}
+# `datasets` (exported sets are read back with it), the docs extra (`mkdocs build --strict`) and
+# lm-evaluation-harness (the exported tasks run in it).
+export BIASLENS_EXTRAS=${BIASLENS_EXTRAS:-dev,embeddings,ray,datasets,docs,bench}
 bash scripts/install.sh
 PY=${VIRTUAL_ENV:-.venv}/bin/python
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1

@@ -36,7 +36,9 @@ def test_departures_are_the_rows_that_name_the_method():
 | unqover | examples |
 ## Next"""
     assert departures(readme, "sib-detect") == [
-        "| method | setting |", "|---|---|", "| sib-mgc, sib-detect | pronoun scoring |"
+        "| method | setting |",
+        "|---|---|",
+        "| sib-mgc, sib-detect | pronoun scoring |",
     ]
     assert departures(readme, "cid-audit") == ["biaslens follows the paper here: no departures."]
 

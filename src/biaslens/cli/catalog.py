@@ -128,6 +128,34 @@ def datasets_samples(
     console.print(f"{rows:,} samples of {run} in {target}")
 
 
+export_app = typer.Typer(help="Export biaslens probes to other tools.", no_args_is_help=True)
+
+
+def export_lm_eval(
+    targets: Annotated[
+        list[str],
+        typer.Argument(help="[METHOD...] DIR: the methods (default: every one that fits) and "
+                       "the folder to write.", show_default=False),
+    ],
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="Inputs per W value (as biaslens run's).")
+    ] = None,
+    prompt: Annotated[str, typer.Option("--prompt", help="MGC prompt: A, B or C.")] = "A",
+    w_kind: Annotated[str, typer.Option("--w", help="MGC W kind: dates or places.")] = "dates",
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace a folder that is not empty.")
+    ] = False,
+) -> None:
+    """Write lm-evaluation-harness tasks (YAML, data, utils.py) for the probes lm-eval can run:
+    lm_eval --include_path DIR --tasks biaslens_mgc --model hf --model_args pretrained=..."""
+    from biaslens.experiments.lm_eval_tasks import export_tasks
+
+    *methods, folder = targets
+    for task in export_tasks(tuple(methods), Path(folder), limit or None, prompt, w_kind,
+                             overwrite):  # fmt: skip
+        console.print(f"{task.name}: {task}")
+
+
 def schema(
     method: Annotated[
         list[str] | None,
@@ -174,3 +202,5 @@ def register(app: typer.Typer) -> None:
     add_command(datasets_app, "exportable", datasets_exportable)
     add_command(datasets_app, "samples", datasets_samples)
     add_command(app, "schema", schema)
+    app.add_typer(export_app, name="export")
+    add_command(export_app, "lm-eval", export_lm_eval)
