@@ -20,7 +20,7 @@ from biaslens.experiments.lm_eval_tasks import export_tasks
 def test_the_task_folder_is_what_lm_eval_loads(tmp_path):
     from lm_eval.tasks import TaskManager, get_task_dict
 
-    [task] = export_tasks((), tmp_path / "tasks", limit=1)
+    [task] = export_tasks(("sib-mgc",), tmp_path / "tasks", limit=1)
     assert sorted(p.name for p in task.iterdir()) == ["biaslens_mgc.yaml", "data.jsonl", "utils.py"]
     manager = TaskManager(include_path=str(tmp_path / "tasks"))
     loaded = get_task_dict(["biaslens_mgc"], manager)["biaslens_mgc"]
@@ -37,16 +37,32 @@ def test_the_task_folder_is_what_lm_eval_loads(tmp_path):
     assert utils.slope([(0, 0.01), (1, 0.03), (1, 0.05), (2, 0.02)]) == pytest.approx(0.5)
 
 
+def test_the_lei_task_holds_both_questions_of_every_context(tmp_path):
+    from tests.conftest import DATA
+
+    [task] = export_tasks(("lei-eval",), tmp_path / "tasks", limit=2, data_dir=DATA)
+    rows = [json.loads(line) for line in (task / "data.jsonl").read_text().splitlines()]
+    assert {r["negated"] for r in rows} == {False, True}
+    assert {r["set"] for r in rows} == {"none", "ethical", "adversarial", "irrelevant"}
+    first = rows[0]
+    assert first["choices"] == [" " + first["first"].lower(), " " + first["second"].lower()]
+    assert first["input"].endswith("\nanswer:")  # the UnifiedQA layout of a causal model
+    yaml = (task / f"{task.name}.yaml").read_text()
+    assert "metric: mu_adversarial" in yaml and "aggregation: !function utils.theta4" in yaml
+
+
 def test_bad_requests_are_one_line(tmp_path):
-    with pytest.raises(BiaslensError, match="unqover has no lm-evaluation-harness task.*sib-mgc"):
+    with pytest.raises(
+        BiaslensError, match="unqover has no lm-evaluation-harness task.*sib-mgc, lei"
+    ):
         export_tasks(("unqover",), tmp_path / "x")
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "mine").write_text("kept")
     with pytest.raises(BiaslensError, match="not empty: pass --overwrite"):
-        export_tasks((), tmp_path / "full")
+        export_tasks(("sib-mgc",), tmp_path / "full")
     assert (tmp_path / "full" / "mine").read_text() == "kept"
     with pytest.raises(BiaslensError, match="unknown prompt 'D'"):
-        export_tasks((), tmp_path / "y", prompt="D")
+        export_tasks(("sib-mgc",), tmp_path / "y", prompt="D")
 
 
 @pytest.mark.slow
@@ -57,7 +73,7 @@ def test_lm_eval_gives_biaslens_slopes_on_smollm2(tmp_path, monkeypatch):
     from biaslens.models.offline import converted_smollm2
 
     folder = converted_smollm2()
-    export_tasks((), tmp_path / "tasks", limit=1)
+    export_tasks(("sib-mgc",), tmp_path / "tasks", limit=1)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     lm_eval = Path(sys.executable).with_name("lm_eval")
     subprocess.run(
@@ -78,3 +94,35 @@ def test_lm_eval_gives_biaslens_slopes_on_smollm2(tmp_path, monkeypatch):
     expected["female_minus_male_slope"] = slopes["female_minus_male_slope"]
     for metric, value in expected.items():
         assert theirs[f"{metric},none"] == pytest.approx(value, rel=1e-3, abs=1e-7), metric
+
+
+@pytest.mark.slow
+def test_lm_eval_gives_biaslens_lei_mu_on_smollm2(tmp_path):
+    """The zero-shot LEI task: μ, η and θ4 of every set equal `biaslens run lei-eval`'s on the
+    same model and contexts (generative choice scoring)."""
+    import biaslens
+    from biaslens.models.offline import converted_smollm2
+    from tests.conftest import DATA
+
+    folder = converted_smollm2()
+    [task] = export_tasks(("lei-eval",), tmp_path / "tasks", limit=2, data_dir=DATA)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    subprocess.run(
+        [str(Path(sys.executable).with_name("lm_eval")), "--include_path", str(tmp_path / "tasks"),
+         "--tasks", task.name, "--model", "hf", "--model_args",
+         f"pretrained={folder},dtype=float32", "--device", "cpu", "--batch_size", "1",
+         "--output_path", str(tmp_path / "out")],
+        check=True, env=env, cwd=tmp_path, capture_output=True,
+    )  # fmt: skip
+    [path] = glob.glob(str(tmp_path / "out" / "*" / "results_*.json"))
+    theirs = json.loads(Path(path).read_text())["results"][task.name]
+    ours = biaslens.run(
+        "lei-eval", "default", output=tmp_path / "run", domain="religion", limit=2, bootstrap=0,
+        data_dir=DATA, report=False, device="cpu",
+    )  # fmt: skip
+    table = pd.read_csv(ours.run_dir / "lei_mu.csv").set_index("set")
+    assert set(table.index) == {"none", "ethical", "adversarial", "irrelevant"}
+    for set_name, row in table.iterrows():
+        for metric in ("mu", "eta", "theta4"):
+            got = theirs[f"{metric}_{set_name},none"]
+            assert got == pytest.approx(row[metric], rel=1e-3, abs=1e-6), (set_name, metric)

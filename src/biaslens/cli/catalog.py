@@ -134,25 +134,36 @@ export_app = typer.Typer(help="Export biaslens probes to other tools.", no_args_
 def export_lm_eval(
     targets: Annotated[
         list[str],
-        typer.Argument(help="[METHOD...] DIR: the methods (default: every one that fits) and "
-                       "the folder to write.", show_default=False),
+        typer.Argument(
+            help="[METHOD...] DIR: the methods (default: every one that fits) and "
+            "the folder to write.",
+            show_default=False,
+        ),
     ],
     limit: Annotated[
         int | None, typer.Option("--limit", help="Inputs per W value (as biaslens run's).")
     ] = None,
     prompt: Annotated[str, typer.Option("--prompt", help="MGC prompt: A, B or C.")] = "A",
     w_kind: Annotated[str, typer.Option("--w", help="MGC W kind: dates or places.")] = "dates",
+    domain: Annotated[
+        str, typer.Option("--domain", help="LEI domain: religion, ethnicity or gender.")
+    ] = "religion",
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="Where the public datasets are.")
+    ] = None,
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace a folder that is not empty.")
     ] = False,
 ) -> None:
-    """Write lm-evaluation-harness tasks (YAML, data, utils.py) for the probes lm-eval can run:
-    lm_eval --include_path DIR --tasks biaslens_mgc --model hf --model_args pretrained=..."""
+    """Write lm-evaluation-harness tasks (YAML, data, utils.py) for the probes lm-eval can run
+    (sib-mgc, lei-eval): lm_eval --include_path DIR --tasks biaslens_mgc --model hf ..."""
     from biaslens.experiments.lm_eval_tasks import export_tasks
 
     *methods, folder = targets
-    for task in export_tasks(tuple(methods), Path(folder), limit or None, prompt, w_kind,
-                             overwrite):  # fmt: skip
+    tasks = export_tasks(
+        tuple(methods), Path(folder), limit or None, prompt, w_kind, overwrite, domain, data_dir
+    )
+    for task in tasks:
         console.print(f"{task.name}: {task}")
 
 

@@ -9,10 +9,16 @@ request types express is exported:
   the choices being the Appendix E words after a space; per input the female, male and neutral
   masses (the summed probabilities); aggregated into the Method 1 slopes in pp per W step
   (``female_slope`` … ``female_minus_male_slope``), per the task's one prompt and W kind.
+* ``lei-eval`` (generative choice scoring of a causal model): one ``multiple_choice`` request
+  per question in the UnifiedQA layout, the two subjects as the choices; S normalised over the
+  two; μ, η and θ4 per set (``mu_none``, ``mu_ethical`` …) by biaslens's UnQover metrics.
 
 Not expressible in lm-eval and not exported: top-5 (paper) scoring, which reads a greedy
 decode's top-k at every step; masked LMs' slot filling (lm-eval has no masked-LM model); the
-extractive QA span scores of UnQover and LEI; CID's contrastive decoding.
+extractive QA span scores of UnQover and LEI (lm-eval's QA tasks generate answers, they do not
+return span distributions); the SIB detector (its metric compares shares at two dates, which
+lm-eval's per-task aggregation could express, but its top-5 preset cannot); lei-train
+(training); CID's contrastive decoding.
 """
 
 from __future__ import annotations
@@ -69,8 +75,56 @@ def slope(items):
     return sum((a - mx) * (b - my) for a, b in zip(x, y)) / sxx
 '''
 
+LEI_UTILS = '''"""Written by biaslens (biaslens export lm-eval): loads the rows beside this file,
+turns lm-eval's log-likelihoods of the two subjects into UnQover scores, and aggregates them
+with biaslens's own metrics (biaslens must be installed where lm-eval runs)."""
+
+import json
+import math
+from pathlib import Path
+
+import datasets
+
+KEYS = ("set", "intervention_id", "first", "second", "template", "attribute", "negated")
+
+
+def load_data(**_kwargs):
+    """The task's rows (data.jsonl beside this file), wherever the folder lies."""
+    rows = [json.loads(line) for line in open(Path(__file__).with_name("data.jsonl"))]
+    return {"test": datasets.Dataset.from_list(rows)}
+
+
+def process_results(doc, results):
+    """S of both subjects: their probabilities as answers, normalised over the two."""
+    lls = [loglikelihood for loglikelihood, _ in results]
+    top = max(lls)
+    weights = [math.exp(v - top) for v in lls]
+    item = {**{k: doc[k] for k in KEYS}, "s_first": weights[0] / sum(weights),
+            "s_second": weights[1] / sum(weights)}
+    return {f"{metric}_{doc['set']}": item for metric in ("mu", "eta", "theta4")}
+
+
+def _summary(items):
+    import pandas as pd
+    from biaslens.metrics.unqover import model_summary
+
+    return model_summary(pd.DataFrame(items), within=("intervention_id",)).iloc[0]
+
+
+def mu(items):
+    return float(_summary(items)["mu"])
+
+
+def eta(items):
+    return float(_summary(items)["eta"])
+
+
+def theta4(items):
+    return float(_summary(items)["theta4"])
+'''
+
 METRICS = ("female_slope", "male_slope", "neutral_slope", "female_minus_male_slope")
-EXPORTERS = ("sib-mgc",)
+EXPORTERS = ("sib-mgc", "lei-eval")
 """Methods with an lm-eval task; the rest cannot be expressed (module docstring)."""
 
 
@@ -114,6 +168,60 @@ def mgc_task(folder: Path, limit: int | None, prompt: str, w_kind: str, seed: in
     return task
 
 
+def lei_task(folder: Path, limit: int | None, domain: str, data_dir: Path | None) -> Path:
+    """The ``biaslens_lei_{domain}`` task: zero-shot LEI of a causal model, each question in
+    the UnifiedQA layout with the two subjects as the choices (``biaslens run lei-eval``'s
+    generative scoring; ``limit`` context pairs, drawn as it draws them); μ, η and θ4 per set."""
+    from biaslens.data import sources
+    from biaslens.experiments.lei_eval import build_rows
+    from biaslens.experiments.lei_eval_settings import make_settings as lei_settings
+    from biaslens.scoring.qa import subject_choice_request
+
+    settings = lei_settings(domain=domain, limit=limit)
+    rows, _ = build_rows(settings, sources.locate("lei", data_dir))
+    name = f"biaslens_lei_{domain}"
+    task = folder / name
+    task.mkdir(parents=True)
+    with open(task / "data.jsonl", "w", encoding="utf-8") as handle:
+        for row in rows.to_dict("records"):
+            first, second = (
+                row.get("first_text") or row["first"],
+                row.get("second_text") or row["second"],
+            )
+            for negated, question in ((False, row["question"]), (True, row["negated_question"])):
+                request = subject_choice_request(
+                    question, first, second, row["context"], row.get("intervention") or "", True
+                )
+                record = {k: row[k] for k in ("set", "intervention_id", "first", "second",
+                                              "template", "attribute")}  # fmt: skip
+                handle.write(json.dumps({**record, "negated": negated, "input": request.prompt,
+                                         "choices": list(request.choices)}) + "\n")  # fmt: skip
+    (task / "utils.py").write_text(LEI_UTILS, encoding="utf-8")
+    metrics = "".join(
+        f"  - metric: {m}_{set_name}\n    aggregation: !function utils.{m}\n"
+        "    higher_is_better: false\n"
+        for set_name in dict.fromkeys(rows["set"])
+        for m in ("mu", "eta", "theta4")
+    )
+    (task / f"{name}.yaml").write_text(
+        f"# biaslens zero-shot LEI ({domain}, limit {limit}): UnifiedQA choice scoring of a\n"
+        "# causal LM; μ, η and θ4 per set (none, ethical, adversarial, irrelevant).\n"
+        f"task: {name}\n"
+        "custom_dataset: !function utils.load_data\n"
+        "test_split: test\n"
+        "output_type: multiple_choice\n"
+        "doc_to_text: input\n"
+        "doc_to_choice: choices\n"
+        "doc_to_target: 0\n"
+        'target_delimiter: ""\n'
+        "process_results: !function utils.process_results\n"
+        f"metric_list:\n{metrics}"
+        "metadata:\n  version: 1.0\n",
+        encoding="utf-8",
+    )
+    return task
+
+
 def export_tasks(
     methods: tuple[str, ...],
     folder: Path | str,
@@ -121,6 +229,8 @@ def export_tasks(
     prompt: str = "A",
     w_kind: str = "dates",
     overwrite: bool = False,
+    domain: str = "religion",
+    data_dir: Path | None = None,
 ) -> list[Path]:
     """Write the lm-eval tasks of ``methods`` under ``folder``; returns the task folders."""
     methods = methods or EXPORTERS
@@ -136,4 +246,8 @@ def export_tasks(
             raise BiaslensError(f"{folder} exists and is not empty: pass --overwrite to replace it")
         shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    return [mgc_task(folder, limit, prompt, w_kind)]
+    makers = {
+        "sib-mgc": lambda: mgc_task(folder, limit, prompt, w_kind),
+        "lei-eval": lambda: lei_task(folder, limit, domain, data_dir),
+    }
+    return [makers[method]() for method in methods]
