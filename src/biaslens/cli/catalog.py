@@ -94,14 +94,22 @@ def datasets_export(
     data_dir: Annotated[
         Path | None, typer.Option("--data-dir", help="Where the public datasets are.")
     ] = None,
+    push_to_hub: Annotated[
+        str | None,
+        typer.Option("--push-to-hub", help="Also upload it to this dataset repo (logged in)."),
+    ] = None,
 ) -> None:
     """Write a probe set as the rows a run reads, with a dataset card: loadable with
     datasets.load_dataset("parquet"/"json", ...) or load_from_disk."""
     from biaslens.data.export_writer import export_set
+    from biaslens.data.export_writer import push_to_hub as push
     from biaslens.data.exports import exportable
 
     done = export_set(exportable(name), folder, fmt, data_dir, overwrite)
     console.print(f"{name}: {done.rows:,} rows, {fmt}, in {done.folder} (sha256 {done.sha256})")
+    if push_to_hub:
+        commit = push(done.folder, push_to_hub)
+        console.print(f"pushed to the dataset repo {push_to_hub} (commit {commit})")
 
 
 def datasets_exportable() -> None:

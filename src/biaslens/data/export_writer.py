@@ -174,6 +174,36 @@ def _replace(staging: Path, folder: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def push_to_hub(folder: Path | str, repo_id: str, private: bool = False) -> str:
+    """Upload an exported set's folder to the dataset repo ``repo_id`` (created if needed) as
+    the logged-in user (``hf auth login`` or ``HF_TOKEN``); returns the commit. Offline, or
+    without a login, one line says what would work; the token is never written or shown."""
+    from huggingface_hub import HfApi, constants, get_token
+    from huggingface_hub.errors import HfHubHTTPError
+
+    if constants.HF_HUB_OFFLINE:
+        raise BiaslensError(
+            f"--push-to-hub {repo_id}: HF_HUB_OFFLINE is set; the set is in {folder}: push it "
+            "when online (unset HF_HUB_OFFLINE)"
+        )
+    if get_token() is None:
+        raise BiaslensError(
+            f"--push-to-hub {repo_id}: not logged in to the hub: run `hf auth login` or set "
+            f"HF_TOKEN; the set is in {folder}"
+        )
+    api = HfApi()
+    try:
+        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        commit = api.upload_folder(
+            repo_id=repo_id, repo_type="dataset", folder_path=str(folder),
+            commit_message=f"biaslens {__version__}: {Path(folder).name}",
+        )  # fmt: skip
+    except (HfHubHTTPError, OSError, ValueError) as error:
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise BiaslensError(f"--push-to-hub {repo_id}: {message}") from None
+    return commit.oid
+
+
 def export_samples(run_dir: Path | str, target: Path | str, overwrite: bool = False) -> int:
     """A run's ``samples.parquet`` as JSON lines at ``target``; returns the rows written."""
     source = Path(run_dir) / "samples.parquet"

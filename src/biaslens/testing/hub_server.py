@@ -9,6 +9,12 @@ It answers the calls the real ``huggingface_hub`` client makes for ``snapshot_do
 * ``HEAD`` / ``GET /{repo}/resolve/{rev}/{path}``: the file, with ``X-Repo-Commit``, ``ETag`` and
   ``Content-Length``; ``Range`` requests answered with 206.
 
+Uploads (``HfApi.create_repo`` / ``upload_folder``), with a bearer token: ``POST
+/api/repos/create``, ``POST /api/{models|datasets}/{repo}/preupload/{rev}`` (every file a
+regular, inlined upload), ``POST /api/validate-yaml`` (a card's header, accepted) and ``POST
+…/commit/{rev}`` (the NDJSON commit: a new commit on the branch). Dataset repos are kept as
+``datasets/{repo}``.
+
 Errors carry the ``X-Error-Code`` header the client maps them by (``RepoNotFound``,
 ``RevisionNotFound``, ``EntryNotFound``, ``GatedRepo``). Faults for tests: a gated repo that needs
 a bearer token, transfers dropped after N bytes, stalled responses, 5xx answers. Every request is
@@ -17,6 +23,7 @@ logged (method, path, ``Range``, whether a token came) for assertions; tokens th
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import threading
@@ -150,6 +157,42 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_HEAD(self) -> None:
         self._dispatch(send_body=False)
+
+    def do_POST(self) -> None:
+        path = unquote(urlsplit(self.path).path)
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        token = self.headers.get("Authorization")
+        self.hub.record({"method": "POST", "path": path, "range": None, "token": bool(token)})
+        if not token:
+            return self._error(401, None, "Invalid username or password.")
+        if path == "/api/repos/create":
+            data = json.loads(body)
+            repo_id = "/".join(p for p in (data.get("organization"), data["name"]) if p)
+            prefix = "datasets/" if data.get("type") == "dataset" else ""
+            self.hub.repos.setdefault(prefix + repo_id, HubRepo(prefix + repo_id))
+            base = f"http://{self.headers.get('Host')}"
+            return self._json({"url": f"{base}/{prefix}{repo_id}", "name": repo_id})
+        if path == "/api/validate-yaml":  # the dataset card's header: accepted as it is
+            return self._json({"errors": [], "warnings": []})
+        kind, _, rest = path.removeprefix("/api/").partition("/")
+        repo_id, action, revision = rest.rsplit("/", 2) if rest.count("/") >= 2 else ("", "", "")
+        key = f"datasets/{repo_id}" if kind == "datasets" else repo_id
+        repo = self.hub.repos.get(key)
+        if repo is None or action not in ("preupload", "commit"):
+            return self._error(404, "RepoNotFound", f"Repository not found: {repo_id}")
+        if action == "preupload":
+            files = json.loads(body)["files"]
+            return self._json({"files": [{"path": f["path"], "uploadMode": "regular",
+                                          "shouldIgnore": False} for f in files]})  # fmt: skip
+        current = repo.commits.get(repo.refs.get(revision, ""), {})
+        added = {}
+        for line in body.decode().splitlines():
+            entry = json.loads(line)
+            if entry["key"] == "file":
+                added[entry["value"]["path"]] = base64.b64decode(entry["value"]["content"])
+        sha = repo.add({**current, **added}, revision)
+        url = f"http://{self.headers.get('Host')}/{key}/commit/{sha}"
+        return self._json({"commitUrl": url, "commitOid": sha, "pullRequestUrl": None})
 
     def _dispatch(self, send_body: bool) -> None:
         url = urlsplit(self.path)
