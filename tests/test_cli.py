@@ -237,6 +237,30 @@ def test_cid_command_with_a_lambda_list(tiny_models, monkeypatch, capsys):
     assert [r.split("│")[1].strip() for r in rows] == ["0", "5", "50"]
 
 
+def test_cid_command_defaults_are_the_cid_settings_defaults(tiny_models, monkeypatch, capsys):
+    """Without --lam, --top-k or --max-new-tokens, `biaslens cid` decodes as cid-audit does
+    by default (DecodingSettings), not with defaults of its own."""
+    import biaslens.models.registry as registry
+    from biaslens.models.requests import ContrastiveGenerateResult
+    from biaslens.scoring.cid import DecodingSettings
+
+    lm = registry.load_model(str(tiny_models["llama"]))
+    asked = []
+
+    def recording(requests, progress=None):
+        asked.extend(requests)
+        return [ContrastiveGenerateResult("x", 1, "length") for _ in requests]
+
+    monkeypatch.setattr(lm, "contrastive_generate", recording)
+    monkeypatch.setattr(registry, "load_model", lambda *a, **k: lm)
+    code, _, _ = run_cli(monkeypatch, capsys, "cid", "--model", "any", "--x", "a b",
+                         "--x-prime", "c d")  # fmt: skip
+    defaults = DecodingSettings()
+    assert code == 0 and {r.lam for r in asked} == set(defaults.lams)
+    budget = {(r.max_new_tokens, r.top_k) for r in asked}
+    assert budget == {(defaults.max_new_tokens, defaults.top_k)}
+
+
 def test_multi_value_options_take_space_separated_values():
     from biaslens.cli.options import expand_argv as expand
 

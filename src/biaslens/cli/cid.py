@@ -69,7 +69,10 @@ def cid(
 
     if not x.strip() or not x_prime.strip():
         raise BiaslensError("--x and --x-prime must be non-empty")
-    lams = numbers(lam, float, "--lam") or [0.0, 5.0, 50.0]
+    from biaslens.scoring.cid import DecodingSettings
+
+    defaults = DecodingSettings()  # the defaults of cid-audit and cid-sensitivity
+    lams = numbers(lam, float, "--lam") or list(defaults.lams)
     lm = load_model(model or "default", backend)
     lm.require("contrastive_generate")
     directions = [("x", x, x_prime)] + ([] if one_way else [("x'", x_prime, x)])
@@ -78,8 +81,8 @@ def cid(
             x=a,
             x_prime=b,
             lam=v,
-            max_new_tokens=30 if max_new_tokens is None else max_new_tokens,
-            top_k=50 if top_k_tokens is None else top_k_tokens,
+            max_new_tokens=defaults.max_new_tokens if max_new_tokens is None else max_new_tokens,
+            top_k=defaults.top_k if top_k_tokens is None else top_k_tokens,
             stop=tuple(stop or ()),
             do_sample=sample,
             temperature=temperature,
