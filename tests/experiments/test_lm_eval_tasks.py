@@ -53,7 +53,7 @@ def test_the_lei_task_holds_both_questions_of_every_context(tmp_path):
 
 def test_bad_requests_are_one_line(tmp_path):
     with pytest.raises(
-        BiaslensError, match="unqover has no lm-evaluation-harness task.*sib-mgc, lei"
+        BiaslensError, match="unqover has no lm-evaluation-harness task.*sib-detect, lei-eval"
     ):
         export_tasks(("unqover",), tmp_path / "x")
     (tmp_path / "full").mkdir()
@@ -126,3 +126,55 @@ def test_lm_eval_gives_biaslens_lei_mu_on_smollm2(tmp_path):
         for metric in ("mu", "eta", "theta4"):
             got = theirs[f"{metric}_{set_name},none"]
             assert got == pytest.approx(row[metric], rel=1e-3, abs=1e-6), (set_name, metric)
+
+
+def test_the_detector_task_rates_by_hand(tmp_path):
+    """Two sentences per class: shares 50→60 (10 pp: flagged) and 50→50.2 (0.2 pp: cleared)."""
+    from importlib import util
+
+    from tests.conftest import DATA
+
+    [task] = export_tasks(("sib-detect",), tmp_path / "tasks", limit=1, data_dir=DATA)
+    rows = [json.loads(line) for line in (task / "data.jsonl").read_text().splitlines()]
+    assert {(r["end"], r["date"]) for r in rows} == {("earliest", 1901), ("latest", 2016)}
+    assert rows[0]["input"].startswith("Instructions:") and "In 1901, " in rows[0]["input"]
+    spec = util.spec_from_file_location("utils", task / "utils.py")
+    utils = util.module_from_spec(spec)
+    spec.loader.exec_module(utils)
+
+    def item(sentence, end, well, female):
+        return (sentence, end, well, 0.5, {"female": female, "male": 1 - female, "neutral": 0})
+
+    items = [item("a", "earliest", False, 0.5), item("a", "latest", False, 0.6),
+             item("b", "earliest", False, 0.5), item("b", "latest", False, 0.502),
+             item("c", "earliest", True, 0.5), item("c", "latest", True, 0.6),
+             item("d", "earliest", True, 0.5), item("d", "latest", True, 0.502)]  # fmt: skip
+    assert utils.tpr(items) == pytest.approx(0.5) and utils.tnr(items) == pytest.approx(0.5)
+
+
+@pytest.mark.slow
+def test_lm_eval_gives_biaslens_detector_rates_on_smollm2(tmp_path):
+    import biaslens
+    from biaslens.models.offline import converted_smollm2
+    from tests.conftest import DATA
+
+    folder = converted_smollm2()
+    [task] = export_tasks(("sib-detect",), tmp_path / "tasks", limit=2, data_dir=DATA)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    subprocess.run(
+        [str(Path(sys.executable).with_name("lm_eval")), "--include_path", str(tmp_path / "tasks"),
+         "--tasks", task.name, "--model", "hf", "--model_args",
+         f"pretrained={folder},dtype=float32", "--device", "cpu", "--batch_size", "1",
+         "--output_path", str(tmp_path / "out")],
+        check=True, env=env, cwd=tmp_path, capture_output=True,
+    )  # fmt: skip
+    [path] = glob.glob(str(tmp_path / "out" / "*" / "results_*.json"))
+    theirs = json.loads(Path(path).read_text())["results"][task.name]
+    ours = biaslens.run(
+        "sib-detect", "default", output=tmp_path / "run", limit=2, data_dir=DATA, report=False,
+        device="cpu",
+    )  # fmt: skip
+    rates = pd.read_csv(ours.run_dir / "rates.csv").set_index("set")
+    for set_name, row in rates.iterrows():
+        for rate in ("tpr", "tnr"):
+            assert theirs[f"{rate}_{set_name},none"] == pytest.approx(row[rate], nan_ok=True)

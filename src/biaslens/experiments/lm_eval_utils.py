@@ -1,0 +1,139 @@
+"""The ``utils.py`` of each exported lm-evaluation-harness task (:mod:`.lm_eval_tasks`): the
+source text lm-eval imports from the task folder, written there as it is."""
+
+# ruff: noqa: E501
+
+LOAD = '''import json
+import math
+from pathlib import Path
+
+import datasets
+
+
+def load_data(**_kwargs):
+    """The task's rows (data.jsonl beside this file), wherever the folder lies."""
+    rows = [json.loads(line) for line in open(Path(__file__).with_name("data.jsonl"))]
+    return {"test": datasets.Dataset.from_list(rows)}
+'''
+"""The rows' loader every task's utils.py starts with."""
+
+MGC = (
+    '''"""Written by biaslens (biaslens export lm-eval): loads the rows beside this file and
+turns lm-eval's log-likelihoods into the probe's numbers."""
+
+'''
+    + LOAD
+    + '''
+
+def process_results(doc, results):
+    """Per input: each gender's mass (the summed probabilities of its words), keyed by W."""
+    mass = {"female": 0.0, "male": 0.0, "neutral": 0.0}
+    for gender, (loglikelihood, _) in zip(doc["genders"], results):
+        mass[gender] += math.exp(loglikelihood)
+    w = doc["w_index"]
+    return {
+        "female_slope": (w, mass["female"]),
+        "male_slope": (w, mass["male"]),
+        "neutral_slope": (w, mass["neutral"]),
+        "female_minus_male_slope": (w, mass["female"] - mass["male"]),
+    }
+
+
+def slope(items):
+    """SIB Method 1: the least-squares slope of the per-W mean probability (in percent) on the
+    W index (pp per W step)."""
+    by_w = {}
+    for w, value in items:
+        by_w.setdefault(w, []).append(100.0 * value)
+    x = sorted(by_w)
+    y = [sum(by_w[w]) / len(by_w[w]) for w in x]
+    mx, my = sum(x) / len(x), sum(y) / len(y)
+    sxx = sum((a - mx) ** 2 for a in x)
+    return sum((a - mx) * (b - my) for a, b in zip(x, y)) / sxx
+'''
+)
+
+DETECT = (
+    '''"""Written by biaslens (biaslens export lm-eval): loads the rows beside this file
+and turns lm-eval's log-likelihoods into SIB Method 2's detector rates (Section 5)."""
+
+'''
+    + LOAD
+    + '''
+
+def process_results(doc, results):
+    """Per input (a sentence at its earliest or latest date): each gender's mass."""
+    mass = {"female": 0.0, "male": 0.0, "neutral": 0.0}
+    for gender, (loglikelihood, _) in zip(doc["genders"], results):
+        mass[gender] += math.exp(loglikelihood)
+    item = (doc["id"], doc["end"], doc["well_specified"], doc["threshold"], mass)
+    return {f"{rate}_{doc['set']}": item for rate in ("tpr", "tnr")}
+
+
+def _verdicts(items):
+    """(well-specified, flagged) per sentence: |p_f(latest) - p_f(earliest)| in pp of the
+    female share f / (f + m + n) against the threshold; sentences without mass have none."""
+    by_sentence = {}
+    for sentence, end, well_specified, threshold, mass in items:
+        total = mass["female"] + mass["male"] + mass["neutral"]
+        share = 100.0 * mass["female"] / total if total > 0 else float("nan")
+        by_sentence.setdefault(sentence, [well_specified, threshold, {}])[2][end] = share
+    verdicts = []
+    for well_specified, threshold, shares in by_sentence.values():
+        metric = abs(shares["latest"] - shares["earliest"])
+        if not math.isnan(metric):
+            verdicts.append((well_specified, metric > threshold))
+    return verdicts
+
+
+def tpr(items):
+    flags = [flagged for well, flagged in _verdicts(items) if not well]
+    return sum(flags) / len(flags) if flags else float("nan")
+
+
+def tnr(items):
+    flags = [flagged for well, flagged in _verdicts(items) if well]
+    return sum(not f for f in flags) / len(flags) if flags else float("nan")
+'''
+)
+
+LEI = (
+    '''"""Written by biaslens (biaslens export lm-eval): loads the rows beside this file,
+turns lm-eval's log-likelihoods of the two subjects into UnQover scores, and aggregates them
+with biaslens's own metrics (biaslens must be installed where lm-eval runs)."""
+
+'''
+    + LOAD
+    + '''
+KEYS = ("set", "intervention_id", "first", "second", "template", "attribute", "negated")
+
+
+def process_results(doc, results):
+    """S of both subjects: their probabilities as answers, normalised over the two."""
+    lls = [loglikelihood for loglikelihood, _ in results]
+    top = max(lls)
+    weights = [math.exp(v - top) for v in lls]
+    item = {**{k: doc[k] for k in KEYS}, "s_first": weights[0] / sum(weights),
+            "s_second": weights[1] / sum(weights)}
+    return {f"{metric}_{doc['set']}": item for metric in ("mu", "eta", "theta4")}
+
+
+def _summary(items):
+    import pandas as pd
+    from biaslens.metrics.unqover import model_summary
+
+    return model_summary(pd.DataFrame(items), within=("intervention_id",)).iloc[0]
+
+
+def mu(items):
+    return float(_summary(items)["mu"])
+
+
+def eta(items):
+    return float(_summary(items)["eta"])
+
+
+def theta4(items):
+    return float(_summary(items)["theta4"])
+'''
+)
