@@ -17,6 +17,20 @@ from biaslens.errors import BiaslensError
 from biaslens.experiments.lm_eval_tasks import export_tasks
 
 
+def lm_eval_results(tmp_path, model: Path, task: str) -> dict:
+    """`lm_eval --include_path tasks --tasks TASK --model hf` (the real command, offline) on
+    ``model``: the task's results."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    subprocess.run(
+        [str(Path(sys.executable).with_name("lm_eval")), "--include_path", str(tmp_path / "tasks"),
+         "--tasks", task, "--model", "hf", "--model_args", f"pretrained={model},dtype=float32",
+         "--device", "cpu", "--batch_size", "1", "--output_path", str(tmp_path / "out")],
+        check=True, env=env, cwd=tmp_path, capture_output=True,
+    )  # fmt: skip
+    [path] = glob.glob(str(tmp_path / "out" / "*" / "results_*.json"))
+    return json.loads(Path(path).read_text())["results"][task]
+
+
 def test_the_task_folder_is_what_lm_eval_loads(tmp_path):
     from lm_eval.tasks import TaskManager, get_task_dict
 
@@ -74,16 +88,7 @@ def test_lm_eval_gives_biaslens_slopes_on_smollm2(tmp_path, monkeypatch):
 
     folder = converted_smollm2()
     export_tasks(("sib-mgc",), tmp_path / "tasks", limit=1)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    lm_eval = Path(sys.executable).with_name("lm_eval")
-    subprocess.run(
-        [str(lm_eval), "--include_path", str(tmp_path / "tasks"), "--tasks", "biaslens_mgc",
-         "--model", "hf", "--model_args", f"pretrained={folder},dtype=float32",
-         "--device", "cpu", "--batch_size", "1", "--output_path", str(tmp_path / "out")],
-        check=True, env=env, cwd=tmp_path, capture_output=True,
-    )  # fmt: skip
-    [path] = glob.glob(str(tmp_path / "out" / "*" / "results_*.json"))
-    theirs = json.loads(Path(path).read_text())["results"]["biaslens_mgc"]
+    theirs = lm_eval_results(tmp_path, folder, "biaslens_mgc")
     ours = biaslens.run(
         "sib-mgc", "default", output=tmp_path / "run", w_kinds=("dates",), prompts=("A",),
         limit=1, report=False, device="cpu",
@@ -106,16 +111,7 @@ def test_lm_eval_gives_biaslens_lei_mu_on_smollm2(tmp_path):
 
     folder = converted_smollm2()
     [task] = export_tasks(("lei-eval",), tmp_path / "tasks", limit=2, data_dir=DATA)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    subprocess.run(
-        [str(Path(sys.executable).with_name("lm_eval")), "--include_path", str(tmp_path / "tasks"),
-         "--tasks", task.name, "--model", "hf", "--model_args",
-         f"pretrained={folder},dtype=float32", "--device", "cpu", "--batch_size", "1",
-         "--output_path", str(tmp_path / "out")],
-        check=True, env=env, cwd=tmp_path, capture_output=True,
-    )  # fmt: skip
-    [path] = glob.glob(str(tmp_path / "out" / "*" / "results_*.json"))
-    theirs = json.loads(Path(path).read_text())["results"][task.name]
+    theirs = lm_eval_results(tmp_path, folder, task.name)
     ours = biaslens.run(
         "lei-eval", "default", output=tmp_path / "run", domain="religion", limit=2, bootstrap=0,
         data_dir=DATA, report=False, device="cpu",
@@ -160,16 +156,7 @@ def test_lm_eval_gives_biaslens_detector_rates_on_smollm2(tmp_path):
 
     folder = converted_smollm2()
     [task] = export_tasks(("sib-detect",), tmp_path / "tasks", limit=2, data_dir=DATA)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    subprocess.run(
-        [str(Path(sys.executable).with_name("lm_eval")), "--include_path", str(tmp_path / "tasks"),
-         "--tasks", task.name, "--model", "hf", "--model_args",
-         f"pretrained={folder},dtype=float32", "--device", "cpu", "--batch_size", "1",
-         "--output_path", str(tmp_path / "out")],
-        check=True, env=env, cwd=tmp_path, capture_output=True,
-    )  # fmt: skip
-    [path] = glob.glob(str(tmp_path / "out" / "*" / "results_*.json"))
-    theirs = json.loads(Path(path).read_text())["results"][task.name]
+    theirs = lm_eval_results(tmp_path, folder, task.name)
     ours = biaslens.run(
         "sib-detect", "default", output=tmp_path / "run", limit=2, data_dir=DATA, report=False,
         device="cpu",

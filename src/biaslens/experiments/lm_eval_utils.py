@@ -16,6 +16,16 @@ def load_data(**_kwargs):
     return {"test": datasets.Dataset.from_list(rows)}
 '''
 """The rows' loader every task's utils.py starts with."""
+MASSES = '''
+
+def masses(doc, results):
+    """Each gender's mass: the summed probabilities of its words (the choices)."""
+    mass = {"female": 0.0, "male": 0.0, "neutral": 0.0}
+    for gender, (loglikelihood, _) in zip(doc["genders"], results):
+        mass[gender] += math.exp(loglikelihood)
+    return mass
+'''
+"""The pronoun masses of the SIB tasks' utils.py."""
 
 MGC = (
     '''"""Written by biaslens (biaslens export lm-eval): loads the rows beside this file and
@@ -23,13 +33,12 @@ turns lm-eval's log-likelihoods into the probe's numbers."""
 
 '''
     + LOAD
+    + MASSES
     + '''
 
 def process_results(doc, results):
-    """Per input: each gender's mass (the summed probabilities of its words), keyed by W."""
-    mass = {"female": 0.0, "male": 0.0, "neutral": 0.0}
-    for gender, (loglikelihood, _) in zip(doc["genders"], results):
-        mass[gender] += math.exp(loglikelihood)
+    """Per input: each gender's mass, keyed by W."""
+    mass = masses(doc, results)
     w = doc["w_index"]
     return {
         "female_slope": (w, mass["female"]),
@@ -59,14 +68,12 @@ and turns lm-eval's log-likelihoods into SIB Method 2's detector rates (Section 
 
 '''
     + LOAD
+    + MASSES
     + '''
 
 def process_results(doc, results):
     """Per input (a sentence at its earliest or latest date): each gender's mass."""
-    mass = {"female": 0.0, "male": 0.0, "neutral": 0.0}
-    for gender, (loglikelihood, _) in zip(doc["genders"], results):
-        mass[gender] += math.exp(loglikelihood)
-    item = (doc["id"], doc["end"], doc["well_specified"], doc["threshold"], mass)
+    item = (doc["id"], doc["end"], doc["well_specified"], doc["threshold"], masses(doc, results))
     return {f"{rate}_{doc['set']}": item for rate in ("tpr", "tnr")}
 
 

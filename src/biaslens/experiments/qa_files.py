@@ -90,21 +90,15 @@ UNQOVER = (
     OutputFile("plots/subjects.png", "subjects by max |γ|"),
 )
 
+_LEI_SAMPLE = ("row", *_SCORES[:8], *_LEI_SPLIT, "key", "set", "negated", "question", "s_first",
+               "s_second")  # fmt: skip
+"""The columns of a lei-eval question row."""
+
 LEI_EVAL = (
     OutputFile(
         "samples.parquet",
         "one row per question of every set: the scores of both subjects",
-        (
-            "row",
-            *_SCORES[:8],
-            *_LEI_SPLIT,
-            "key",
-            "set",
-            "negated",
-            "question",
-            "s_first",
-            "s_second",
-        ),
+        _LEI_SAMPLE,
         optional=("first_cluster", "second_cluster", "specified", *_FIRST_TOKEN),
         meanings=_LEI_MEANINGS,
     ),
@@ -112,18 +106,7 @@ LEI_EVAL = (
         "unscored_questions.parquet",
         "the questions of the contexts left out of every set because a question had no "
         "first-token score, with why",
-        (
-            "row",
-            *_SCORES[:8],
-            *_LEI_SPLIT,
-            "key",
-            "set",
-            "negated",
-            "question",
-            "s_first",
-            "s_second",
-            *_FIRST_TOKEN,
-        ),
+        (*_LEI_SAMPLE, *_FIRST_TOKEN),
         optional=("first_cluster", "second_cluster", "specified"),
         meanings=_LEI_MEANINGS,
         when="--qa-mode first-token",
