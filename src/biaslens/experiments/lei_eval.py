@@ -23,6 +23,7 @@ from biaslens.data import lei, sources
 from biaslens.data.squad import read_squad
 from biaslens.errors import BiaslensError
 from biaslens.experiments.lei_eval_settings import OPTIONS, LeiEvalSettings, make_settings
+from biaslens.experiments.lei_scores import score_questions, scoring_label
 from biaslens.experiments.presets import UNSET, ByModel
 from biaslens.experiments.qa_files import LEI_EVAL as QA_FILES_LEI_EVAL
 from biaslens.experiments.registry import (
@@ -45,14 +46,7 @@ from biaslens.metrics.unqover_bootstrap import intervals_by
 from biaslens.models.base import LM, ModelKind
 from biaslens.models.requests import AnswerSpanRequest, GenerateRequest, RequestType
 from biaslens.progress import Progress
-from biaslens.scoring.first_token import (
-    FIRST_TOKEN_TOP_K,
-    SCORED,
-    contexts,
-    drop_unscored,
-    first_token_scores,
-)
-from biaslens.scoring.qa import qa_mode_for, score_examples, unifiedqa_prompt
+from biaslens.scoring.qa import qa_mode_for, unifiedqa_prompt
 from biaslens.store.run import dataset_hash
 
 METHOD = "lei-eval"
@@ -207,22 +201,6 @@ def lei_table(
     return table
 
 
-def first_token_note(all_scores: pd.DataFrame, kept: pd.DataFrame, left_out: pd.DataFrame) -> str:
-    """What first-token scores rest on: the questions without a score, by why, the contexts
-    left out of every set for them, and the candidates' share of the probability."""
-    statuses = all_scores["score_status"].value_counts()
-    why = ", ".join(f"{n} {status}" for status, n in statuses.items() if status != SCORED)
-    return (
-        f"first-token scores (top-{FIRST_TOKEN_TOP_K} of the first answer token), not the "
-        f"paper's: {statuses.get(SCORED, 0)} of {len(all_scores)} questions scored"
-        + (f" ({why})" if why else "")
-        + f"; {contexts(left_out)} context(s) left out of every set for it "
-        "(unscored_questions.parquet), "
-        f"{contexts(kept)} scored in all; the candidates hold "
-        f"{kept['candidate_mass'].mean():.1%} of the probability on average"
-    )
-
-
 def qa_utility(
     lm: LM, qa: pd.DataFrame, progress: Progress, context_first: bool = False
 ) -> pd.DataFrame:
@@ -296,32 +274,15 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
     qa = read_squad(settings.qa_file) if settings.qa_file is not None else None
     if qa is not None and settings.qa_limit is not None:
         qa = qa.head(settings.qa_limit)
-    notes = []
-    first_token = None  # what first-token scores rest on, in the summary's metrics
-    if settings.mode == "first-token":
-        every = first_token_scores(ctx.lm, rows, ctx.progress, min_mass=settings.min_candidate_mass)
-        scores, left_out = drop_unscored(every)
-        notes.append(first_token_note(every, scores, left_out))
-        first_token = {
-            "top_k": FIRST_TOKEN_TOP_K,
-            "min_candidate_mass": settings.min_candidate_mass,
-            "questions_by_status": {
-                k: int(v) for k, v in every["score_status"].value_counts().items()
-            },
-            "contexts_without_score": contexts(left_out),
-            "mean_candidate_mass": float(scores["candidate_mass"].mean()),
-        }
-    else:
-        scores = score_examples(
-            ctx.lm, rows, ctx.progress, settings.mode, settings.span_adjustment, settings.qa_order
-        )
+    scored = score_questions(ctx, rows, settings)
+    scores, notes = scored.scores, list(scored.notes)
     comparative = comparative_scores(scores, PAIRING)
     table = lei_table(scores, comparative, (settings.bootstrap, settings.ci_level, settings.seed))
     table.insert(1, "scoring", scoring_label(settings.mode))
     subjects = subject_bias(comparative, ("set",))
     samples = {"samples": scores}
-    if settings.mode == "first-token":
-        samples["unscored_questions"] = left_out
+    if scored.left_out is not None:
+        samples["unscored_questions"] = scored.left_out
     utility = None
     if qa is not None:
         answered = qa_utility(ctx.lm, qa, ctx.progress, settings.qa_order == "context-first")
@@ -340,7 +301,7 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
             "contexts": {s: int(n) for s, n in table.set_index("set")["contexts"].items()},
             "qa_utility": utility,
             "specified_absent": specified_absent or None,
-            **({"first_token": first_token} if first_token is not None else {}),
+            **({"first_token": scored.metrics} if scored.metrics is not None else {}),
         },
         tables={"lei_mu": table, "subjects": subjects},
         samples=samples,
@@ -353,11 +314,6 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
         },
         notes=notes,
     )
-
-
-def scoring_label(mode: str) -> str:
-    """How the scores were computed, as every table and headline of the run says it."""
-    return f"first-token top-{FIRST_TOKEN_TOP_K}" if mode == "first-token" else mode
 
 
 def run_name(settings: LeiEvalSettings) -> str:
