@@ -316,23 +316,32 @@ def test_chat_mode_through_vllm_serve_equals_hf(server, folder):
 def test_chat_endpoint_through_vllm_serve_equals_hf_chat(server, tmp_path):
     """/v1/chat/completions with top log-probabilities (the server applies the template): SIB
     Method 1 in paper mode and LEI first-token option scores equal the hf backend in chat mode
-    (top-k probabilities to 1e-3, the same greedy text)."""
+    (top-k probabilities to 1e-3, the same greedy text, the same status per question); and a
+    lei-eval run that SmolLM2's first tokens cannot score is refused alike on both."""
+    from biaslens.errors import BiaslensError
+    from biaslens.experiments.lei_eval import build_rows, make_settings
     from biaslens.models import BackendConfig, load_model
+    from biaslens.progress import NoProgress
     from biaslens.runner import run_method
+    from biaslens.scoring.first_token import first_token_scores
     from tests.conftest import DATA
 
     hf_chat = load_model("default", BackendConfig(device="cpu", batch_size=16, chat=True))
     remote = client(server, chat=True, endpoint="chat")
     assert remote.identity.describe()["endpoint"] == "chat/completions"
-    runs = {}
+    rows, _ = build_rows(make_settings(domain="religion", limit=8), DATA / "lei")
+    runs, refusals = {}, {}
     for name, lm in (("hf", hf_chat), ("chat", remote)):
         runs[name] = {
             "mgc": run_method("sib-mgc", output=tmp_path / name / "mgc", lm=lm, mode="paper",
                               limit=1, report=False),
-            "lei": run_method("lei-eval", output=tmp_path / name / "lei", lm=lm,
-                              domain="religion", limit=8, mode="first-token", data_dir=DATA,
-                              report=False),
+            "lei": first_token_scores(lm, rows, NoProgress(), min_mass=0.0),
         }  # fmt: skip
+        with pytest.raises(BiaslensError, match="first-token scoring has nothing to score") as e:
+            run_method("lei-eval", output=tmp_path / name / "lei", lm=lm, domain="religion",
+                       limit=8, mode="first-token", data_dir=DATA, report=False)  # fmt: skip
+        refusals[name] = str(e.value)
+    assert refusals["chat"] == refusals["hf"]
     mgc = {n: r["mgc"].samples for n, r in runs.items()}
     assert list(mgc["chat"]["generation"]) == list(mgc["hf"]["generation"])
     for column in ("p_female", "p_male"):
@@ -340,13 +349,13 @@ def test_chat_endpoint_through_vllm_serve_equals_hf_chat(server, tmp_path):
             mgc["hf"][column].to_numpy(), abs=1e-3
         )
     assert (mgc["hf"][["p_female", "p_male"]].to_numpy() > 0).any()
-    lei = {n: r["lei"].samples for n, r in runs.items()}
-    assert len(lei["chat"]) == len(lei["hf"]) > 0
-    for column in ("s_first", "s_second", "candidate_mass"):
+    lei = {n: r["lei"] for n, r in runs.items()}
+    assert list(lei["chat"]["score_status"]) == list(lei["hf"]["score_status"])
+    # SmolLM2 rarely names a subject first: candidates in the top 20 with a bound on S
+    assert (lei["hf"]["candidate_mass"] > 0).any()
+    for column in ("s_first", "s_second", "candidate_mass", "score_uncertainty"):
         assert lei["chat"][column].to_numpy() == pytest.approx(
-            lei["hf"][column].to_numpy(), abs=1e-3
+            lei["hf"][column].to_numpy(), abs=1e-3, nan_ok=True
         )
-    mu = {n: r["lei"].tables["lei_mu"]["mu"].to_numpy() for n, r in runs.items()}
-    assert mu["chat"] == pytest.approx(mu["hf"], abs=1e-3)
     remote.close()
     hf_chat.close()
