@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from biaslens.common import atomic
+from biaslens.data import sources
 from biaslens.data.exports import ExportableSet
 from biaslens.errors import BiaslensError
 from biaslens.version import __version__
@@ -43,10 +44,12 @@ def check_destination(folder: Path, overwrite: bool) -> None:
 
 
 def _sha256(path: Path) -> str:
+    """A data file's sha256; a ``save_to_disk`` folder's, over its files' bytes in name order."""
+    if not path.is_dir():
+        return sources.sha256_file(path)
     digest = hashlib.sha256()
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    for file in files:
-        with open(file, "rb") as handle:
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        with open(file, "rb") as handle:  # in blocks: a large set's arrow files stay on disk
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()

@@ -28,6 +28,7 @@ import json
 import shutil
 from pathlib import Path
 
+from biaslens.common import atomic
 from biaslens.data import mgc
 from biaslens.data.pronouns import GENDER_WORDS
 from biaslens.errors import BiaslensError
@@ -98,14 +99,9 @@ def _task_folder(folder, name, rows, utils, keys, constants=None) -> Path:
         for row in rows.to_dict("records"):
             record = {**{k: row[k] for k in keys}, **(constants or {})}
             record.update(choices=choices, genders=genders)
-            handle.write(json.dumps(record, default=_plain) + "\n")
+            handle.write(json.dumps(atomic.json_safe(record)) + "\n")
     (task / "utils.py").write_text(utils, encoding="utf-8")
     return task
-
-
-def _plain(value):
-    """numpy scalars as JSON numbers and booleans."""
-    return value.item() if hasattr(value, "item") else str(value)
 
 
 def _write_yaml(task: Path, name: str, what: str, metrics: str) -> None:
