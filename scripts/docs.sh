@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${VIRTUAL_ENV:-.venv}/bin/python
 "$PY" -m biaslens schema --markdown > docs/results.md
-"$PY" -c "from pathlib import Path; from biaslens.report.method_pages import write_pages; write_pages(Path('docs/methods'), Path('README.md'))"
+"$PY" -c "from pathlib import Path; from biaslens.report.method_pages import write_pages; write_pages(Path('docs/methods'), Path('docs/fidelity.md'))"
 "$PY" -m mkdocs "${1:-build}" --strict

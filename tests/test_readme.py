@@ -1,5 +1,5 @@
-"""The README's commands name only commands and options that exist (a documented option that
-does not exist is the first thing a new user trips over)."""
+"""The README's and the manual's commands name only commands and options that exist (a documented
+option that does not exist is the first thing a new user trips over)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,39 @@ from pathlib import Path
 
 import pytest
 import typer
+import yaml
 
 from biaslens.cli import app
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+GENERATED = ("methods/", "results.md")
+
+
+def _nav_pages(nav) -> list[str]:
+    if isinstance(nav, str):
+        return [nav]
+    if isinstance(nav, dict):
+        return [p for value in nav.values() for p in _nav_pages(value)]
+    return [p for item in nav for p in _nav_pages(item)]
+
+
+def manual_pages() -> list[Path]:
+    """The README, then the written pages of the documentation site in its order (pages
+    generated from the code are checked against the code instead)."""
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
+    pages = [p for p in _nav_pages(nav) if not p.startswith(GENERATED)]
+    return [README, *(ROOT / "docs" / p for p in pages)]
+
+
+def manual_text() -> str:
+    return "\n".join(page.read_text(encoding="utf-8") for page in manual_pages())
 
 
 def readme_commands() -> list[str]:
-    """Every ``biaslens …`` command line in the README's code blocks (continuations joined)."""
+    """Every ``biaslens …`` command line in the manual's code blocks (continuations joined)."""
     blocks, current, inside = [], [], False
-    for line in README.read_text().splitlines():
+    for line in manual_text().splitlines():
         if line.startswith("```"):
             if inside:
                 blocks.append("\n".join(current))
@@ -70,14 +93,14 @@ def test_every_readme_command_and_option_exists():
 
 
 def python_blocks() -> list[str]:
-    """The README's ```python blocks."""
-    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    """The manual's ```python blocks."""
+    return re.findall(r"```python\n(.*?)```", manual_text(), flags=re.S)
 
 
 def test_every_module_path_the_readme_names_exists():
     import importlib
 
-    names = set(re.findall(r"`(biaslens(?:\.[A-Za-z_]\w*)+)", README.read_text()))
+    names = set(re.findall(r"`(biaslens(?:\.[A-Za-z_]\w*)+)", manual_text()))
     assert len(names) >= 8
     missing = []
     for name in sorted(names):
@@ -105,7 +128,7 @@ def test_readme_python_blocks_run(index, tiny_models, tmp_path, monkeypatch, cap
     assert '"default"' in block or "'default'" not in block
     code = block.replace('"default"', repr(str(tiny_models["llama"])))
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, f"README.md python block {index}", "exec"), {"__name__": "readme"})
+    exec(compile(code, f"manual python block {index}", "exec"), {"__name__": "readme"})
     printed = capsys.readouterr().out
     assert printed.strip(), "the block prints its result"
 

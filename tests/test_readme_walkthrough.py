@@ -1,5 +1,6 @@
-"""The README read from top to bottom: its shell commands and Python blocks run in the order a
-reader meets them, in one folder, so a later example meets the run folders an earlier one left.
+"""The README and then the manual read from top to bottom: their shell commands and Python blocks
+run in the order a reader meets them, in one folder, so a later example meets the run folders an
+earlier one left.
 
 A tiny model stands in for the default one and ``--limit 2`` for the full sets; a command that
 needs the network (a hub name), a file the reader brings (``PATH_TO_…``, ``predictions.json``),
@@ -16,7 +17,7 @@ import pytest
 
 from biaslens.experiments.registry import safe_name
 from tests.test_cli import run_cli
-from tests.test_readme import README
+from tests.test_readme import manual_text, resolve
 
 from .conftest import DATA
 
@@ -29,9 +30,9 @@ LEFT_OUT = {
 
 
 def walkthrough() -> list[tuple[str, str]]:
-    """("bash", command line) and ("python", code) in README order (```bash / ```python)."""
+    """("bash", command line) and ("python", code) in reading order (```bash / ```python)."""
     steps = []
-    for language, body in re.findall(r"```(bash|python)\n(.*?)```", README.read_text(), re.S):
+    for language, body in re.findall(r"```(bash|python)\n(.*?)```", manual_text(), re.S):
         if language == "python":
             steps.append(("python", body))
             continue
@@ -62,20 +63,22 @@ def _stand_ins(words: list[str], model: str, folder: str) -> list[str]:
     if words[1] != "run":
         return [p for w in words for p in (sorted(glob.glob(w)) if "*" in w else [w])]
     words = ["biaslens", *words[1:]]
+    command, _ = resolve(words[1:3])
+    known = {opt for param in command.params for opt in param.opts}
     flag = next((f for f in ("--model", "-m") if f in words), None)
     if flag:
         words[words.index(flag) + 1] = model
-    else:
+    elif "--model" in known:
         words += ["--model", model]
     if "--limit" in words:
         words[words.index("--limit") + 1] = "2"
-    else:
+    elif "--limit" in known:
         words += ["--limit", "2"]
     return [*words, "--bootstrap", "50"] if words[2] in ("unqover", "lei-eval") else words
 
 
 @pytest.mark.slow
-def test_the_readme_runs_in_reading_order(tiny_models, tmp_path, monkeypatch, capsys):
+def test_the_manual_runs_in_reading_order(tiny_models, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("BIASLENS_DATA_DIR", str(DATA))
     model = str(tiny_models["llama"])
@@ -83,7 +86,7 @@ def test_the_readme_runs_in_reading_order(tiny_models, tmp_path, monkeypatch, ca
     for kind, step in walkthrough():
         if kind == "python":
             code = step.replace('"default"', repr(model))
-            exec(compile(code, "README.md python block", "exec"), {"__name__": "readme"})
+            exec(compile(code, "manual python block", "exec"), {"__name__": "readme"})
             assert capsys.readouterr().out.strip(), step
             ran.append("python block")
             continue
@@ -94,7 +97,7 @@ def test_the_readme_runs_in_reading_order(tiny_models, tmp_path, monkeypatch, ca
             continue
         args = _stand_ins(words, model, safe_name(model))
         code, out, err = run_cli(monkeypatch, capsys, *args[1:])
-        assert code == 0, f"README: {step}\nran as: {args}\n{out}\n{err}"
+        assert code == 0, f"manual: {step}\nran as: {args}\n{out}\n{err}"
         ran.append(step)
     assert sum(s.startswith("biaslens run") for s in ran) >= 3, ran
     assert any(s.startswith("biaslens report") for s in ran), ran

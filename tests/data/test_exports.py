@@ -46,8 +46,15 @@ def test_a_set_reads_back_as_the_rows_a_run_uses(name, fmt, tmp_path):
     assert comparable(got) == comparable(expected)
     meta = json.loads((tmp_path / "out" / "biaslens.json").read_text())
     data = tmp_path / "out" / meta["data"]
-    files = sorted(p for p in data.rglob("*") if p.is_file()) if data.is_dir() else [data]
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in files)).hexdigest()
+    if data.is_dir():  # one "name<TAB>sha256" line per file, in name order
+        files = sorted(p for p in data.rglob("*") if p.is_file())
+        lines = "".join(
+            f"{p.relative_to(data).as_posix()}\t{hashlib.sha256(p.read_bytes()).hexdigest()}\n"
+            for p in files
+        )
+        digest = hashlib.sha256(lines.encode()).hexdigest()
+    else:
+        digest = hashlib.sha256(data.read_bytes()).hexdigest()
     assert meta["sha256"] == digest == done.sha256
     card = (tmp_path / "out" / "README.md").read_text()
     assert card.startswith("---\nlicense: ") and digest in card

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_method_pages_are_current(tmp_path):
-    written = write_pages(tmp_path, ROOT / "README.md")
+    written = write_pages(tmp_path, ROOT / "docs" / "fidelity.md")
     assert {p.name for p in written} == {f"{name}.md" for name in methods()}
     for path in written:
         committed = ROOT / "docs" / "methods" / path.name
@@ -21,26 +21,32 @@ def test_the_method_pages_are_current(tmp_path):
 
 
 def test_a_page_holds_the_definition_metrics_preset_and_departures(tmp_path):
-    [page] = [p for p in write_pages(tmp_path, ROOT / "README.md") if p.name == "lei-train.md"]
+    [page] = [
+        p for p in write_pages(tmp_path, ROOT / "docs" / "fidelity.md") if p.name == "lei-train.md"
+    ]
     text = page.read_text()
     assert "## Headline metrics" in text and "`dominant_from`" in text
     assert "`--preset paper` sets:" in text and "- `dominant_from`: `adversarial`" in text
-    assert "adding_cbias.py" in text  # the README's departures row for x_dom
+    assert "adding_cbias.py" in text  # the departures row for x_dom
 
 
 def test_departures_are_the_rows_that_name_the_method():
-    readme = """## Faithful by request, better by default
+    fidelity = """# Faithful by request, better by default
+
 | method | setting |
 |---|---|
 | sib-mgc, sib-detect | pronoun scoring |
 | unqover | examples |
-## Next"""
-    assert departures(readme, "sib-detect") == [
+
+| other | table |
+|---|---|
+| sib-detect | not a departure |"""
+    assert departures(fidelity, "sib-detect") == [
         "| method | setting |",
         "|---|---|",
         "| sib-mgc, sib-detect | pronoun scoring |",
     ]
-    assert departures(readme, "cid-audit") == ["biaslens follows the paper here: no departures."]
+    assert departures(fidelity, "cid-audit") == ["biaslens follows the paper here: no departures."]
 
 
 def test_every_public_name_is_documented():

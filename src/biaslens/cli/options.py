@@ -194,8 +194,8 @@ Preset = Annotated[
     str | None,
     typer.Option(
         "--preset",
-        help="paper: the paper's protocol for every setting not given (see the README's "
-        "departures table); default: biaslens's defaults.",
+        help="paper: the paper's protocol for every setting not given (see the "
+        "departures table in docs/fidelity.md); default: biaslens's defaults.",
     ),
 ]
 Scoring = Annotated[

@@ -10,7 +10,6 @@ anything in it is replaced only on request.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -44,15 +43,12 @@ def check_destination(folder: Path, overwrite: bool) -> None:
 
 
 def _sha256(path: Path) -> str:
-    """A data file's sha256; a ``save_to_disk`` folder's, over its files' bytes in name order."""
+    """A data file's sha256; a ``save_to_disk`` folder's is the project's folder checksum
+    (:func:`~biaslens.data.sources.tree_sha256`: one ``name<TAB>sha256`` line per file, in
+    name order), so a renamed or moved file changes it."""
     if not path.is_dir():
         return sources.sha256_file(path)
-    digest = hashlib.sha256()
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
-        with open(file, "rb") as handle:  # in blocks: a large set's arrow files stay on disk
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
+    return sources.tree_sha256(path)[0]
 
 
 def _write_jsonl(parquet: Path, target: Path) -> None:
@@ -102,7 +98,8 @@ def card(entry: ExportableSet, data_file: str, fmt: str, rows: int, columns: lis
         f"- **How it was built:** {entry.how}",
         f"- **Exported by:** biaslens {__version__}, the rows a run reads, in its order",
         f"- **Rows:** {rows:,}; **columns:** {', '.join(columns)}",
-        f"- **sha256 of `{data_file}`:** {sha256}",
+        f"- **sha256 of `{data_file}`:** {sha256}"
+        + (" (of its files' `name<TAB>sha256` lines, in name order)" if fmt == "hf" else ""),
         "",
         f"Load it with `datasets.{load}`.",
         "",

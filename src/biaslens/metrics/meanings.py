@@ -4,7 +4,7 @@ is better, its unit and the sampling unit its interval and n count.
 Each metric module declares its :class:`Measure`\\ s beside the code that computes them; a
 method's headline tables name the measures they hold, and the same text is shown by
 ``biaslens run METHOD --help``, the terminal summary, ``summary.json`` (``estimates``), the
-report and the README's "Reading the results".
+report and "Reading the results" (README and docs/reading.md).
 """
 
 from __future__ import annotations

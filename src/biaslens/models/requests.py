@@ -18,7 +18,8 @@ Conventions shared by all requests
 * Prompts are tokenized with the tokenizer's own special tokens by default; the backend option
   ``add_bos`` can force a BOS token onto causal prompts (see ``BackendConfig``).
 * Probabilities are full-vocabulary softmax probabilities in float64 after the forward pass.
-* Inputs longer than the model's context: see each request (README, "Long inputs").
+* Inputs longer than the model's context: see each request (the documentation's
+  "Models and backends", "Inputs longer than the model's context").
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 A page holds what the method measures and the paper's definition (the method module's own
 docstring), its headline metrics with their definition, range, no-bias value and direction
 (:class:`~biaslens.metrics.meanings.Measure`), its settings with their defaults and help, the
-values ``--preset paper`` restores, the README's departures rows for it, and its output files.
+values ``--preset paper`` restores, its rows of the departures table (``docs/fidelity.md``) and
+its output files.
 ``scripts/docs.sh`` writes them; a test checks they are current.
 """
 
@@ -42,10 +43,18 @@ def _preset_lines(spec: MethodSpec) -> list[str]:
     return lines or ["This method has no preset.", ""]
 
 
-def departures(readme: str, method: str) -> list[str]:
-    """The rows of the README's departures table whose method cell names ``method``."""
-    section = readme.split("## Faithful by request", 1)[-1].split("\n## ", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("|")]
+def departures(fidelity: str, method: str) -> list[str]:
+    """The rows of the departures table (the first table of ``fidelity`` whose first column is
+    ``method``) whose method cell names ``method``."""
+    lines = fidelity.splitlines()
+    start = next((i for i, line in enumerate(lines) if re.match(r"\|\s*method\s*\|", line)), None)
+    if start is None:
+        raise ValueError("the fidelity page has no departures table (a '| method |' header)")
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append(line)
     header, chosen = rows[:2], []
     for row in rows[2:]:
         names = re.split(r"[,\s]+", row.split("|")[1].strip())
@@ -54,7 +63,7 @@ def departures(readme: str, method: str) -> list[str]:
     return [*header, *chosen] if chosen else ["biaslens follows the paper here: no departures."]
 
 
-def page(spec: MethodSpec, readme: str) -> str:
+def page(spec: MethodSpec, fidelity: str) -> str:
     """The Markdown page of ``spec``."""
     module = inspect.getmodule(spec.body)
     doc = inspect.cleandoc(module.__doc__ or "") if module is not None else ""
@@ -68,16 +77,17 @@ def page(spec: MethodSpec, readme: str) -> str:
         lines.append("This method reports tables without a headline metric.")
     lines += ["", "## Settings", "", *_settings_table(spec), "", "## The paper preset", ""]
     lines += _preset_lines(spec)
-    lines += ["## Departures from the paper", "", *departures(readme, spec.name), ""]
+    lines += ["## Departures from the paper", "", *departures(fidelity, spec.name), ""]
     lines += ["## Output files", ""]
     lines += [f"- `{f.name}`: {f.what}" for f in spec.outputs]
     lines += ["", "Every column is described in [the results reference](../results.md).", ""]
     return "\n".join(lines)
 
 
-def write_pages(folder: Path, readme: Path) -> list[Path]:
-    """Write every method's page under ``folder``; returns the paths written."""
-    text = readme.read_text(encoding="utf-8")
+def write_pages(folder: Path, fidelity: Path) -> list[Path]:
+    """Write every method's page under ``folder`` (the departures read from ``fidelity``, the
+    documentation's page on the paper preset); returns the paths written."""
+    text = fidelity.read_text(encoding="utf-8")
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for spec in methods().values():
