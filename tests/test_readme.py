@@ -93,7 +93,8 @@ def test_every_readme_command_and_option_exists():
 
 
 def python_blocks() -> list[str]:
-    """The manual's ```python blocks."""
+    """The manual's ```python blocks (an excerpt of a file is fenced with its title, ```python
+    title="FILE (excerpt)", and is not run here: its file is, by its own tests)."""
     return re.findall(r"```python\n(.*?)```", manual_text(), flags=re.S)
 
 
@@ -158,3 +159,8 @@ def test_reading_the_results_explains_every_headline_metric():
                     spec.name,
                     measure.column,
                 )
+
+
+def test_every_excerpt_names_a_file_that_exists():
+    titles = re.findall(r'```python title="([^"]+) \(excerpt\)"', manual_text())
+    assert titles and all((ROOT / title).is_file() for title in titles), titles

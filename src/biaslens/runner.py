@@ -296,11 +296,10 @@ def loaded_backend_config(lm: LM, given: BackendConfig | None) -> BackendConfig:
     model that say otherwise are refused: they would be recorded but not used."""
     own = getattr(lm, "config", None)
     if not isinstance(own, BackendConfig):
-        own = (
-            BackendConfig(backend=lm.identity.backend)
-            if lm.identity.backend in ("hf", "vllm", "openai")
-            else BackendConfig()
-        )
+        from biaslens.models.registry import backends
+
+        named = lm.identity.backend
+        own = BackendConfig(backend=named) if named in backends() else BackendConfig()
     if given is not None and given != BackendConfig() and given != own:
         raise BiaslensError(
             "backend options were given beside a loaded model; the model runs with the options "

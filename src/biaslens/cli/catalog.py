@@ -26,7 +26,7 @@ methods_app = typer.Typer(
 def models_list() -> None:
     """Registered model names (usable as --model; any hub name or local folder works too)
     and the backends (--backend)."""
-    from biaslens.models.registry import ALIASES, BACKENDS, REGISTRY
+    from biaslens.models.registry import ALIASES, REGISTRY, backends
 
     table = Table(title="registered models")
     for column in ("name", "aliases", "kind", "description"):
@@ -35,12 +35,12 @@ def models_list() -> None:
         aliases = ", ".join(a for a, target in ALIASES.items() if target == name)
         table.add_row(name, aliases, entry.kind, entry.description)
     console.print(table)
-    backends = Table(title="backends (--backend)")
+    backend_table = Table(title="backends (--backend)")
     for column in ("name", "description"):
-        backends.add_column(column)
-    for entry in BACKENDS.values():
-        backends.add_row(entry.name, entry.description)
-    console.print(backends)
+        backend_table.add_column(column)
+    for entry in backends().values():
+        backend_table.add_row(entry.name, entry.description)
+    console.print(backend_table)
 
 
 def methods_list() -> None:

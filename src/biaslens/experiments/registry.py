@@ -3,8 +3,9 @@
 Like HELM's ``run_spec_function``, a method module builds a :class:`MethodSpec` — its name, its
 settings model, its body, the headline tables that summarise a run, how its run folders are
 named and its presets — and passes it to :func:`register`. The runner
-(:func:`biaslens.runner.run_method`), the CLI and the report read this registry; adding a
-method is one new module plus its registration (and its name in :data:`METHOD_MODULES`).
+(:func:`biaslens.runner.run_method`), the CLI and the report read this registry. The built-in
+methods are the modules of :data:`METHOD_MODULES`; a package of the user's own adds one through
+a ``biaslens.methods`` entry point (:mod:`biaslens.common.plugins`), with no change here.
 
 The body is the method itself: it builds the dataset, sends requests through ``ctx.lm`` (the
 model behind the run's request cache) and returns a :class:`MethodOutput`. Everything around it
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from biaslens.common import plugins
 from biaslens.errors import BiaslensError
 from biaslens.experiments.names import keywords_from_names
 from biaslens.experiments.options import Option
@@ -225,9 +227,14 @@ def backend_option_names() -> set[str]:
 
 def methods() -> dict[str, MethodSpec]:
     """Every registered method by name, in the order of :data:`METHOD_MODULES` (whatever
-    order their modules were imported in), methods registered elsewhere after them."""
+    order their modules were imported in), then the plug-ins' and those registered elsewhere.
+    A plug-in's entry point names a module that registers its method, or a :class:`MethodSpec`
+    (registered here)."""
     for module in METHOD_MODULES:
         importlib.import_module(module)
+    for loaded in plugins.load(plugins.METHODS).values():
+        if isinstance(loaded, MethodSpec) and _METHODS.get(loaded.name) is not loaded:
+            register(loaded)
 
     def place(spec: MethodSpec) -> int:
         module = getattr(spec.body, "__module__", "")
@@ -239,6 +246,9 @@ def methods() -> dict[str, MethodSpec]:
 def get_method(name: str) -> MethodSpec:
     known = methods()
     if name not in known:
+        broken = plugins.failures(plugins.METHODS).get(name)
+        if broken:
+            raise BiaslensError(broken)
         raise BiaslensError(f"unknown method {name!r}; methods: {', '.join(known)}")
     return known[name]
 

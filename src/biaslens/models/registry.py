@@ -3,7 +3,9 @@
 * :data:`REGISTRY` maps a model name (``default``, ``gemma-3-270m`` …) to where its checkpoint
   comes from; anything else is a hub name or local folder.
 * :data:`BACKENDS` maps a backend name (``hf``, ``vllm``, ``openai``) to the function that
-  loads a model on it, imported only when used. A new backend is one module and one entry here.
+  loads a model on it, imported only when used; :func:`backends` adds those of plug-ins
+  (a ``biaslens.backends`` entry point naming a :class:`RegisteredBackend`, see
+  :mod:`biaslens.common.plugins`).
 
 ``load_model(name, config)`` resolves both: the checkpoint from the name, the backend from
 ``config.backend``.
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from biaslens.common import plugins
 from biaslens.errors import BiaslensError
 from biaslens.models import offline
 from biaslens.models.base import LM, BackendConfig
@@ -125,10 +128,35 @@ def resolve_name(name: str) -> str:
     return ALIASES.get(name, name)
 
 
+def _all_backends() -> tuple[dict[str, RegisteredBackend], dict[str, str]]:
+    """The built-in backends and the plug-ins' that are usable; the others, with why."""
+    found, problems = dict(BACKENDS), plugins.failures(plugins.BACKENDS)
+    for name, loaded in plugins.load(plugins.BACKENDS).items():
+        if name in BACKENDS:
+            problems[name] = f"the backend plug-in {name!r} takes a built-in backend's name"
+        elif not isinstance(loaded, RegisteredBackend) or loaded.name != name:
+            problems[name] = (
+                f"the backend plug-in {name!r} must name a RegisteredBackend called {name!r}, "
+                f"not {type(loaded).__name__}"
+            )
+        else:
+            found[name] = loaded
+    return found, problems
+
+
+def backends() -> dict[str, RegisteredBackend]:
+    """The built-in backends, then the plug-ins' (a plug-in may not take a built-in's name, and
+    its entry point must name a :class:`RegisteredBackend` of the entry point's own name)."""
+    return _all_backends()[0]
+
+
 def get_backend(name: str) -> RegisteredBackend:
-    if name not in BACKENDS:
-        raise BiaslensError(f"unknown backend {name!r}; use one of {', '.join(BACKENDS)}")
-    return BACKENDS[name]
+    known, problems = _all_backends()
+    if name not in known:
+        if name in problems:
+            raise BiaslensError(problems[name])
+        raise BiaslensError(f"unknown backend {name!r}; use one of {', '.join(known)}")
+    return known[name]
 
 
 def load_model(name: str, config: BackendConfig | None = None, backend: str | None = None) -> LM:
@@ -144,7 +172,7 @@ def load_model(name: str, config: BackendConfig | None = None, backend: str | No
         return load_replicated(name, config, load_model, weight_bytes(name, config))
     key = resolve_name(name)
     entry = REGISTRY.get(key)
-    if entry is not None and entry.backend not in BACKENDS:
+    if entry is not None and entry.backend not in backends():
         raise BiaslensError(
             f"{key!r} is a {entry.kind} model; it serves similarity scoring, not LM requests"
         )
