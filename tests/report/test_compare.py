@@ -62,3 +62,23 @@ def test_compare_prints_one_table_and_writes_csv_and_plot(runs, tmp_path, monkey
     table = pd.read_csv(out / "compare.csv")
     assert set(table["metric"]) == {"mu", "eta", "theta4", "delta", "epsilon"}
     assert (out / "compare.png").stat().st_size > 1000
+
+
+def test_one_column_per_model_unless_a_method_has_two_runs_of_it():
+    from biaslens.report.runs_frame import comparison_table
+
+    def row(run, method, model, value):
+        return dict(run=f"runs/{method}/{run}", method=method, model=model, symbol="x",
+                    labels="", value=value, ci_low=None, ci_high=None, n=10)  # fmt: skip
+
+    frame = pd.DataFrame(
+        [
+            row("a1", "sib-detect", "A", 0.1),
+            row("a2", "lei-eval", "A", 0.2),
+            row("b1", "sib-detect", "B", 0.3),
+        ]  # fmt: skip
+    )
+    assert list(comparison_table(frame).columns) == ["method", "symbol", "labels", "A", "B"]
+    twice = pd.concat([frame, pd.DataFrame([row("a3", "lei-eval", "A", 0.4)])], ignore_index=True)
+    columns = list(comparison_table(twice).columns)[3:]
+    assert columns == ["A (a1)", "A (a2)", "B", "A (a3)"]

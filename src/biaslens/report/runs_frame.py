@@ -95,9 +95,10 @@ def comparison_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _column_names(frame: pd.DataFrame) -> pd.Series:
-    """The model's name; where two runs share a model, its run folder too."""
-    runs = frame.groupby("model")["run"].nunique()
-    shared = set(runs[runs > 1].index)
+    """The model's name; where one method has two runs of a model, their run folders too (runs
+    of one model under different methods share its column: their rows differ)."""
+    runs = frame.groupby(["method", "model"])["run"].nunique()
+    shared = {model for (_, model), count in runs.items() if count > 1}
     return frame.apply(
         lambda r: f"{r['model']} ({Path(r['run']).name})" if r["model"] in shared else r["model"],
         axis=1,
