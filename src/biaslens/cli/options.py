@@ -181,7 +181,6 @@ NoCache = Annotated[
         "from, and add nothing to, the shared request cache.",
     ),
 ]
-Seed = Annotated[int | None, typer.Option("--seed", help="Random seed (>= 0; default 0).")]
 DryRun = Annotated[
     bool,
     typer.Option(
@@ -198,16 +197,6 @@ Preset = Annotated[
         "departures table in docs/fidelity.md); default: biaslens's defaults.",
     ),
 ]
-Scoring = Annotated[
-    str | None,
-    typer.Option(
-        "--scoring",
-        "--mode",
-        help="exact: full-vocabulary pronoun probability (default); paper: top-5 sums, greedy "
-        "decoding for causal models (App. G).",
-    ),
-]
-Limit = Annotated[int | None, typer.Option("--limit", help="Keep at most N (seeded).")]
 
 
 # ---------------------------------------------------------------------- generated options
