@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from biaslens.cli.options import add_command
+from biaslens.cli.options import DataDir, add_command
 from biaslens.cli.render import console
 
 models_app = typer.Typer(
@@ -91,9 +91,7 @@ def datasets_export(
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace a folder that is not empty.")
     ] = False,
-    data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="Where the public datasets are.")
-    ] = None,
+    data_dir: DataDir = None,
     push_to_hub: Annotated[
         str | None,
         typer.Option("--push-to-hub", help="Also upload it to this dataset repo (logged in)."),
@@ -156,15 +154,14 @@ def export_lm_eval(
     domain: Annotated[
         str, typer.Option("--domain", help="LEI domain: religion, ethnicity or gender.")
     ] = "religion",
-    data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="Where the public datasets are.")
-    ] = None,
+    data_dir: DataDir = None,
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace a folder that is not empty.")
     ] = False,
 ) -> None:
     """Write lm-evaluation-harness tasks (YAML, data, utils.py) for the probes lm-eval can run
-    (sib-mgc, lei-eval): lm_eval --include_path DIR --tasks biaslens_mgc --model hf ..."""
+    (sib-mgc, sib-detect, lei-eval): lm_eval --include_path DIR --tasks biaslens_mgc
+    --model hf ..."""
     from biaslens.experiments.lm_eval_tasks import export_tasks
 
     *methods, folder = targets

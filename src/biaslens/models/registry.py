@@ -129,12 +129,13 @@ def resolve_name(name: str) -> str:
 
 
 def _all_backends() -> tuple[dict[str, RegisteredBackend], dict[str, str]]:
-    """The built-in backends and the plug-ins' that are usable; the others, with why."""
+    """The built-in backends and the plug-ins' that are usable; the others, with why (a plug-in
+    under a built-in's name is never used: the built-in keeps it)."""
     found, problems = dict(BACKENDS), plugins.failures(plugins.BACKENDS)
     for name, loaded in plugins.load(plugins.BACKENDS).items():
         if name in BACKENDS:
-            problems[name] = f"the backend plug-in {name!r} takes a built-in backend's name"
-        elif not isinstance(loaded, RegisteredBackend) or loaded.name != name:
+            continue
+        if not isinstance(loaded, RegisteredBackend) or loaded.name != name:
             problems[name] = (
                 f"the backend plug-in {name!r} must name a RegisteredBackend called {name!r}, "
                 f"not {type(loaded).__name__}"
@@ -172,7 +173,7 @@ def load_model(name: str, config: BackendConfig | None = None, backend: str | No
         return load_replicated(name, config, load_model, weight_bytes(name, config))
     key = resolve_name(name)
     entry = REGISTRY.get(key)
-    if entry is not None and entry.backend not in backends():
+    if entry is not None and entry.backend not in BACKENDS:  # registered models are built-in
         raise BiaslensError(
             f"{key!r} is a {entry.kind} model; it serves similarity scoring, not LM requests"
         )
