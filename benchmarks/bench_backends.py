@@ -14,13 +14,11 @@ is the in-process ``vllm`` engine (the goal: ``openai`` at concurrency 32 within
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -75,23 +73,14 @@ def gap(reference, answers) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--mgc", type=int, default=120, help="MGC prompts (8 targets each)")
-    parser.add_argument("--lei", type=int, default=60, help="LEI questions (2 choices each)")
-    args = parser.parse_args()
-    warnings.filterwarnings("ignore")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from models.test_vllm import API_KEY, NAME, Server
-
-    from biaslens.models.offline import converted_smollm2
-
-    folder = converted_smollm2(verbose=False)
+    args = harness.workload_arguments(
+        __doc__.split("\n")[0], 120, 60, "MGC prompts (8 targets each)",
+        "LEI questions (2 choices each)",
+    )  # fmt: skip
     print(f"machine: {harness.machine()}; model SmolLM2-135M-Instruct, float32")
     hf = load_model("default", BackendConfig(device="cpu", batch_size=32))
     engine = load_model("default", BackendConfig(backend="vllm", device="cpu"))
-    server = Server(folder).start()
-    os.environ["BENCH_VLLM_KEY"] = API_KEY
-    try:
+    with harness.vllm_server() as server:
         loads = workloads(hf, args.mgc, args.lei)
         header = ("workload", "backend", "requests/s", "vs vllm", "max |Δ log p|")
         print(f"{header[0]:26} {header[1]:22} {header[2]:>11} {header[3]:>8} {header[4]:>14}")
@@ -102,13 +91,7 @@ def main() -> None:
             rates["vllm"] = len(requests) / seconds
             gaps = {"hf": 0.0, "vllm": gap(reference, answers)}
             for concurrency in (1, 8, 32):
-                remote = load_model(
-                    NAME,
-                    BackendConfig(
-                        backend="openai", base_url=server.url, api_key_env="BENCH_VLLM_KEY",
-                        concurrency=concurrency,
-                    ),
-                )  # fmt: skip
+                remote = harness.served_model(server, concurrency)
                 seconds, answers = timed(remote, requests)
                 name = f"openai c={concurrency}"
                 rates[name] = len(requests) / seconds
@@ -134,9 +117,7 @@ def main() -> None:
                 f"{label:26} {'rerun from the cache':22} {len(requests) / again:11.0f} "
                 f"(first {first:.1f} s, rerun {again * 1000:.1f} ms = {100 * again / first:.2f}%)"
             )
-    finally:
-        server.kill()
-        engine.close()
+    engine.close()
 
 
 if __name__ == "__main__":

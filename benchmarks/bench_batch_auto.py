@@ -31,8 +31,8 @@ import harness  # noqa: E402
 
 from biaslens.data import lei, mgc  # noqa: E402
 from biaslens.models import BackendConfig, load_model  # noqa: E402
-from biaslens.models.batching import AUTO_MAX_SIZE_CPU, BatchSizeMemo  # noqa: E402
 from biaslens.models.requests import RequestType, TokenDistributionRequest  # noqa: E402
+from biaslens.models.runtime.batching import AUTO_MAX_SIZE_CPU, BatchSizeMemo  # noqa: E402
 from biaslens.scoring.qa import generative_requests  # noqa: E402
 
 LEI_DIR = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "lei"

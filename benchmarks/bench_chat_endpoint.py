@@ -13,11 +13,9 @@ It starts ``vllm serve`` itself (127.0.0.1, a free port) and stops it at the end
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
-import warnings
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -54,17 +52,9 @@ def step_gap(reference, answers) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--mgc", type=int, default=60, help="MGC prompts (paper mode)")
-    parser.add_argument("--lei", type=int, default=40, help="LEI contexts (first-token)")
-    args = parser.parse_args()
-    warnings.filterwarnings("ignore")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from models.test_vllm import API_KEY, NAME, Server
-
-    from biaslens.models.offline import converted_smollm2
-
-    folder = converted_smollm2(verbose=False)
+    args = harness.workload_arguments(
+        __doc__.split("\n")[0], 60, 40, "MGC prompts (paper mode)", "LEI contexts (first-token)"
+    )
     print(f"machine: {harness.machine()}; model SmolLM2-135M-Instruct, float32, chat template")
     hf = load_model("default", BackendConfig(device="cpu", batch_size=32, chat=True))
     sentences = mgc.limit_per_w(mgc.build_mgc(("dates", "places")), 10**6, 0)["sentence"]
@@ -79,9 +69,7 @@ def main() -> None:
     start = time.perf_counter()
     hf_scores = first_token_scores(hf, rows, NoProgress())
     hf_lei_rate = 2 * len(rows) / (time.perf_counter() - start)
-    server = Server(folder).start()
-    os.environ["BENCH_VLLM_KEY"] = API_KEY
-    try:
+    with harness.vllm_server() as server:
         print(
             f"{'backend':24} {'MGC paper req/s':>15} {'vs c=1':>7} {'LEI req/s':>10} "
             f"{'vs c=1':>7} {'max|Δp| steps':>14} {'same text':>9} {'max|Δ mass|':>11} "
@@ -90,11 +78,7 @@ def main() -> None:
         print(f"{'hf --chat (in process)':24} {hf_rate:15.2f} {'':>7} {hf_lei_rate:10.2f}")
         baseline = {}
         for concurrency in (1, 8, 32):
-            remote = load_model(
-                NAME,
-                BackendConfig(backend="openai", base_url=server.url, chat=True, endpoint="chat",
-                              api_key_env="BENCH_VLLM_KEY", concurrency=concurrency),
-            )  # fmt: skip
+            remote = harness.served_model(server, concurrency, chat=True, endpoint="chat")
             remote.generate(generate[:2])  # warm-up
             start = time.perf_counter()
             answers = remote.generate(generate)
@@ -120,9 +104,7 @@ def main() -> None:
             f"first answer token on average; {hf_scores['s_first'].isna().mean():.1%} of the "
             "questions have neither candidate in the top-20"
         )
-    finally:
-        server.kill()
-        hf.close()
+    hf.close()
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ paper's gendered target words. Two modes:
 **Exact** (biaslens's default: the next-token distribution after the prompt):
 
 * biaslens ``--batch-size auto`` (a fresh size memo, so its throughput probe is timed too):
-  length-sorted batches whose shared token prefixes run once (``models/hf/prefix.py``);
+  length-sorted batches whose shared token prefixes run once (``models/backends/hf/prefix.py``);
 * a competent transformers script: length-sorted, left-padded batches of 64, one forward pass
   per prompt with ``logits_to_keep=1``;
 * lm-evaluation-harness 0.4.13 ``HFLM.loglikelihood`` of every (prompt, target) pair (batch
@@ -72,7 +72,7 @@ from biaslens.models import (  # noqa: E402
     TokenDistributionRequest,
     load_model,
 )
-from biaslens.models.hf import generation  # noqa: E402
+from biaslens.models.backends.hf import generation  # noqa: E402
 from biaslens.models.requests import RequestType  # noqa: E402
 
 
@@ -162,7 +162,8 @@ def print_ceiling(lm, requests, biaslens_s: float, executed: int, peak: float) -
 
 def transformers_sdpa_row(lm, requests, reference) -> harness.Row:
     """biaslens with transformers' own ``sdpa`` attention (the KV heads repeated per query
-    head), at the batch size biaslens settled on: the baseline of ``models/hf/attention.py``."""
+    head), at the batch size biaslens settled on: the baseline of
+    ``models/backends/hf/attention.py``."""
     size = lm.sizer(RequestType.TOKEN_DISTRIBUTION).size
     implementation = lm.model.config._attn_implementation
     batch_size = lm.config.batch_size
@@ -272,7 +273,7 @@ def gender_slopes(sentences, results, genders) -> dict[str, float]:
 
 def bf16_mode(args, texts, sentences, reference, fp32_seconds) -> None:
     """bf16 against fp32 on the same prompts: rate and agreement (see the module doc)."""
-    from biaslens.models.hf.loading import cpu_has_bf16_units, cpu_matrix_flags
+    from biaslens.models.backends.hf.loading import cpu_has_bf16_units, cpu_matrix_flags
 
     fp32_peak = harness.matmul_peak(torch.float32, args.device, n=512, repeats=2)
     bf16_peak = harness.matmul_peak(torch.bfloat16, args.device, n=512, repeats=2)

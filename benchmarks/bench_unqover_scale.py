@@ -44,7 +44,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 NAIVE = """
 import json, sys, time
 from pathlib import Path
-from biaslens.experiments.unqover import UnqoverSettings, build_examples
+from biaslens.methods.qa.unqover import UnqoverSettings, build_examples
 from biaslens.metrics import unqover as M
 from biaslens.models import BackendConfig, load_model
 from biaslens.progress import NoProgress

@@ -12,7 +12,9 @@ import os
 import platform
 import time
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -23,8 +25,8 @@ import torch  # noqa: E402
 def machine() -> str:
     """CPU model, threads and matrix-unit flags (AVX2 / AVX-512 / BF16 / AMX: figures from
     CPUs with different flags are not comparable), the GPU if one is used, torch version."""
-    from biaslens.models.hf.loading import cpu_matrix_flags
-    from biaslens.models.hf.runtime import device_description
+    from biaslens.models.backends.hf.loading import cpu_matrix_flags
+    from biaslens.models.backends.hf.runtime import device_description
 
     flags = "/".join(cpu_matrix_flags()) or "flags unknown"
     parts = [
@@ -42,7 +44,7 @@ def fresh_batch_memo() -> None:
     import atexit
 
     from biaslens.common.paths import cache_root
-    from biaslens.models import batch_memo
+    from biaslens.models.runtime import batch_memo
 
     batch_memo.MEMO_FILE = f"bench-batch-sizes-{os.getpid()}.json"
     atexit.register(lambda: (cache_root() / batch_memo.MEMO_FILE).unlink(missing_ok=True))
@@ -197,3 +199,54 @@ def model_folder(name: str) -> str:
 
     entry = REGISTRY.get(resolve_name(name))
     return str(entry.locate()) if entry is not None else name
+
+
+SERVED_KEY_VARIABLE = "BENCH_VLLM_KEY"
+"""The environment variable the served benchmarks' client reads its key from."""
+
+
+def workload_arguments(description: str, mgc: int, lei: int, mgc_help: str, lei_help: str):
+    """The served benchmarks' command line: how many MGC prompts and LEI questions."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--mgc", type=int, default=mgc, help=mgc_help)
+    parser.add_argument("--lei", type=int, default=lei, help=lei_help)
+    return parser.parse_args()
+
+
+@contextmanager
+def vllm_server():
+    """``vllm serve`` of the converted SmolLM2 on a free local port (the served tests' own
+    server, :class:`tests.models.test_vllm.Server`), its key in :data:`SERVED_KEY_VARIABLE`;
+    yields the server and stops it afterwards."""
+    import os
+    import sys
+    import warnings
+
+    from biaslens.models.checkpoints.packaged import converted_smollm2
+
+    warnings.filterwarnings("ignore")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from models.test_vllm import API_KEY, Server
+
+    server = Server(converted_smollm2(verbose=False)).start()
+    os.environ[SERVED_KEY_VARIABLE] = API_KEY
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def served_model(server, concurrency: int, **options):
+    """The served SmolLM2 through the openai backend at ``concurrency`` (``options``: more
+    backend options, e.g. ``chat=True``)."""
+    from models.test_vllm import NAME
+
+    from biaslens.models import BackendConfig, load_model
+
+    config = BackendConfig(
+        backend="openai", base_url=server.url, api_key_env=SERVED_KEY_VARIABLE,
+        concurrency=concurrency, **options,
+    )  # fmt: skip
+    return load_model(NAME, config)

@@ -76,7 +76,7 @@ def runs_match_the_results_reference(request, monkeypatch) -> None:
     ``odd_run_folder``."""
     if request.node.get_closest_marker("odd_run_folder"):
         return
-    from biaslens.experiments.registry import methods
+    from biaslens.framework.registry import methods
     from biaslens.store.run import RunStore
     from biaslens.store.schema import check_run
 

@@ -240,7 +240,7 @@ def test_cid_command_with_a_lambda_list(tiny_models, monkeypatch, capsys):
 def test_cid_command_defaults_are_the_cid_settings_defaults(tiny_models, monkeypatch, capsys):
     """Without --lam, --top-k or --max-new-tokens, `biaslens cid` decodes as cid-audit does
     by default (DecodingSettings), not with defaults of its own."""
-    import biaslens.models.registry as registry
+    import biaslens.models.loader as registry
     from biaslens.models.requests import ContrastiveGenerateResult
     from biaslens.scoring.cid import DecodingSettings
 
@@ -262,25 +262,27 @@ def test_cid_command_defaults_are_the_cid_settings_defaults(tiny_models, monkeyp
 
 
 def test_multi_value_options_take_space_separated_values():
-    from biaslens.cli.options import expand_argv as expand
+    import click
 
-    assert expand(["cid", "--lam", "0", "5", "50", "--x", "a"]) == [
-        "cid", "--lam", "0", "--lam", "5", "--lam", "50", "--x", "a",
-    ]  # fmt: skip
-    assert expand(["cid", "--lam", "1", "--lam", "2"]) == ["cid", "--lam", "1", "--lam", "2"]
-    assert expand(["cid", "--x", "5", "6"]) == ["cid", "--x", "5", "6"]  # --x takes one value
-    assert expand(["run", "sib-mgc", "--prompt", "A", "B", "--w", "dates"]) == [
-        "run", "sib-mgc", "--prompt", "A", "--prompt", "B", "--w", "dates",
-    ]  # fmt: skip
+    from biaslens.cli import app
+
+    def parsed(path, *args):
+        command = app
+        for word in path:
+            command = command.commands[word]
+        return command.make_context(path[-1], list(args)).params
+
+    pair = ("--x", "a", "--x-prime", "b")
+    assert parsed(["cid"], "--lam", "0", "5", "50", *pair)["lam"] == (0.0, 5.0, 50.0)
+    assert parsed(["cid"], "--lam", "1", "--lam", "2", *pair)["lam"] == (1.0, 2.0)
+    with pytest.raises(click.UsageError):  # --x takes one value
+        parsed(["cid"], "--x", "5", "6", "--x-prime", "b")
+    mgc = parsed(["run", "sib-mgc"], "--prompt", "A", "B", "--w", "dates")
+    assert mgc["prompt"] == ("A", "B") and mgc["w"] == ("dates",)
     # a list option of one command is not one of another
-    assert expand(["run", "lei-eval", "--model", "a", "b"]) == [
-        "run",
-        "lei-eval",
-        "--model",
-        "a",
-        "b",
-    ]
-    assert expand(["run", "sib-mgc", "--model", "a", "b"])[3:] == ["a", "--model", "b"]
+    with pytest.raises(click.UsageError):
+        parsed(["run", "lei-eval"], "--model", "a", "b")
+    assert parsed(["run", "sib-mgc"], "--model", "a", "b")["model"] == ("a", "b")
 
 
 def test_cid_bad_inputs_are_one_line_errors(tiny_models, tmp_path, monkeypatch, capsys):

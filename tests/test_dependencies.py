@@ -34,10 +34,10 @@ KNOWN_DISTRIBUTIONS = {
 }
 OPTIONAL_MODULES = {
     # module of biaslens (prefix) -> extras whose packages it may import
-    "biaslens.models.vllm": ("vllm",),
-    "biaslens.models.replicated": ("ray",),
-    "biaslens.models.ray_runtime": ("ray",),
-    "biaslens.experiments.lei_cells": ("ray",),
+    "biaslens.models.backends.vllm.engine": ("vllm",),
+    "biaslens.models.backends.replicated.replicas": ("ray",),
+    "biaslens.models.backends.replicated.ray_runtime": ("ray",),
+    "biaslens.methods.qa.lei_train.cells": ("ray",),
     "biaslens.models.embeddings": ("embeddings",),
     "biaslens.testing": ("dev",),
     "biaslens.data.export_writer": ("datasets",),

@@ -7,14 +7,14 @@ import math
 
 import pandas as pd
 import pytest
+from click.testing import CliRunner
 from transformers import AutoTokenizer
-from typer.testing import CliRunner
 
 from biaslens.cli import app
 from biaslens.errors import BiaslensError
 from biaslens.models import BackendConfig
-from biaslens.models.planning import CHARS_PER_TOKEN
-from biaslens.models.tokenization import chat_texts
+from biaslens.models.runtime.planning import CHARS_PER_TOKEN
+from biaslens.models.runtime.tokenization import chat_texts
 from biaslens.runner import plan_method, run_method
 from tests.conftest import DATA
 

@@ -37,14 +37,18 @@ LAYERS = {
     # requests stage: instances -> requests -> per-sample scores
     "scoring": 4,
     "train": 5,
-    "experiments": 6,
-    "report": 7,
-    "app": 7,
-    "runner": 8,
-    "api": 8,
-    "__init__": 8,
-    "cli": 9,
-    "__main__": 10,  # ``python -m biaslens``
+    # what a method is written against, the methods, and what is built on them
+    "framework": 6,
+    "methods": 7,
+    "interop": 8,
+    "report": 8,
+    "app": 8,
+    # running the methods (it writes the report), the Python API, the command line
+    "runner": 9,
+    "api": 10,
+    "__init__": 10,
+    "cli": 11,
+    "__main__": 12,  # ``python -m biaslens``
 }
 
 
@@ -188,7 +192,7 @@ def test_every_package_has_a_layer():
         "import biaslens",
         "import biaslens; biaslens.RunResult; biaslens.TokenDistributionRequest",
         "import biaslens.cli",
-        "from biaslens.experiments.registry import methods; methods()",
+        "from biaslens.framework.registry import methods; methods()",
         "from biaslens.report.html import write_report",
         "from biaslens.metrics import unqover",
     ],
@@ -197,3 +201,59 @@ def test_light_entry_points_import_no_torch(code):
     script = f"{code}\nimport sys\nprint('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def backend_literals(files: dict[str, str], names: set[str]) -> list[str]:
+    """Where a backend's name is a string literal in ``files`` (path -> source), outside that
+    backend's own package (``models/backends/NAME/``), the registry and
+    :data:`NOT_BACKEND_NAMES`."""
+    found = []
+    for path, source in sorted(files.items()):
+        if path == "models/registry.py":
+            continue
+        for node in ast.walk(ast.parse(source)):
+            if not (isinstance(node, ast.Constant) and node.value in names):
+                continue
+            if path.startswith(f"models/backends/{node.value}/"):
+                continue
+            if node.value in NOT_BACKEND_NAMES.get(path, ()):
+                continue
+            found.append(f"{path}:{node.lineno} {node.value!r}")
+    return found
+
+
+NOT_BACKEND_NAMES = {"data/export_writer.py": ("hf",)}
+"""Literals that are a backend's name by chance: ``--format hf`` is the datasets library's
+``save_to_disk`` format of an exported probe set."""
+
+
+def test_no_backend_name_is_a_literal_outside_its_package_and_the_registry():
+    from biaslens.models.registry import backends, wrappers
+
+    names = {*backends(), *(w.name for w in wrappers())}
+    assert {"hf", "vllm", "openai", "replicated"} <= names
+    files = {str(p.relative_to(SRC)): p.read_text(encoding="utf-8") for p in SRC.rglob("*.py")}
+    assert backend_literals(files, names) == []
+
+
+def test_the_backend_literal_check_finds_one():
+    files = {
+        "runner/run.py": 'if config.backend == "openai":\n    pass\n',
+        "models/backends/openai/__init__.py": 'NAME = "openai"\n',
+        "models/registry.py": 'DEFAULT = "openai"\n',
+        "data/export_writer.py": 'FORMATS = ("hf",)\n',
+    }
+    assert backend_literals(files, {"openai", "hf"}) == ["runner/run.py:1 'openai'"]
+
+
+def test_a_backend_is_one_package():
+    """Each built-in backend's loader and planner live in its own package, which declares it."""
+    from biaslens.models.registry import backends, wrappers
+
+    for backend in (*backends().values(), *wrappers()):
+        if not backend.loader.startswith("biaslens."):  # a plug-in's
+            continue
+        package = f"biaslens.models.backends.{backend.name}"
+        assert backend.loader.startswith(package), backend.name
+        assert backend.planner is None or backend.planner.startswith(package), backend.name
+        assert (SRC / "models" / "backends" / backend.name / "__init__.py").is_file()

@@ -7,10 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
-import typer
 import yaml
 
 from biaslens.cli import app
+from biaslens.framework.registry import methods
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -59,7 +59,7 @@ def readme_commands() -> list[str]:
 
 
 def resolve(words: list[str]):
-    command = typer.main.get_command(app)
+    command = app
     path = []
     for word in words:
         sub = getattr(command, "commands", {}).get(word)
@@ -135,21 +135,24 @@ def test_readme_python_blocks_run(index, tiny_models, tmp_path, monkeypatch, cap
 
 
 def test_no_readme_command_uses_a_deprecated_spelling():
-    from biaslens.cli.options import DEPRECATED_SPELLINGS
-
+    deprecated = {
+        flag
+        for spec in methods().values()
+        for option in spec.options
+        for flag, _ in option.deprecated
+    }
+    assert {"--mode", "--top-k", "--head-words"} <= deprecated
     used = [
         (command, word)
         for command in readme_commands()
         for word in re.findall(r"--[\w-]+", command)
-        if word in DEPRECATED_SPELLINGS
+        if word in deprecated
     ]
     assert not used
 
 
 def test_reading_the_results_explains_every_headline_metric():
     """Each metric a method declares as headline has its row in "Reading the results"."""
-    from biaslens.experiments.registry import methods
-
     text = README.read_text(encoding="utf-8")
     section = text.split("## Reading the results", 1)[1].split("\n## ", 1)[0]
     for spec in methods().values():

@@ -15,7 +15,7 @@ import shlex
 
 import pytest
 
-from biaslens.experiments.registry import safe_name
+from biaslens.store.paths import safe_name
 from tests.test_cli import run_cli
 from tests.test_readme import manual_text, resolve
 
@@ -25,7 +25,7 @@ LEFT_OUT = {
     "app": "starts a server",
     "download": "downloads",
     "metrics": "reads files the reader brings",
-    "lei-train": "fine-tunes models (tests/experiments/test_lei_train.py runs it)",
+    "lei-train": "fine-tunes models (tests/methods/test_lei_train.py runs it)",
 }
 
 

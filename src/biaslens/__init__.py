@@ -29,7 +29,7 @@ _EXPORTS = {
     "methods": "biaslens.api",
     "settings": "biaslens.api",
     "RunResult": "biaslens.store.result",
-    "BackendConfig": "biaslens.models.base",
+    "BackendConfig": "biaslens.models.config",
     "LM": "biaslens.models.base",
     "ModelKind": "biaslens.models.base",
     "contrastive_generate": "biaslens.decoding.cid",

@@ -11,14 +11,12 @@ base_url="http://127.0.0.1:8000/v1")`` or a :class:`BackendConfig`.
 
 from __future__ import annotations
 
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from biaslens.models.base import LM, BackendConfig
+from biaslens.models.base import LM
+from biaslens.models.config import BackendConfig
 from biaslens.store.result import RunResult
-
-BACKEND_OPTIONS = {f.name for f in fields(BackendConfig)}
 
 
 def _backend_config(backend: str | BackendConfig | None, options: dict[str, Any]) -> BackendConfig:
@@ -52,7 +50,8 @@ def run(
     """
     from biaslens.runner import run_method
 
-    options = {k: settings.pop(k) for k in list(settings) if k in BACKEND_OPTIONS}
+    keywords = BackendConfig.keywords()
+    options = {k: settings.pop(k) for k in list(settings) if k in keywords}
     if model is not None:
         settings["model"] = model
     return run_method(
@@ -94,14 +93,14 @@ def load_model(
     >>> request = biaslens.ChoiceLogprobsRequest("Who was late?\\nAnswer:", (" Ann", " Bob"))
     >>> lm.choice_logprobs([request])
     """
-    from biaslens.models.registry import load_model as _load
+    from biaslens.models.loader import load_model as _load
 
     return _load(name, _backend_config(backend, options))
 
 
 def methods() -> dict[str, str]:
     """Every method's name and one-line description."""
-    from biaslens.experiments.registry import methods as registered
+    from biaslens.framework.registry import methods as registered
 
     return {name: spec.title for name, spec in registered().items()}
 
@@ -112,7 +111,7 @@ def settings(method: str):
     default and the help, from the one declaration the command line is generated from."""
     import pandas as pd
 
-    from biaslens.experiments.names import settings_table
-    from biaslens.experiments.registry import get_method
+    from biaslens.framework.names import settings_table
+    from biaslens.framework.registry import get_method
 
     return pd.DataFrame(settings_table(get_method(method)))

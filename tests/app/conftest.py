@@ -2,38 +2,19 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from contextlib import contextmanager
 
 import pytest
 
+from biaslens.testing.fake_server import serve_app
+
 
 @contextmanager
 def serve(lm):
-    import uvicorn
-
     from biaslens.app.server import create_app
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(lm), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 30
-    while not server.started:
-        if time.time() > deadline or not thread.is_alive():
-            raise RuntimeError("the app server did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serve_app(create_app(lm)) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

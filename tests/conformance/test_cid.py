@@ -118,7 +118,7 @@ def test_cid_sensitivity_lambda_star_recomputed(mutated, tiny_models, tmp_path, 
 
     from sentence_transformers import SentenceTransformer
 
-    from biaslens.models.offline import minilm_path
+    from biaslens.models.checkpoints.packaged import minilm_path
 
     if mutated:  # the mutation check: each text compared with another pair's
         from biaslens.models import embeddings

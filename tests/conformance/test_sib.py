@@ -283,7 +283,7 @@ def test_average_n_recomputed(name, leaning_models, tmp_path):
 
 def test_the_detect_check_fails_when_the_date_keeps_the_capital(leaning_models, tmp_path,
                                                                 monkeypatch):  # fmt: skip
-    import biaslens.experiments.sib_detect as sib_detect
+    import biaslens.methods.sib.detect.method as sib_detect
 
     monkeypatch.setattr(sib_detect, "inject_date", lambda s, date, _: f"In {date}, {s}")
     result, masses = detect("roberta-mlm", "exact", leaning_models, tmp_path)
@@ -305,7 +305,7 @@ def test_the_average_n_check_fails_when_the_grid_is_rounded(leaning_models, tmp_
 @pytest.mark.slow
 def test_sib_mgc_on_smollm2_recomputed(tmp_path):
     """The default model (a real causal LM), exact scoring: the same naive recomputation."""
-    from biaslens.models.offline import converted_smollm2
+    from biaslens.models.checkpoints.packaged import converted_smollm2
 
     folder = converted_smollm2()
     result = biaslens.run(

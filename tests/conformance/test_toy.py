@@ -38,7 +38,7 @@ def test_toy_summary_recomputed(preset, tmp_path):
 
 def test_the_toy_check_fails_when_w_and_g_trade_places(tmp_path, monkeypatch):
     """W ~ N(0, α²/4) and G ~ N(0, α²) exchanged: the moments no longer match the SCM."""
-    from biaslens.experiments import sib_toy
+    from biaslens.methods.sib import toy as sib_toy
 
     draw = sib_toy.sample_toy_scm
     monkeypatch.setattr(

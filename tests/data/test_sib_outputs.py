@@ -102,7 +102,7 @@ def test_bad_output_folders_are_clear_errors(tmp_path):
 
 
 def test_biaslens_run_layout_gives_the_runs_own_metric(tiny_models, tmp_path):
-    from biaslens.experiments.sib_detect import make_settings
+    from biaslens.methods.sib.detect.method import make_settings
     from biaslens.models import BackendConfig
     from tests.conftest import DATA
     from tests.helpers import run_detect

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from biaslens.errors import BiaslensError, ConfigMismatchError
-from biaslens.models import hub
-from biaslens.models.base import BackendConfig
-from biaslens.models.registry import load_model
+from biaslens.models.checkpoints import hub
+from biaslens.models.config import BackendConfig
+from biaslens.models.loader import load_model
 from biaslens.store.provenance import build_info
 from biaslens.store.run import RunStore
 

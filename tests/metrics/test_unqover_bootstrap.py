@@ -120,7 +120,7 @@ def test_delta_intervals_cover_the_true_value_about_95_percent_of_the_time():
 def test_lei_sets_each_get_a_naive_bootstrap_over_their_own_units():
     """LEI's table bootstraps each set on its own; a unit holds every intervention sentence of
     its subject pair and template."""
-    from biaslens.experiments.lei_eval import lei_table
+    from biaslens.methods.qa.lei_eval.method import lei_table
 
     rng = np.random.default_rng(3)
     parts = []

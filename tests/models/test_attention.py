@@ -2,7 +2,7 @@ import pytest
 import torch
 import transformers.integrations.sdpa_attention as sdpa_attention
 
-from biaslens.models.hf.attention import NAME, use_cpu_gqa
+from biaslens.models.backends.hf.attention import NAME, use_cpu_gqa
 
 
 def _load(folder):

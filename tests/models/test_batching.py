@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from biaslens.errors import BiaslensError
-from biaslens.models.batching import (
+from biaslens.models.runtime.batching import (
     START_TOKENS,
     BatchSizeMemo,
     BatchSizer,

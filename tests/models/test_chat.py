@@ -15,7 +15,7 @@ from biaslens.models import (
     TokenDistributionRequest,
     load_model,
 )
-from biaslens.models.tokenization import encode_causal_prompts
+from biaslens.models.runtime.tokenization import encode_causal_prompts
 
 PROMPTS = ["Who is the nurse?", "In 1901, the doctor said that"]
 SYSTEM = "Answer with one word."

@@ -12,7 +12,7 @@ from transformers import AutoConfig, pipeline
 from biaslens.errors import BiaslensError
 from biaslens.models import BackendConfig, load_model
 from biaslens.models.base import ModelKind
-from biaslens.models.hf.loading import detect_kind
+from biaslens.models.checkpoints.local import detect_kind
 from biaslens.models.requests import GenerateRequest, TokenDistributionRequest
 
 REQUESTS = [

@@ -275,7 +275,7 @@ def test_bad_device_and_dtype(tiny_models):
 
 
 def test_identity_hashes_weights(tiny_models, tiny_backends):
-    from biaslens.models.hf.loading import weights_sha256
+    from biaslens.models.checkpoints.local import weights_sha256
 
     identity = tiny_backends["gpt2"].identity
     assert identity.weights_sha256 == weights_sha256(tiny_models["gpt2"])
@@ -350,7 +350,7 @@ def test_shared_prefix_greedy_equals_generate_per_prompt(name, tiny_models):
     """Paper-mode decoding runs the prompts' common prefix once (MGC prompts share most of
     theirs): the tokens and each step's top-k equal unbatched ``model.generate``."""
     from biaslens.data import mgc
-    from biaslens.models.hf.generation import greedy_causal
+    from biaslens.models.backends.hf.generation import greedy_causal
 
     lm = load_model(str(tiny_models[name]), BackendConfig(device="cpu", batch_size=4))
     sentences = mgc.build_mgc()["sentence"].iloc[::97].head(7)

@@ -8,7 +8,7 @@ import warnings
 import pytest
 import torch
 
-from biaslens.models.hf import loading
+from biaslens.models.backends.hf import loading
 from tests.conftest import DATA
 
 AVX2_ONLY = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n"

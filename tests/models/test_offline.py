@@ -5,8 +5,9 @@ import importlib.util
 import pytest
 
 from biaslens.errors import BiaslensError
-from biaslens.models import offline
-from biaslens.models.registry import REGISTRY, load_model
+from biaslens.models.checkpoints import packaged as offline
+from biaslens.models.loader import load_model
+from biaslens.models.registry import REGISTRY
 
 
 def test_missing_model_package_says_how_to_install(monkeypatch):

@@ -170,7 +170,7 @@ def test_transient_faults_are_retried(fault, served, both):
 
 
 def test_retry_after_is_honoured(served, monkeypatch):
-    from biaslens.models import http_client
+    from biaslens.models.backends.openai import http_client
 
     waits = []
 
@@ -192,7 +192,7 @@ def test_retry_after_is_honoured(served, monkeypatch):
 
 
 def test_retry_after_reads_seconds_and_http_dates():
-    from biaslens.models.http_client import backoff, retry_after
+    from biaslens.models.backends.openai.http_client import backoff, retry_after
 
     assert retry_after("120") == 120.0 and retry_after(" 1.5 ") == 1.5
     assert retry_after("-3") == 0.0
@@ -215,7 +215,7 @@ def test_persistent_faults_end_in_one_clear_error(served):
 
 
 def test_a_server_that_dies_mid_run_loses_no_finished_answer(served, tmp_path):
-    from biaslens.experiments.sib_mgc import make_settings
+    from biaslens.methods.sib.mgc.method import make_settings
     from tests.helpers import run_mgc
 
     settings = make_settings(model=NAME, limit=2, w_kinds=("dates",))

@@ -15,7 +15,7 @@ from biaslens.models import (
     TokenDistributionRequest,
     load_model,
 )
-from biaslens.models.server_replies import ServerError
+from biaslens.models.backends.openai.replies import ServerError
 from tests.conftest import SERVED_NAME as NAME
 
 PROMPTS = ["Who is the nurse?", "In 1901, the doctor said that", "Complete: she"]
@@ -163,7 +163,7 @@ def test_completions_with_chat_and_no_tokenizer_is_refused(monkeypatch):
 
 
 def test_faults_on_the_chat_endpoint_are_retried(both, served, monkeypatch):
-    from biaslens.models import http_client
+    from biaslens.models.backends.openai import http_client
     from biaslens.testing.fault_proxy import fault_proxy
 
     hf, _ = both

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from biaslens.data import mgc
-from biaslens.models.hf.prefix import plan_levels, prefill
+from biaslens.models.backends.hf.prefix import plan_levels, prefill
 
 
 def test_levels_follow_the_prefix_tree_of_the_sorted_prompts():

@@ -37,7 +37,7 @@ def _vllm_or_skip():
 @pytest.fixture(scope="module")
 def folder():
     _vllm_or_skip()
-    from biaslens.models.offline import converted_smollm2
+    from biaslens.models.checkpoints.packaged import converted_smollm2
 
     return converted_smollm2(verbose=False)
 
@@ -319,7 +319,7 @@ def test_chat_endpoint_through_vllm_serve_equals_hf_chat(server, tmp_path):
     (top-k probabilities to 1e-3, the same greedy text, the same status per question); and a
     lei-eval run that SmolLM2's first tokens cannot score is refused alike on both."""
     from biaslens.errors import BiaslensError
-    from biaslens.experiments.lei_eval import build_rows, make_settings
+    from biaslens.methods.qa.lei_eval.method import build_rows, make_settings
     from biaslens.models import BackendConfig, load_model
     from biaslens.progress import NoProgress
     from biaslens.runner import run_method

@@ -20,13 +20,14 @@ from biaslens.errors import BiaslensError
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "plugin_package"
 
 
-def expected_shares(occupations: list[str]) -> list[float]:
+def expected_shares(occupations: list[str], cap: float = 0.45) -> list[float]:
     """The fixed backend's rule, written out: p(" she") = 0.02 and p(" he") = 0.06 per letter
-    of the prompt's second word (the occupation), each capped at 0.45; share = she / (she + he)."""
+    of the prompt's second word (the occupation), each capped at ``cap`` (the backend's
+    ``--fixed-cap``, 0.45 by default); share = she / (she + he)."""
     shares = []
     for occupation in occupations:
-        she = min(0.02 * len(occupation), 0.45)
-        he = min(0.06 * len(occupation), 0.45)
+        she = min(0.02 * len(occupation), cap)
+        he = min(0.06 * len(occupation), cap)
         shares.append(she / (she + he))
     return shares
 
@@ -95,6 +96,46 @@ def test_the_plugin_method_runs_from_python(plugin_site, tmp_path):
     assert "limit" in settings
 
 
+def test_the_plugin_backend_owns_its_option(plugin_site, tmp_path):
+    """``--fixed-cap``, declared by the plug-in backend only, is in every model command's help,
+    changes the answers (and so the cache key) on its backend, and is refused on another."""
+    listed = run_python(plugin_site, tmp_path, "-m", "biaslens", "run", "sib-mgc", "--help")
+    assert "--fixed-cap" in listed.stdout and "the most probability one word gets" in listed.stdout
+    occupations = ["nurse", "engineer", "teacher"]  # 5 to 8 letters: capped at 0.3 from 5
+    done = run_python(
+        plugin_site, tmp_path, "-m", "biaslens", "run", "pronoun-share", "--backend", "fixed",
+        "--fixed-cap", "0.3", "--model", "m", "--limit", "3", "--output", "capped",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr and "3 computed, 0 reused" in done.stdout
+    shares = pd.read_csv(tmp_path / "capped" / "shares.csv")["share_she"].tolist()
+    assert shares == pytest.approx(expected_shares(occupations, cap=0.3))
+    assert shares != pytest.approx(expected_shares(occupations))
+    summary = json.loads((tmp_path / "capped" / "summary.json").read_text())
+    assert summary["backend"] == {"backend": "fixed", "fixed_cap": 0.3}
+    code = (
+        "import biaslens\n"
+        "r = biaslens.run('pronoun-share', model='m', backend='fixed', fixed_cap=0.25, limit=1,"
+        " output='py')\n"
+        "print(repr(float(r['shares']['share_she'][0])))\n"
+    )
+    done = run_python(plugin_site, tmp_path, "-c", code)
+    assert float(done.stdout.strip().splitlines()[-1]) == pytest.approx(
+        expected_shares(["nurse"], cap=0.25)[0]
+    )
+    refused = run_python(
+        plugin_site, tmp_path, "-m", "biaslens", "run", "sib-mgc", "--fixed-cap", "0.3",
+        "--output", "mgc",
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert "--fixed-cap does not apply to the hf backend" in refused.stderr
+    assert "it needs --backend fixed" in refused.stderr
+    bad = run_python(
+        plugin_site, tmp_path, "-m", "biaslens", "run", "pronoun-share", "--backend", "fixed",
+        "--fixed-cap", "0.9", "--model", "m", "--output", "bad",
+    )  # fmt: skip
+    assert bad.returncode == 2 and "--fixed-cap must be in (0, 0.5], got 0.9" in bad.stderr
+
+
 @pytest.fixture
 def broken_plugins(tmp_path, monkeypatch):
     """An installed distribution (its metadata folder, as pip writes it) whose entry points are
@@ -116,7 +157,7 @@ def broken_plugins(tmp_path, monkeypatch):
 
 
 def test_a_broken_plugin_is_named_and_leaves_the_rest_working(broken_plugins, capsys):
-    from biaslens.experiments.registry import get_method, methods
+    from biaslens.framework.registry import get_method, methods
     from biaslens.models.registry import get_backend
 
     assert "sib-mgc" in methods() and "broken" not in methods()
@@ -127,6 +168,9 @@ def test_a_broken_plugin_is_named_and_leaves_the_rest_working(broken_plugins, ca
         get_method("broken")
     with pytest.raises(BiaslensError, match="must name a RegisteredBackend"):
         get_backend("not-a-backend")
-    assert get_backend("hf").loader == "biaslens.models.hf:load_hf"
+    assert get_backend("hf").loader == "biaslens.models.backends.hf:load_hf"
     with pytest.raises(BiaslensError, match="unknown backend 'nothing'"):
         get_backend("nothing")
+    get_backend("hf")
+    warned += capsys.readouterr().err
+    assert warned.count("the backend plug-in 'hf' takes a built-in backend's name") == 1

@@ -140,8 +140,8 @@ def test_the_report_reads_the_numbers_as_the_terminal_does(tmp_path):
           "eta": 0.5, "theta4": 0.2, "delta": 0.1, "epsilon": 0.3}]
     )  # fmt: skip
     store.write_table("unqover", table)
-    from biaslens.experiments.estimates import collect
-    from biaslens.experiments.registry import methods
+    from biaslens.framework.estimates import collect
+    from biaslens.framework.registry import methods
 
     estimates = collect(methods()["unqover"], {"unqover": table})
     store.write_summary({}, model={"name": "tiny", "kind": "causal-lm"}, estimates=estimates)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from biaslens.experiments.registry import methods
+from biaslens.framework.registry import methods
 from biaslens.report.method_pages import departures, write_pages
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from biaslens.errors import ConfigMismatchError
-from biaslens.experiments.sib_mgc import make_settings
+from biaslens.methods.sib.mgc.method import make_settings
 from biaslens.models import BackendConfig
 from tests.helpers import run_mgc
 
@@ -79,7 +79,7 @@ def test_an_edited_model_file_is_recomputed(edit, model_copy, tmp_path):
 def test_numerics_settings_are_part_of_the_identity(backend, model_copy, tmp_path, monkeypatch):
     # the CPU's bf16 capability is injected, so the "bf16 is slow" warning does not depend on
     # the machine the suite runs on
-    monkeypatch.setattr("biaslens.models.hf.loading.cpu_has_bf16_units", lambda: False)
+    monkeypatch.setattr("biaslens.models.backends.hf.loading.cpu_has_bf16_units", lambda: False)
     _run(model_copy, tmp_path / "run")
     with pytest.warns(UserWarning) if backend.dtype == "bfloat16" else _no_warning():
         again = _run(model_copy, tmp_path / "other", backend)

@@ -70,7 +70,7 @@ def test_bad_values_fail_before_a_run_folder_is_made(args, expected, monkeypatch
 
 
 def test_report_rejects_bad_counts_and_paths(monkeypatch, capsys, tmp_path):
-    from biaslens.experiments.sib_toy import make_settings
+    from biaslens.methods.sib.toy import make_settings
     from tests.helpers import run_toy
 
     run_toy(make_settings(n=200), tmp_path / "run")

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from biaslens.data import cid_audit, lei, perturbations, unqover, unqover_predictions
 from biaslens.errors import BiaslensError
-from biaslens.experiments import cid_audit as audit
+from biaslens.methods.cid import audit
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 

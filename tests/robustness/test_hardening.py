@@ -108,7 +108,7 @@ def test_a_five_megabyte_line_in_a_models_file(monkeypatch, capsys, tmp_path):
 
 
 def test_long_model_names_get_short_folder_names():
-    from biaslens.experiments.registry import safe_name
+    from biaslens.store.paths import safe_name
 
     long = "org/" + "x" * 400
     name = safe_name(long)

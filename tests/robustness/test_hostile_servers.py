@@ -12,9 +12,9 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from biaslens.cli.render import visible
-from biaslens.models.base import BackendConfig
-from biaslens.models.http_client import MAX_REPLY_BYTES, HTTPClient
-from biaslens.models.server_replies import ServerError
+from biaslens.models.backends.openai.http_client import MAX_REPLY_BYTES, HTTPClient
+from biaslens.models.backends.openai.replies import ServerError
+from biaslens.models.config import BackendConfig
 from biaslens.testing.hub_server import serve_handler
 
 

@@ -11,8 +11,8 @@ import pytest
 from biaslens.data import cid_audit, lei, perturbations, squad, unqover, unqover_predictions
 from biaslens.data import winogender as W
 from biaslens.errors import BiaslensError
-from biaslens.experiments import cid_audit as audit
-from biaslens.experiments.sib_mgc_compare import read_models_file
+from biaslens.methods.cid import audit
+from biaslens.methods.sib.mgc.compare import read_models_file
 from biaslens.store.result import RunResult
 
 BINARY = b"first line\n\xff\xfe\x00\x81binary\n"

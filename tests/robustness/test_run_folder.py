@@ -10,8 +10,8 @@ import stat
 import pytest
 
 from biaslens.errors import BiaslensError
-from biaslens.experiments.sib_mgc import make_settings
-from biaslens.experiments.sib_toy import make_settings as toy_settings
+from biaslens.methods.sib.mgc.method import make_settings
+from biaslens.methods.sib.toy import make_settings as toy_settings
 from biaslens.models import BackendConfig
 from biaslens.store.run import RunStore
 from tests.helpers import run_mgc, run_toy

@@ -14,7 +14,7 @@ import pytest
 
 from biaslens.common import atomic
 from biaslens.errors import BiaslensError
-from biaslens.experiments.sib_toy import make_settings as toy_settings
+from biaslens.methods.sib.toy import make_settings as toy_settings
 from biaslens.report.html import write_report
 from biaslens.store.result import RunResult
 from tests.helpers import run_toy

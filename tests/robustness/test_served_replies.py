@@ -10,8 +10,8 @@ import math
 import pytest
 
 from biaslens.models import BackendConfig, GenerateRequest, TokenDistributionRequest, load_model
-from biaslens.models import reply_checks as checks
-from biaslens.models.server_replies import ChatCompletion, Completion, ServerError, parse
+from biaslens.models.backends.openai.replies import ChatCompletion, Completion, ServerError, parse
+from biaslens.models.runtime import reply_checks as checks
 from tests.conftest import SERVED_NAME as NAME
 
 WHERE = "http://server/v1"
@@ -104,8 +104,8 @@ REQUESTS = [
 def test_partial_characters_that_read_alike_are_not_duplicates(chat_lm, faults):
     """Byte tokens of one step all read as U+FFFD (the tiny model's top lists hold several):
     distinct tokens, not a token listed twice."""
-    from biaslens.models.openai_chat import _token_key
-    from biaslens.models.server_replies import ChatTopLogprob
+    from biaslens.models.backends.openai.chat import _token_key
+    from biaslens.models.backends.openai.replies import ChatTopLogprob
 
     partial = [ChatTopLogprob(token="\ufffd", logprob=-2.0, bytes=[239, 191, 189])] * 2
     keys = [_token_key(entry, i) for i, entry in enumerate(partial)]

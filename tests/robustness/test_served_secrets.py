@@ -8,8 +8,8 @@ import pytest
 from biaslens.common.urls import redact_url, split_query
 from biaslens.errors import BiaslensError
 from biaslens.models import BackendConfig, load_model
-from biaslens.models.http_client import api_key
-from biaslens.models.server_replies import ServerError
+from biaslens.models.backends.openai.http_client import api_key
+from biaslens.models.backends.openai.replies import ServerError
 from tests.conftest import SERVED_NAME as NAME
 
 KEY = "sk-TestKeyThatMustNeverBeShown0123"

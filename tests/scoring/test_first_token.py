@@ -238,7 +238,7 @@ def test_smollm2_in_chat_mode_first_token_scores_recomputed_with_transformers():
     transformers' own next-token softmax on apply_chat_template's ids."""
     import torch
 
-    from biaslens.experiments.lei_eval import build_rows, make_settings
+    from biaslens.methods.qa.lei_eval.method import build_rows, make_settings
     from biaslens.models import BackendConfig, load_model
     from biaslens.scoring.qa import generative_requests
 

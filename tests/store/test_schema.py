@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from biaslens.experiments.registry import methods
+from biaslens.framework.registry import methods
 from biaslens.store.schema import OutputFile, check_run, reference
 from tests.test_cli import run_cli
 

@@ -1,8 +1,10 @@
 """The ``biaslens`` command line: a thin layer over :mod:`biaslens.runner` and the library.
 
-One module per method family (:mod:`.sib`, :mod:`.lei`, :mod:`.cid`), the reports and the app
-(:mod:`.reports`), and the catalogues of models, datasets and methods (:mod:`.catalog`); shared
-options in :mod:`.options`, output in :mod:`.render`.
+Every command is built from declarations (:mod:`.params`): ``biaslens run METHOD`` (and a
+method's shortcut, ``biaslens cid``) from the method's options and the backends'
+(:mod:`.methods`, :mod:`.backends`), the others from their own (:mod:`.metrics` for stored
+outputs, :mod:`.reports` for the report, comparisons and the app, :mod:`.catalog` for the
+catalogues of models, datasets and methods and the exports); output in :mod:`.render`.
 
 Every user error is printed as one line (``error: ...``) with exit code 2; Ctrl-C prints how to
 resume and exits 130; nothing is printed as a traceback unless it is a bug.
@@ -14,62 +16,69 @@ import os
 import signal
 import sys
 
-import typer
+import click
 
-from biaslens.cli import catalog, cid, lei, methods, reports, sib
-from biaslens.cli.options import expand_argv
+from biaslens.cli import catalog, methods, metrics, reports
 from biaslens.cli.render import console, err_console, print_error
 from biaslens.errors import BiaslensError
 from biaslens.version import __version__
 
-app = typer.Typer(
-    help=(
-        "biaslens: audit language models for social bias and spurious correlations by "
-        "intervening on their inputs and measuring how their outputs move.\n\n"
-        "Start with `biaslens run sib-mgc --model default` (SIB Method 1 on the MGC set with the "
-        "offline SmolLM2-135M-Instruct)."
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,  # help texts hold [subj], [MASK]: shown as written, never markup
-)
-run_app = typer.Typer(
-    help="Run a method and write a run directory.", no_args_is_help=True, rich_markup_mode=None
-)
-metrics_app = typer.Typer(
-    help="Score stored model outputs.", no_args_is_help=True, rich_markup_mode=None
-)
-app.add_typer(run_app, name="run")
-app.add_typer(metrics_app, name="metrics")
+CONTEXT = {"help_option_names": ["--help"], "max_content_width": 100}
 
 
-def _version(value: bool) -> None:
-    if value:
+def _version(ctx: click.Context, param, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
         console.print(f"biaslens {__version__}")
-        raise typer.Exit()
+        ctx.exit()
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
-    ),
-) -> None:
-    """biaslens command line."""
+def group(name: str, help: str) -> click.Group:
+    """A command group that shows its help when called alone."""
+    return click.Group(name, help=help, no_args_is_help=True, context_settings=CONTEXT)
 
 
-methods.register(run_app)
-sib.register(run_app, metrics_app)
-lei.register(run_app, metrics_app)
-cid.register(app, run_app)
+app = group(
+    "biaslens",
+    "biaslens: audit language models for social bias and spurious correlations by intervening "
+    "on their inputs and measuring how their outputs move.\n\nStart with `biaslens run sib-mgc "
+    "--model default` (SIB Method 1 on the MGC set with the offline SmolLM2-135M-Instruct).",
+)
+app.params.append(
+    click.Option(
+        ["--version"],
+        is_flag=True,
+        expose_value=False,
+        is_eager=True,
+        callback=_version,
+        help="Print the version and exit.",
+    )
+)
+run_group = group("run", "Run a method and write a run directory.")
+metrics_group = group("metrics", "Score stored model outputs.")
+app.add_command(run_group)
+app.add_command(metrics_group)
+methods.register(app, run_group)
+metrics.register(app, metrics_group)
 reports.register(app)
-catalog.register(app)
+catalog.register(app, group)
 
 INTERRUPTED_HINT = (
     "interrupted: finished requests are kept in the run's cache; run the same command again to "
     "resume"
 )
+
+
+def usage_error(error: click.ClickException) -> str:
+    """A usage error in one line: a bad value as ``--flag: what is wrong`` (as a setting's),
+    with where to read the command's options."""
+    message = error.format_message()
+    param = getattr(error, "param", None)
+    if isinstance(error, click.BadParameter) and param is not None and error.message:
+        where = param.opts[0] if param.param_type_name == "option" else param.human_readable_name
+        message = f"{where}: {error.message}"
+    context = getattr(error, "ctx", None)
+    hint = f" (see `{context.command_path} --help`)" if context is not None else ""
+    return f"{message}{hint}"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -85,31 +94,28 @@ def main(argv: list[str] | None = None) -> None:
         previous = signal.signal(signal.SIGINT, on_interrupt)
     except ValueError:  # not the main thread: leave the handler as it is
         previous = None
-    command = typer.main.get_command(app)
     try:
-        code = command.main(
-            args=expand_argv(list(sys.argv[1:] if argv is None else argv)),
+        code = app.main(
+            args=list(sys.argv[1:] if argv is None else argv),
             prog_name="biaslens",
             standalone_mode=False,
         )
     except BiaslensError as error:
         print_error(str(error))
         sys.exit(2)
-    except typer.Abort:
+    except click.exceptions.Abort:
         err_console.print(INTERRUPTED_HINT)
         sys.exit(130)
     except OSError as error:  # the file system refused a path (too long, read-only, full disk)
         where = f"{error.filename}: " if error.filename else ""
         print_error(f"{where}{error.strerror or error}")
         sys.exit(2)
-    except typer.TyperException as error:  # click's usage errors (typer ships its own click)
-        hint = ""
-        context = getattr(error, "ctx", None)
-        if context is not None:
-            hint = f" (see `{context.command_path} --help`)"
-        message = error.format_message() if hasattr(error, "format_message") else str(error)
-        print_error(f"{message}{hint}")
-        sys.exit(getattr(error, "exit_code", 2))
+    except click.exceptions.NoArgsIsHelpError as error:  # a group called alone: its help
+        click.echo(error.ctx.get_help())
+        sys.exit(error.exit_code)
+    except click.ClickException as error:  # usage errors: a bad option or value
+        print_error(usage_error(error))
+        sys.exit(error.exit_code)
     except KeyboardInterrupt:
         err_console.print(INTERRUPTED_HINT)
         sys.exit(130)

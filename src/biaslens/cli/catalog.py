@@ -3,26 +3,19 @@ results reference (``schema``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
 
-import typer
+import click
 from rich.table import Table
 
-from biaslens.cli.options import DataDir, add_command
+from biaslens.cli.params import declared_command
 from biaslens.cli.render import console
-
-models_app = typer.Typer(
-    help="Models and backends biaslens knows by name.", no_args_is_help=True, rich_markup_mode=None
-)
-datasets_app = typer.Typer(
-    help="Datasets biaslens can build or load.", no_args_is_help=True, rich_markup_mode=None
-)
-methods_app = typer.Typer(
-    help="The methods `biaslens run` runs.", no_args_is_help=True, rich_markup_mode=None
-)
+from biaslens.cli.shared import DATA_DIR
+from biaslens.common.options import Argument, Option
 
 
+@declared_command("list")
 def models_list() -> None:
     """Registered model names (usable as --model; any hub name or local folder works too)
     and the backends (--backend)."""
@@ -43,9 +36,10 @@ def models_list() -> None:
     console.print(backend_table)
 
 
+@declared_command("list")
 def methods_list() -> None:
     """Every method, with what it measures and its presets."""
-    from biaslens.experiments.registry import methods
+    from biaslens.framework.registry import methods
 
     table = Table(title="methods (biaslens run METHOD)")
     for column in ("method", "what it measures", "presets"):
@@ -55,6 +49,7 @@ def methods_list() -> None:
     console.print(table)
 
 
+@declared_command("list")
 def datasets_list() -> None:
     """Datasets biaslens builds or loads, with their source."""
     from biaslens.data.registry import DATASETS
@@ -67,12 +62,12 @@ def datasets_list() -> None:
     console.print(table)
 
 
-def datasets_download(
-    name: Annotated[str, typer.Argument(help="Dataset name (see `biaslens datasets list`).")],
-    data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="Where to store it (default: cache).")
-    ] = None,
-) -> None:
+@declared_command(
+    "download",
+    Argument("name", help="Dataset name (see `biaslens datasets list`)."),
+    DATA_DIR.but(help="Where to store it (default: cache)."),
+)
+def datasets_download(name, data_dir) -> None:
     """Fetch a dataset's files from their public repository pinned to a commit, check sha256."""
     from biaslens.data.sources import download
 
@@ -80,23 +75,23 @@ def datasets_download(
     console.print(f"{name}: stored in {folder}")
 
 
-def datasets_export(
-    name: Annotated[
-        str, typer.Argument(help="Probe set (`biaslens datasets exportable` names them).")
-    ],
-    folder: Annotated[Path, typer.Argument(help="Folder to write (refused if not empty).")],
-    fmt: Annotated[
-        str, typer.Option("--format", help="parquet, jsonl or hf (datasets.save_to_disk).")
-    ] = "parquet",
-    overwrite: Annotated[
-        bool, typer.Option("--overwrite", help="Replace a folder that is not empty.")
-    ] = False,
-    data_dir: DataDir = None,
-    push_to_hub: Annotated[
-        str | None,
-        typer.Option("--push-to-hub", help="Also upload it to this dataset repo (logged in)."),
-    ] = None,
-) -> None:
+OVERWRITE = Option(
+    "overwrite", type=bool, default=False, help="Replace a folder that is not empty."
+)
+
+
+@declared_command(
+    "export",
+    Argument("name", help="Probe set (`biaslens datasets exportable` names them)."),
+    Argument("folder", type=Path, help="Folder to write (refused if not empty)."),
+    Option(
+        "fmt", "--format", default="parquet", help="parquet, jsonl or hf (datasets.save_to_disk)."
+    ),
+    OVERWRITE,
+    DATA_DIR,
+    Option("push_to_hub", help="Also upload it to this dataset repo (logged in)."),
+)
+def datasets_export(name, folder, fmt, overwrite, data_dir, push_to_hub) -> None:
     """Write a probe set as the rows a run reads, with a dataset card: loadable with
     datasets.load_dataset("parquet"/"json", ...) or load_from_disk."""
     from biaslens.data.export_writer import export_set
@@ -110,6 +105,7 @@ def datasets_export(
         console.print(f"pushed to the dataset repo {push_to_hub} (commit {commit})")
 
 
+@declared_command("exportable")
 def datasets_exportable() -> None:
     """The probe sets `biaslens datasets export` writes."""
     from biaslens.data.exports import EXPORTS
@@ -122,11 +118,13 @@ def datasets_exportable() -> None:
     console.print(table)
 
 
-def datasets_samples(
-    run: Annotated[Path, typer.Argument(help="A run folder.")],
-    target: Annotated[Path, typer.Argument(help="The JSON-lines file to write.")],
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the file.")] = False,
-) -> None:
+@declared_command(
+    "samples",
+    Argument("run", type=Path, help="A run folder."),
+    Argument("target", type=Path, help="The JSON-lines file to write."),
+    OVERWRITE.but(help="Replace the file."),
+)
+def datasets_samples(run, target, overwrite) -> None:
     """A run's per-input samples (samples.parquet) as JSON lines."""
     from biaslens.data.export_writer import export_samples
 
@@ -134,35 +132,25 @@ def datasets_samples(
     console.print(f"{rows:,} samples of {run} in {target}")
 
 
-export_app = typer.Typer(help="Export biaslens probes to other tools.", no_args_is_help=True)
-
-
-def export_lm_eval(
-    targets: Annotated[
-        list[str],
-        typer.Argument(
-            help="[METHOD...] DIR: the methods (default: every one that fits) and "
-            "the folder to write.",
-            show_default=False,
-        ),
-    ],
-    limit: Annotated[
-        int | None, typer.Option("--limit", help="Inputs per W value (as biaslens run's).")
-    ] = None,
-    prompt: Annotated[str, typer.Option("--prompt", help="MGC prompt: A, B or C.")] = "A",
-    w_kind: Annotated[str, typer.Option("--w", help="MGC W kind: dates or places.")] = "dates",
-    domain: Annotated[
-        str, typer.Option("--domain", help="LEI domain: religion, ethnicity or gender.")
-    ] = "religion",
-    data_dir: DataDir = None,
-    overwrite: Annotated[
-        bool, typer.Option("--overwrite", help="Replace a folder that is not empty.")
-    ] = False,
-) -> None:
+@declared_command(
+    "lm-eval",
+    Argument(
+        "targets",
+        multiple=True,
+        help="[METHOD...] DIR: the methods (default: every one that fits) and the folder to write.",
+    ),
+    Option("limit", type=int, help="Inputs per W value (as biaslens run's)."),
+    Option("prompt", default="A", help="MGC prompt: A, B or C."),
+    Option("w_kind", "--w", default="dates", help="MGC W kind: dates or places."),
+    Option("domain", default="religion", help="LEI domain: religion, ethnicity or gender."),
+    DATA_DIR,
+    OVERWRITE,
+)
+def export_lm_eval(targets, limit, prompt, w_kind, domain, data_dir, overwrite) -> None:
     """Write lm-evaluation-harness tasks (YAML, data, utils.py) for the probes lm-eval can run
     (sib-mgc, sib-detect, lei-eval): lm_eval --include_path DIR --tasks biaslens_mgc
     --model hf ..."""
-    from biaslens.experiments.lm_eval_tasks import export_tasks
+    from biaslens.interop.lm_eval.tasks import export_tasks
 
     *methods, folder = targets
     tasks = export_tasks(
@@ -172,18 +160,17 @@ def export_lm_eval(
         console.print(f"{task.name}: {task}")
 
 
-def schema(
-    method: Annotated[
-        list[str] | None,
-        typer.Argument(help="Methods (default: every method).", show_default=False),
-    ] = None,
-    markdown: Annotated[
-        bool, typer.Option("--markdown", help="The reference as Markdown (docs/results.md).")
-    ] = False,
-) -> None:
+@declared_command(
+    "schema",
+    Argument("method", multiple=True, required=False, help="Methods (default: every method)."),
+    Option(
+        "markdown", type=bool, default=False, help="The reference as Markdown (docs/results.md)."
+    ),
+)
+def schema(method, markdown) -> None:
     """The files a run of each method writes, and the meaning and unit of every column."""
     from biaslens.errors import BiaslensError
-    from biaslens.experiments.registry import methods
+    from biaslens.framework.registry import methods
     from biaslens.store.schema import COMMON, RUN_COLUMNS, reference
 
     known = methods()
@@ -192,7 +179,7 @@ def schema(
         raise BiaslensError(f"unknown method {unknown[0]!r}; methods: {', '.join(known)}")
     specs = [known[m] for m in method] if method else list(known.values())
     if markdown:
-        typer.echo(reference(specs), nl=False)
+        click.echo(reference(specs), nl=False)
         return
     for title, files in [("every run", COMMON), *((s.name, s.outputs) for s in specs)]:
         table = Table(title=title, show_lines=False)
@@ -206,17 +193,27 @@ def schema(
         console.print(table)
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(models_app, name="models")
-    app.add_typer(datasets_app, name="datasets")
-    app.add_typer(methods_app, name="methods")
-    add_command(models_app, "list", models_list)
-    add_command(methods_app, "list", methods_list)
-    add_command(datasets_app, "list", datasets_list)
-    add_command(datasets_app, "download", datasets_download)
-    add_command(datasets_app, "export", datasets_export)
-    add_command(datasets_app, "exportable", datasets_exportable)
-    add_command(datasets_app, "samples", datasets_samples)
-    add_command(app, "schema", schema)
-    app.add_typer(export_app, name="export")
-    add_command(export_app, "lm-eval", export_lm_eval)
+def register(root: click.Group, group: Callable[[str, str], click.Group]) -> None:
+    """Add the catalogues (``models``, ``methods``, ``datasets``), ``schema`` and ``export``;
+    ``group(name, help)`` makes a command group."""
+    children = {
+        "models": ("Models and backends biaslens knows by name.", [models_list]),
+        "methods": ("The methods `biaslens run` runs.", [methods_list]),
+        "datasets": (
+            "Datasets biaslens can build or load.",
+            [
+                datasets_list,
+                datasets_download,
+                datasets_export,
+                datasets_exportable,
+                datasets_samples,
+            ],
+        ),  # fmt: skip
+        "export": ("Export biaslens probes to other tools.", [export_lm_eval]),
+    }
+    for name, (help_text, commands) in children.items():
+        sub = group(name, help_text)
+        for one in commands:
+            sub.add_command(one)
+        root.add_command(sub)
+    root.add_command(schema)

@@ -1,153 +1,119 @@
 """``biaslens run METHOD``: one command per registered method, generated from its options.
 
-Each method declares its options once, next to its settings (:class:`~biaslens.experiments.
-options.Option`); this module turns them into a typer command with the runner's own options
-(``--output``, ``--preset``, ``--data-dir`` where the method reads benchmark data) and, for
-methods that load a model, the backend options. A new method needs no edit here.
+Each method declares its options once, next to its settings
+(:class:`~biaslens.common.options.Option`); this module turns them into a click command with the
+runner's own options (``--output``, ``--preset``, ``--data-dir`` where the method reads
+benchmark data) and, for methods that load a model, the backend options. A method with a
+``shortcut`` also gets that top-level command (``biaslens cid``): the same options without the
+run folder's. A new method needs no edit here.
 """
 
 from __future__ import annotations
 
-import inspect
-from pathlib import Path
 from typing import Any
 
-import typer
+import click
 
-from biaslens.cli.options import (
-    CacheDir,
-    DataDir,
-    DryRun,
-    NoCache,
-    Output,
-    Preset,
-    add_command,
-    backend_options,
-    numbers,
-    option_parameter,
-    split_commas,
-)
+from biaslens.cli import shared
+from biaslens.cli.backends import backend_config, backend_params
+from biaslens.cli.params import command, to_click
 from biaslens.cli.render import console, print_run, print_table, run_and_print, with_progress
 from biaslens.common.files import read_models_file
+from biaslens.common.options import Option, shown_default
 from biaslens.errors import BiaslensError
-from biaslens.experiments.options import Option, option_default, shown_default
-from biaslens.experiments.settings import SettingError
-
-RUNNER_PARAMETERS = {
-    "output": (Output, None),
-    "preset": (Preset, None),
-    "data_dir": (DataDir, None),
-    "cache_dir": (CacheDir, None),
-    "no_cache": (NoCache, False),
-}
+from biaslens.framework.options import option_default
+from biaslens.framework.settings import SettingError
 
 
-def register(run_app: typer.Typer) -> None:
-    """Add ``biaslens run METHOD`` for every registered method."""
-    from biaslens.experiments.registry import methods
+def register(root: click.Group, run: click.Group) -> None:
+    """Add ``biaslens run METHOD`` for every registered method, and the methods' shortcuts."""
+    from biaslens.framework.registry import methods
 
-    for name, spec in methods().items():
-        add_command(run_app, name, method_command(spec))
+    for spec in methods().values():
+        run.add_command(method_command(spec))
+        if spec.shortcut:
+            root.add_command(method_command(spec, shortcut=True))
 
 
-def method_command(spec):
-    """The typer command of one method (see the module docstring)."""
+def _runner_options(spec, shortcut: bool) -> list[Option]:
+    """The runner's options of a method's command (none for a shortcut but the cache's)."""
+    if shortcut:
+        return []
+    options = [shared.OUTPUT, shared.PRESET] + ([shared.DATA_DIR] if spec.reads_data else [])
+    return options + ([shared.CACHE_DIR, shared.NO_CACHE] if spec.needs_model else [])
+
+
+def method_command(spec, shortcut: bool = False) -> click.Command:
+    """The click command of one method (see the module docstring)."""
     options = list(spec.options)
-    compares = spec.comparison is not None
-    parameters = [_parameter(spec, option, compares) for option in options]
+    compares = spec.comparison is not None and not shortcut
+    params = [_parameter(spec, option, compares) for option in options]
     if compares:
-        parameters.append(
-            option_parameter(
-                "models_file", ("--models-file",), "A file with one model per line.", Path
-            )
-        )
-    runner = ["output", "preset"] + (["data_dir"] if spec.reads_data else [])
-    runner += ["cache_dir", "no_cache"] if spec.needs_model else []
-    parameters += [
-        inspect.Parameter(
-            name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=RUNNER_PARAMETERS[name][1],
-            annotation=RUNNER_PARAMETERS[name][0],
-        )
-        for name in runner
-    ]
+        params.append(to_click(shared.MODELS_FILE))
+    runner = _runner_options(spec, shortcut)
+    params += [to_click(option) for option in runner]
     if spec.needs_model:
-        parameters.insert(0, inspect.Parameter("backend", inspect.Parameter.KEYWORD_ONLY))
-        parameters.append(
-            inspect.Parameter(
-                "dry_run", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=DryRun
-            )
-        )
+        if not shortcut:
+            params.append(to_click(shared.DRY_RUN))
+        params += backend_params()
 
-    def command(**given):
+    def invoke(**given):
         try:
-            _command(**given)
+            _invoke(spec, options, runner, compares, given)
         except SettingError as error:
             raise BiaslensError(f"{flag_of(options, error.field)}: {error.detail}") from None
 
-    def _command(**given):
-        backend = given.pop("backend", None)
-        runner_values = {name: given.pop(name) for name in runner}
-        models_file = given.pop("models_file", None)
-        dry_run = given.pop("dry_run", False)
-        values, display = _settings_values(options, given)
-        if spec.needs_model:
-            runner_values["backend"] = backend
-        models = values.pop("model", None) if compares else None
-        if compares:
-            models = list(models or ())
-            if models_file is not None:
-                models += read_models_file(models_file)
-            if dry_run:
-                for model in models or [None]:
-                    _print_plan(spec, runner_values, {**values, "model": model})
-                return
-            if len(models) > 1:
-                _run_comparison(spec, models, runner_values, values)
-                return
-            values["model"] = models[0] if models else None
-        if dry_run:
-            _print_plan(spec, runner_values, values)
-            return
-        result = run_and_print(spec.name, **runner_values, **values)
-        if spec.extra_views is not None:
-            for title, frame, columns in spec.extra_views(result, display):
-                print_table(title, frame, columns)
-
-    command.__name__ = f"run_{spec.name.replace('-', '_')}"
-    command.__doc__ = f"{spec.title}." + (f"\n\n{spec.description}" if spec.description else "")
-    from biaslens.experiments.estimates import meanings
+    help_text = f"{spec.title}." + (f"\n\n{spec.description}" if spec.description else "")
+    from biaslens.framework.estimates import meanings
 
     lines = meanings(spec)
     if lines:
-        command.__doc__ += "\n\nReading the results:\n\n" + "\n\n".join(lines)
-    command.__signature__ = inspect.Signature(parameters)
-    command.__annotations__ = {
-        p.name: p.annotation for p in parameters if p.annotation is not inspect.Parameter.empty
-    }
-    return backend_options(command) if spec.needs_model else command
+        help_text += "\n\nReading the results:\n\n" + "\n\n".join(lines)
+    return command(spec.shortcut if shortcut else spec.name, invoke, params, help=help_text)
 
 
-def _parameter(spec, option: Option, compares: bool) -> inspect.Parameter:
+def _invoke(spec, options: list[Option], runner: list[Option], compares: bool, given) -> None:
+    backend = backend_config(given) if spec.needs_model else None
+    runner_values = {option.keyword: given.pop(option.name) for option in runner}
+    models_file = given.pop("models_file", None)
+    dry_run = given.pop("dry_run", False)
+    values, display = _settings_values(options, given)
+    if spec.needs_model:
+        runner_values["backend"] = backend
+    if compares:
+        models = list(values.pop("model", None) or ())
+        if models_file is not None:
+            models += read_models_file(models_file)
+        if dry_run:
+            for model in models or [None]:
+                _print_plan(spec, runner_values, {**values, "model": model})
+            return
+        if len(models) > 1:
+            _run_comparison(spec, models, runner_values, values)
+            return
+        values["model"] = models[0] if models else None
+    if dry_run:
+        _print_plan(spec, runner_values, values)
+        return
+    result = run_and_print(spec.name, **runner_values, **values)
+    if spec.extra_views is not None:
+        for title, frame, columns in spec.extra_views(result, display):
+            print_table(title, frame, columns)
+
+
+def _parameter(spec, option: Option, compares: bool) -> click.Parameter:
+    """A method option as the command takes it: not given is None (the settings' default, or
+    the preset's, applies), and the help shows the default the run would use."""
     help_text = option.help
     default = shown_default(option_default(spec, option))
     if default is not None and option.type is not bool:
         help_text = f"{help_text} Default: {default}."
-    multiple = option.multiple or (compares and option.keyword == "model")
+    several = option.multiple or (compares and option.keyword == "model")
     if compares and option.keyword == "model":
         help_text += " Several to compare models (Fig. 3(b))."
-    value_type = bool if option.sets is not None else option.type
-    return option_parameter(
-        option.name,
-        option.flags,
-        help_text,
-        value_type,
-        multiple=multiple,
-        default=False if option.sets is not None else None,
-        minimum=option.minimum,
-        hidden=option.hidden,
-    )
+    if option.sets is not None:
+        return to_click(option.but(type=bool), help=help_text, default=False)
+    return to_click(option, help=help_text, default=None, multiple=several)
 
 
 def flag_of(options: list[Option], field: str) -> str:
@@ -156,7 +122,7 @@ def flag_of(options: list[Option], field: str) -> str:
     head = field.split(".")[0]
     for option in options:
         if option.keyword.partition(".")[0] == head and not option.hidden:
-            return option.flags[0].split("/")[0]
+            return option.flag
     return head
 
 
@@ -170,8 +136,8 @@ def _settings_values(options: list[Option], given: dict[str, Any]) -> tuple[dict
         if option.sets is not None:
             switches.append((option, value))
             continue
-        if option.multiple or isinstance(value, list):
-            value = _parse_many(option, value)
+        if isinstance(value, (list, tuple)):
+            value = tuple(value) or None  # nothing given
         target = display if option.display else values
         head, _, key = option.keyword.partition(".")
         if key:
@@ -185,15 +151,6 @@ def _settings_values(options: list[Option], given: dict[str, Any]) -> tuple[dict
         if on and values.get(option.keyword) is None:
             values[option.keyword] = option.sets
     return values, display
-
-
-def _parse_many(option: Option, raw: list[str] | None):
-    flag = option.flags[0]
-    if option.type in (int, float):
-        parsed = numbers(raw, option.type, flag)
-    else:
-        parsed = split_commas(raw, flag)
-    return tuple(parsed) if parsed else None
 
 
 def _run_comparison(spec, models: list[str], runner_values: dict, values: dict) -> None:

@@ -97,7 +97,7 @@ def print_table(title: str, frame, columns: Sequence[str] | None = None) -> None
 def print_meanings(spec, estimates: list[dict]) -> None:
     """What each headline metric means, and a warning where an interval rests on few units or
     holds the value that says "no bias" (0)."""
-    from biaslens.experiments.estimates import interval_notes, meanings
+    from biaslens.framework.estimates import interval_notes, meanings
 
     lines = meanings(spec)
     if not lines:
@@ -172,7 +172,7 @@ def with_progress(work: Callable):
 def run_and_print(method: str, **options):
     """Run a method through :func:`biaslens.runner.run_method` with progress bars, then print
     its result; returns the :class:`RunResult`."""
-    from biaslens.experiments.registry import get_method
+    from biaslens.framework.registry import get_method
     from biaslens.runner import run_method
 
     spec = get_method(method)

@@ -1,32 +1,33 @@
-"""``biaslens report`` and ``biaslens app``."""
+"""``biaslens report``, ``biaslens compare`` and ``biaslens app``."""
 
 from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
-from typing import Annotated
 
-import typer
+import click
 
-from biaslens.cli.options import Model, add_command, backend_options
+from biaslens.cli.backends import backend_config, backend_params
+from biaslens.cli.params import command, declared_command, to_click
 from biaslens.cli.render import console, print_warning
+from biaslens.common.options import Argument, Option
+from biaslens.framework.options import MODEL
 
 
-def report(
-    run_dirs: Annotated[list[Path], typer.Argument(help="One or more run directories.")],
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Where to write the page (default: RUN_DIR/report.html for one run, "
-            "./report.html for several).",
-        ),
-    ] = None,
-    max_samples: Annotated[
-        int, typer.Option("--max-samples", min=0, help="Per-sample rows shown per run.")
-    ] = 50,
-) -> None:
+@declared_command(
+    "report",
+    Argument("run_dirs", type=Path, multiple=True, help="One or more run directories."),
+    Option(
+        "output",
+        "--output",
+        "-o",
+        type=Path,
+        help="Where to write the page (default: RUN_DIR/report.html for one run, "
+        "./report.html for several).",
+    ),
+    Option("max_samples", type=int, default=50, minimum=0, help="Per-sample rows shown per run."),
+)
+def report(run_dirs, output, max_samples):
     """Write one self-contained HTML report (plots embedded, no network needed) of run
     directories; several runs of one method get a comparison view."""
     from biaslens.report.html import write_report
@@ -35,14 +36,19 @@ def report(
     console.print(f"report: {path}")
 
 
-def compare(
-    runs: Annotated[
-        list[str], typer.Argument(help="Run folders, folders of runs or glob patterns.")
-    ],
-    output: Annotated[
-        Path, typer.Option("--output", "-o", help="Folder for compare.csv and compare.png.")
-    ] = Path("comparison"),
-) -> None:
+@declared_command(
+    "compare",
+    Argument("runs", multiple=True, help="Run folders, folders of runs or glob patterns."),
+    Option(
+        "output",
+        "--output",
+        "-o",
+        type=Path,
+        default=Path("comparison"),
+        help="Folder for compare.csv and compare.png.",
+    ),
+)
+def compare(runs, output):
     """One table of the headline values of several runs (any methods, any models), with their
     intervals and n; writes the tidy table (compare.csv) and a forest plot (compare.png).
     Incomplete or foreign folders are listed and skipped."""
@@ -56,6 +62,7 @@ def compare(
     from biaslens.errors import BiaslensError
     from biaslens.report.runs_frame import comparison_figure, comparison_table, load_runs
 
+    runs = list(runs)
     with warnings.catch_warnings():  # the skipped folders are printed below
         warnings.simplefilter("ignore")
         frame = load_runs(runs)
@@ -75,25 +82,23 @@ def compare(
     console.print(f"plot: {output / 'compare.png'}")
 
 
-@backend_options
-def app(
-    *,
-    backend,
-    model: Model = None,
-    host: Annotated[
-        str, typer.Option("--host", help="Address to bind (local by default).")
-    ] = "127.0.0.1",
-    port: Annotated[
-        int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")
-    ] = 7860,
-) -> None:
+APP_OPTIONS = (
+    MODEL.but(help=MODEL.help + " Default: default (SmolLM2)."),
+    Option("host", default="127.0.0.1", help="Address to bind (local by default)."),
+    Option("port", type=int, default=7860, minimum=1, maximum=65535, help="Port to listen on."),
+)
+
+
+def app(**values) -> None:
     """Local web explorer: CID playground, specification detector (date sweep) and
     dose-response (DATE / PLACE sweep) on one model."""
     import uvicorn
 
     from biaslens.app.server import create_app
-    from biaslens.models.registry import load_model
+    from biaslens.models.loader import load_model
 
+    backend = backend_config(values)
+    host, port = values["host"], values["port"]
     try:
         local = ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -103,14 +108,14 @@ def app(
             f"binding to {host}: anyone who can reach this address can use the model (there is "
             "no authentication)"
         )
-    name = model or "default"
+    name = values["model"] or "default"
     console.print(f"loading {name} …")
     lm = load_model(name, backend)
     console.print(f"biaslens app on http://{host}:{port}  (model {lm.identity.name}; Ctrl-C stops)")
     uvicorn.run(create_app(lm, host=host, port=port), host=host, port=port, log_level="warning")
 
 
-def register(root: typer.Typer) -> None:
-    add_command(root, "report", report)
-    add_command(root, "app", app)
-    add_command(root, "compare", compare)
+def register(root: click.Group) -> None:
+    root.add_command(report)
+    root.add_command(compare)
+    root.add_command(command("app", app, [*(to_click(o) for o in APP_OPTIONS), *backend_params()]))

@@ -10,14 +10,14 @@ import importlib
 
 _EXPORTS = {
     "LM": "biaslens.models.base",
-    "BackendConfig": "biaslens.models.base",
+    "BackendConfig": "biaslens.models.config",
     "Exactness": "biaslens.models.base",
     "ModelIdentity": "biaslens.models.base",
     "ModelKind": "biaslens.models.base",
-    "HFBackend": "biaslens.models.hf",
-    "load_hf": "biaslens.models.hf",
+    "HFBackend": "biaslens.models.backends.hf",
+    "load_hf": "biaslens.models.backends.hf",
     "REGISTRY": "biaslens.models.registry",
-    "load_model": "biaslens.models.registry",
+    "load_model": "biaslens.models.loader",
     "MASK": "biaslens.models.requests",
     "RequestType": "biaslens.models.requests",
     "AnswerSpanRequest": "biaslens.models.requests",

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from biaslens.errors import BiaslensError
-from biaslens.models import hub
-from biaslens.models.registry import REGISTRY, resolve_name
+from biaslens.models.checkpoints import hub
+from biaslens.models.registry import registered_model
 
 
 def load_sentence_encoder(name: str = "minilm", device: str = "cpu", offline: bool = False):
@@ -35,8 +35,8 @@ def load_sentence_encoder(name: str = "minilm", device: str = "cpu", offline: bo
 def encoder_folder(name: str, offline: bool = False) -> Path:
     """The folder of a sentence encoder: registered (its package, else the hub), local, or a
     hub name downloaded when online."""
-    entry = REGISTRY.get(resolve_name(name))
-    if entry is not None and entry.backend != "sentence-transformers":
+    entry = registered_model(name)
+    if entry is not None and entry.answers_requests:
         raise BiaslensError(f"{name!r} is a {entry.kind} model, not a sentence encoder")
     if entry is not None:
         return entry.folder(offline)

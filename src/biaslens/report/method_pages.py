@@ -14,8 +14,8 @@ import inspect
 import re
 from pathlib import Path
 
-from biaslens.experiments.presets import ByModel
-from biaslens.experiments.registry import MethodSpec, methods
+from biaslens.framework.presets import ByModel
+from biaslens.framework.registry import MethodSpec, methods
 
 
 def _settings_table(spec: MethodSpec) -> list[str]:
@@ -25,7 +25,8 @@ def _settings_table(spec: MethodSpec) -> list[str]:
     for name, field in spec.settings.model_fields.items():
         if field.exclude or name == "model":
             continue
-        default = field.default if field.default is not None else "—"
+        default = "required" if field.is_required() else field.default
+        default = "—" if default is None else default
         meaning = (field.description or helps.get(name) or "").replace("|", "\\|")
         lines.append(f"| `{name}` | `{default}` | {meaning} |")
     return lines
@@ -34,6 +35,9 @@ def _settings_table(spec: MethodSpec) -> list[str]:
 def _preset_lines(spec: MethodSpec) -> list[str]:
     lines = []
     for preset, values in spec.presets.items():
+        if not values:
+            lines += [f"`--preset {preset}` sets nothing: the defaults are its choices.", ""]
+            continue
         lines.append(f"`--preset {preset}` sets:")
         lines.append("")
         for key, value in values.items():

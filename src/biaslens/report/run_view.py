@@ -1,7 +1,8 @@
 """Read a finished run directory for reporting: its headline tables, plots and samples.
 
-Which tables headline a run comes from the method registry (each method's ``headlines``); a
-run of a method this biaslens does not know shows every CSV table. A folder that is not a run,
+Which tables headline a run, and how each is shown, comes from the method's declaration (its
+``headlines``, each with its report view); a run of a method this biaslens does not know shows
+every CSV table. A folder that is not a run,
 a run that never finished or one written by a newer biaslens is a :class:`BiaslensError` with
 one clear line, never a traceback.
 """
@@ -13,10 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from biaslens.experiments.registry import methods
+from biaslens.framework.registry import methods
 from biaslens.store.result import RunResult
 
-TOP_CONTINUATIONS = 3
 REPORT_SAMPLE_ROWS = 50_000
 """Per-sample rows a report reads at most (the first ones): a run of millions of samples is
 reported in bounded memory; the note under the table says how many there are."""
@@ -65,10 +65,12 @@ def load_run(root: Path | str) -> RunView:
     result = RunResult.load(root)
     view = RunView(result)
     spec = methods().get(result.method)
-    headlines = [(h.table, h.title) for h in spec.headlines] if spec else []
-    for name, title in headlines:
-        if name in result.tables:
-            view.tables[name] = (title, _shown(result.tables[name], result.method, name))
+    for headline in spec.headlines if spec else ():
+        if headline.table in result.tables:
+            view.tables[headline.table] = (
+                headline.title,
+                _shown(result.tables[headline.table], headline),
+            )
     if not view.tables:  # unknown method: every CSV table
         for name in result.tables:
             view.tables[name] = (name, result.tables[name])
@@ -106,10 +108,10 @@ RUN_COLUMNS = ("model", "method")
 report names them once above its tables."""
 
 
-def _shown(table: pd.DataFrame, method: str, name: str) -> pd.DataFrame:
+def _shown(table: pd.DataFrame, headline) -> pd.DataFrame:
+    """A headline table as the report shows it: without the columns named once above it, in
+    the method's report view."""
     table = table.drop(columns=[c for c in RUN_COLUMNS if c in table])
-    if method == "cid-audit" and name == "continuations":
-        # written by metrics.cid.top_continuations: most common first within group and λ
-        keys = [c for c in ("group", "lam") if c in table]
-        table = table.groupby(keys, sort=False).head(TOP_CONTINUATIONS) if keys else table
+    if headline.report is not None:
+        table = headline.report(table)
     return table.reset_index(drop=True)

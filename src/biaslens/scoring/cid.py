@@ -19,9 +19,16 @@ class DecodingSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     lams: tuple[float, ...] = (0.0, 5.0, 50.0)
-    top_k: int = Field(default=50, ge=1)
+    top_k: int = 50
     max_new_tokens: int = Field(default=20, ge=1)
     stop: tuple[str, ...] = DEFAULT_STOP
+
+    @field_validator("top_k")
+    @classmethod
+    def _check_top_k(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError(f"top_k (the top-K tokens of p(·|x)) must be >= 1, got {value}")
+        return value
 
     @field_validator("lams")
     @classmethod
@@ -45,21 +52,39 @@ def decode_both_directions(
         for lam in settings.lams:
             rows.append((pair.pair, lam, "forward", pair.x, pair.x_prime))
             rows.append((pair.pair, lam, "backward", pair.x_prime, pair.x))
+    table = pd.DataFrame(rows, columns=["pair", "lam", "direction", "input", "contrast"])
+    return decode(lm, table, settings, progress, label, strip=True)
+
+
+def decode(
+    lm: LM,
+    table: pd.DataFrame,
+    settings: DecodingSettings,
+    progress: Progress,
+    label: str,
+    strip: bool = False,
+    **sampling,
+) -> pd.DataFrame:
+    """CID(input; contrast, λ) for each row of ``table`` (columns ``lam``, ``input``,
+    ``contrast``), in one batched call (``sampling``: ``do_sample``, ``temperature``, ``seed``
+    of the request); the table with each continuation (stripped of its outer white space when
+    ``strip``), its tokens and why it ended."""
     requests = [
         ContrastiveGenerateRequest(
-            x=x,
-            x_prime=x_prime,
-            lam=lam,
+            x=row.input,
+            x_prime=row.contrast,
+            lam=row.lam,
             max_new_tokens=settings.max_new_tokens,
             top_k=settings.top_k,
             stop=settings.stop,
+            **sampling,
         )
-        for _, lam, _, x, x_prime in rows
+        for row in table.itertuples(index=False)
     ]
     tick = progress.task(f"{label} ({lm.identity.name})", len(requests))
     results = lm.contrastive_generate(requests, progress=tick)
-    table = pd.DataFrame(rows, columns=["pair", "lam", "direction", "input", "contrast"])
-    table["continuation"] = [r.text.strip() for r in results]
+    table = table.copy()
+    table["continuation"] = [r.text.strip() if strip else r.text for r in results]
     table["num_tokens"] = [r.num_tokens for r in results]
     table["finish_reason"] = [r.finish_reason for r in results]
     return table

@@ -36,8 +36,8 @@ from pathlib import Path
 from biaslens.common.files import make_dir
 from biaslens.errors import BiaslensError
 from biaslens.models.base import LM, ProgressCallback
-from biaslens.models.forwarding import ForwardingLM
 from biaslens.models.requests import as_fields
+from biaslens.models.runtime.forwarding import ForwardingLM
 
 CHUNK = 256
 REQUEST_CACHE_ENV = "BIASLENS_REQUEST_CACHE_DIR"

@@ -35,3 +35,20 @@ def output_name(name: object, where: Path) -> str:
     if PurePosixPath(name).is_absolute() or any(p in ("..", ".") for p in parts):
         raise BiaslensError(f"{where}: output {name!r} lies outside the run folder")
     return name
+
+
+MAX_FOLDER_NAME = 120
+"""Bytes of a run folder name made from a model name (file systems allow 255 per name)."""
+
+
+def safe_name(model: str) -> str:
+    """A model name or path as one folder name (``org/model`` -> ``org--model``); a name too
+    long for a folder keeps its start and gets a hash of the whole (so two long names differ)."""
+    import hashlib
+
+    name = str(model).strip("/").replace("/", "--") or "model"
+    if len(name.encode()) <= MAX_FOLDER_NAME:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:12]
+    head = name.encode()[: MAX_FOLDER_NAME - 13].decode("utf-8", "ignore")
+    return f"{head}-{digest}"

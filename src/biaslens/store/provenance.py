@@ -18,20 +18,27 @@ PACKAGES = (
     "pandas",
     "scipy",
     "statsmodels",
-    "vllm",
-    "ray",
 )
+"""Recorded always (None where one is missing)."""
 
 
 def package_versions() -> dict[str, str | None]:
+    """Python, :data:`PACKAGES` and the packages the backends declare (those installed)."""
+    from biaslens.models.registry import backends, wrappers
+
     versions: dict[str, str | None] = {"python": platform.python_version()}
     for name in PACKAGES:
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
-            if name in ("vllm", "ray"):
-                continue
             versions[name] = None
+    declared = [p for b in (*backends().values(), *wrappers()) for p in b.packages]
+    for name in dict.fromkeys(declared):
+        if name not in versions:
+            try:
+                versions[name] = importlib.metadata.version(name)
+            except importlib.metadata.PackageNotFoundError:
+                continue
     return versions
 
 

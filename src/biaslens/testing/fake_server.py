@@ -278,8 +278,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(app, port: int | None = None):
-    """Run ``app`` with uvicorn in a thread on 127.0.0.1; yields the base URL (``…/v1``)."""
+def serve_app(app, port: int | None = None):
+    """Run the ASGI ``app`` with uvicorn in a thread on 127.0.0.1 (a free port unless
+    ``port``); yields its address, ``http://127.0.0.1:PORT``, and stops it after."""
     import uvicorn
 
     port = port or free_port()
@@ -289,10 +290,17 @@ def serve(app, port: int | None = None):
     deadline = time.time() + 30
     while not server.started:
         if time.time() > deadline or not thread.is_alive():
-            raise RuntimeError("the fake server did not start")
+            raise RuntimeError("the server did not start")
         time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{port}/v1"
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@contextmanager
+def serve(app, port: int | None = None):
+    """Run the fake server ``app`` (see :func:`serve_app`); yields the base URL (``…/v1``)."""
+    with serve_app(app, port) as address:
+        yield f"{address}/v1"

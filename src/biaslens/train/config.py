@@ -20,24 +20,37 @@ class LossWeights(BaseModel):
     qa: float = Field(default=1.0, ge=0)
 
 
-class LeiTrainConfig(BaseModel):
-    """One training run (one grid cell)."""
+class TrainingOptions(BaseModel):
+    """How LEI fine-tunes, declared once: a ``lei-train`` run's settings take these as they are
+    and hand them to every training of its grid (:meth:`training_options`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    learning_rate: float = Field(gt=0)
-    epochs: int = Field(ge=1)
-    batch_size: int = Field(default=8, ge=1, description="intervention examples per step")
     qa_ratio: float = Field(default=1 / 3, ge=0)
     weights: LossWeights = LossWeights()
     schedule: Literal["linear", "constant"] = "linear"
     warmup_ratio: float = Field(default=0.0, ge=0, lt=1)
     weight_decay: float = Field(default=0.0, ge=0)
+    loss_reduction: Literal["mean", "reference"] = Field(
+        default="mean",
+        description="mean: each group loss averaged over its rows; reference: summed over rows "
+        "and the total halved (LEI's mutils.py; the QA cross-entropy stays the mean of start "
+        "and end)",
+    )
+    seed: Seed = 0
+
+    def training_options(self) -> dict:
+        """These options' values (of a run's settings, for one training's config)."""
+        return {name: getattr(self, name) for name in TrainingOptions.model_fields}
+
+
+class LeiTrainConfig(TrainingOptions):
+    """One training run (one grid cell)."""
+
+    learning_rate: float = Field(gt=0)
+    epochs: int = Field(ge=1)
+    batch_size: int = Field(default=8, ge=1, description="intervention examples per step")
     max_grad_norm: float = Field(default=1.0, gt=0)
-    loss_reduction: Literal["mean", "reference"] = "mean"
-    """``mean``: each group loss averaged over its rows; ``reference``: summed over rows and
-    halved, as LEI's ``mutils.py`` (the QA cross-entropy stays the mean of start and end)."""
     context_first: bool = False
     """Extractive input order: (context, question) as LEI's fine-tuning, else (question,
     context)."""
-    seed: Seed = 0

@@ -1,0 +1,225 @@
+"""Click parameters from the one declaration every option has
+(:class:`~biaslens.common.options.Option`, :class:`~biaslens.common.options.Argument`).
+
+Every command of ``biaslens`` is built here from declarations: a method's options, a
+backend's, and those of the other commands, in one way.
+
+* Several values: an option with ``multiple`` takes them space-separated after one flag
+  (``--lam 0 5 50``) or repeated (``--lam 0 --lam 5``); the old comma-separated spelling
+  (``--train-sizes 64,256``) still works, with a note. The option itself takes the values
+  that follow it (:class:`DeclaredOption`); nothing rewrites the command line.
+* Numbers: NaN and infinity are refused where the option is parsed; ``minimum`` and
+  ``maximum`` are checked there too.
+* Deprecated flags still work, with a note naming what replaces them.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from biaslens.common.options import NO_DEFAULT, Argument, Option
+from biaslens.errors import BiaslensError
+
+_notes: list[str] = []
+
+
+def note(message: str) -> None:
+    """A ``note: …`` line on stderr, once per message and process."""
+    if message not in _notes:
+        _notes.append(message)
+        print(f"note: {message}", file=sys.stderr)
+
+
+def _looks_like_value(arg: str) -> bool:
+    if not arg.startswith("-"):
+        return True
+    try:
+        float(arg)
+    except ValueError:
+        return False
+    return True
+
+
+class Number(click.ParamType):
+    """An int or a finite float within optional bounds (NaN and infinity refused)."""
+
+    def __init__(self, kind: type, minimum: float | None = None, maximum: float | None = None):
+        self.kind, self.minimum, self.maximum = kind, minimum, maximum
+        self.name = kind.__name__
+
+    def convert(self, value: Any, param, ctx) -> Any:
+        if isinstance(value, self.kind) and not isinstance(value, bool):
+            number = value
+        else:
+            try:
+                number = self.kind(value)
+            except (TypeError, ValueError):
+                what = "integers" if self.kind is int else "numbers"
+                self.fail(f"expected {what}, got {value!r}", param, ctx)
+        if isinstance(number, float) and not math.isfinite(number):
+            self.fail(f"{number} is not a finite number", param, ctx)
+        if self.minimum is not None and number < self.minimum:
+            self.fail(f"{number} is not >= {self.minimum:g}", param, ctx)
+        if self.maximum is not None and number > self.maximum:
+            self.fail(f"{number} is not <= {self.maximum:g}", param, ctx)
+        return number
+
+    def get_metavar(self, param, ctx=None) -> str:
+        return self.name.upper()
+
+
+class DeclaredOption(click.Option):
+    """A click option that takes every value that follows its flag when it takes several
+    (``--lam 0 5 50``), splits the old comma spelling with a note, and notes a deprecated
+    flag when one is used."""
+
+    def __init__(self, *args, many: bool = False, commas: bool = False,
+                 deprecated: dict[str, str] | None = None, **kwargs) -> None:  # fmt: skip
+        super().__init__(*args, **kwargs)
+        self.many, self.commas = many, commas
+        self.deprecated_flags = deprecated or {}
+
+    def add_to_parser(self, parser, ctx) -> None:
+        super().add_to_parser(parser, ctx)
+        # click's own parser entries of this option: one shared by its flags, and one of its
+        # own for each deprecated flag (so that its use can be noted)
+        entries: dict[int, tuple[Any, str | None]] = {}
+        for flag in self.opts:
+            entry = _entry(parser, flag)
+            if entry is None:
+                continue
+            if self.deprecated_flags.get(flag):
+                parser.add_option(
+                    obj=self, opts=[flag], dest=entry.dest, action=entry.action,
+                    nargs=entry.nargs, const=entry.const,
+                )  # fmt: skip
+                entry = _entry(parser, flag)
+                entries[id(entry)] = (entry, flag)
+            else:
+                entries.setdefault(id(entry), (entry, None))
+        for entry, deprecated_flag in entries.values():
+            entry.process = self._processing(entry.process, deprecated_flag)
+
+    def _processing(self, process: Callable, deprecated_flag: str | None) -> Callable:
+        flag = deprecated_flag or self.opts[0]
+
+        def processed(value, state) -> None:
+            if deprecated_flag is not None:
+                note(f"{flag} is deprecated; use {self.deprecated_flags[flag]}")
+            values = [value]
+            while self.many and state.rargs and _looks_like_value(state.rargs[0]):
+                values.append(state.rargs.pop(0))
+            for item in values:
+                for part in self._split(item, flag):
+                    process(part, state)
+
+        return processed
+
+    def _split(self, value, flag: str) -> list:
+        if not (self.many and self.commas and isinstance(value, str) and "," in value):
+            return [value]
+        note(f"{flag} a,b is deprecated; give the values space-separated ({flag} a b)")
+        parts = [part.strip() for part in value.split(",")]
+        if not all(parts):  # an empty value must not quietly become the default
+            raise BiaslensError(f"{flag} got an empty value ({value!r})")
+        return parts
+
+
+def _entry(parser, flag: str):
+    return parser._long_opt.get(flag) or parser._short_opt.get(flag)
+
+
+def click_type(kind: type, minimum: float | None = None, maximum: float | None = None):
+    if kind in (int, float):
+        return Number(kind, minimum, maximum)
+    if kind is Path:
+        return click.Path(path_type=Path)
+    return click.STRING
+
+
+def to_click(
+    declared: Option | Argument,
+    *,
+    help: str | None = None,
+    default: Any = NO_DEFAULT,
+    multiple: bool | None = None,
+) -> click.Parameter:
+    """The click parameter of a declaration (``help``, ``default`` and ``multiple`` override
+    the declared ones: a method shows its settings' default in the help and passes None when
+    the option is not given). Its name is :attr:`Option.name` (an argument's, its keyword)."""
+    if isinstance(declared, Argument):
+        return click.Argument(
+            [declared.keyword],
+            type=click_type(declared.type),
+            nargs=-1 if declared.multiple else 1,
+            required=declared.required,
+            metavar=declared.metavar or declared.keyword.upper(),
+        )
+    option = declared
+    many = option.multiple if multiple is None else multiple
+    value = option.default if default is NO_DEFAULT else default
+    value = None if value is NO_DEFAULT else value
+    decls = [*option.flags, option.name]
+    settings: dict[str, Any] = {
+        "help": option.help if help is None else help,
+        "hidden": option.hidden,
+        "required": option.required,
+        "metavar": option.metavar,
+        "show_default": value not in (None, (), "") and option.type is not bool,
+    }
+    if option.type is bool and not many:
+        settings.update(is_flag=True, default=value)  # None: not given (a method's setting)
+    else:
+        settings.update(type=click_type(option.type, option.minimum, option.maximum), multiple=many)
+        if not option.required:  # a required option has no default: click asks for it
+            settings["default"] = value if not many or value is None else tuple(value)
+    return DeclaredOption(
+        decls,
+        many=many,
+        commas=many and option.commas,
+        deprecated=dict(option.deprecated),
+        **settings,
+    )
+
+
+def command(
+    name: str,
+    callback: Callable,
+    params: Sequence[click.Parameter],
+    help: str | None = None,
+    keywords: dict[str, str] | None = None,
+) -> click.Command:
+    """A click command calling ``callback`` with each parameter's value under its keyword
+    (``keywords``: parameter name -> keyword, where they differ)."""
+    renames = keywords or {}
+
+    def invoke(**values):
+        return callback(**{renames.get(k, k): v for k, v in values.items()})
+
+    return click.Command(
+        name,
+        callback=invoke,
+        params=list(params),
+        help=help if help is not None else callback.__doc__,
+        context_settings={"help_option_names": ["--help"], "max_content_width": 100},
+    )
+
+
+def declared_command(name: str, *declared: Option | Argument):
+    """A decorator: the function becomes command ``name`` of the declared parameters, called
+    with their values by keyword."""
+
+    def decorate(function: Callable) -> click.Command:
+        params = [to_click(d) for d in declared]
+        keywords = {
+            d.name: d.keyword for d in declared if isinstance(d, Option) and d.name != d.keyword
+        }
+        return command(name, function, params, keywords=keywords)
+
+    return decorate

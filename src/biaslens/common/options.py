@@ -1,0 +1,124 @@
+"""One declaration for every option biaslens takes, wherever it is given.
+
+A method's settings, a backend's options and the other commands' options are all
+:class:`Option`\\ s: the keyword it fills (what Python takes), its flags (what the command line
+takes), its help, the type of its values and their bounds. The command line is generated from
+these declarations (:mod:`biaslens.cli.params`), and so are ``biaslens.settings(...)``, the
+generated documentation and the backend's options in Python; nothing restates a flag, a help
+text or a default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+NO_DEFAULT = object()
+"""An option's ``default`` when its default is not a fixed value of the declaration (a method
+reads it from its settings, see :func:`biaslens.framework.options.option_default`)."""
+
+
+@dataclass(frozen=True, init=False)
+class Option:
+    """One option.
+
+    * ``keyword``: the keyword it fills (``a.b`` fills key ``b`` of dict setting ``a``);
+    * ``flags``: its names (the first is the main one; ``--x/--no-x`` for an on/off switch);
+    * ``type``: ``str``, ``int``, ``float``, ``bool`` or ``Path`` (of each value when
+      ``multiple``); ``multiple``: several values (``--lam 0 5 50``), passed as a tuple;
+    * ``default``: the value when the option is not given (:data:`NO_DEFAULT`: read from the
+      method's settings); ``minimum`` / ``maximum``: the bounds the command line accepts;
+    * ``required``: the command line refuses to run without it;
+    * ``sets``: a flag without a value that sets ``keyword`` to this (when not given otherwise);
+    * ``hidden``: kept for old command lines, not shown in the help;
+    * ``display``: changes only what the command prints after a run (never a setting);
+    * ``deprecated``: flags kept for old command lines, each with what replaces it (a note is
+      printed when one is used);
+    * ``commas``: with ``multiple``, ``a,b`` is read as two values (the old spelling, with a
+      note); False for values that may hold a comma (stop strings);
+    * ``metavar``: how the help names its value.
+    """
+
+    keyword: str
+    flags: tuple[str, ...]
+    help: str
+    type: type = str
+    multiple: bool = False
+    default: Any = NO_DEFAULT
+    minimum: float | None = None
+    maximum: float | None = None
+    required: bool = False
+    sets: Any = None
+    hidden: bool = False
+    display: bool = False
+    deprecated: tuple[tuple[str, str], ...] = ()
+    commas: bool = True
+    metavar: str | None = None
+
+    def __init__(self, keyword: str, *flags: str, help: str, **options: Any) -> None:
+        object.__setattr__(self, "keyword", keyword)
+        object.__setattr__(self, "flags", flags or ("--" + keyword.replace("_", "-"),))
+        object.__setattr__(self, "help", help)
+        known = {f.name: f for f in fields(self)}
+        unknown = set(options) - set(known)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no field(s) {sorted(unknown)}")
+        for name, declared in known.items():
+            if name in ("keyword", "flags", "help"):
+                continue
+            object.__setattr__(self, name, options.get(name, declared.default))
+
+    def but(self, **changes: Any) -> Option:
+        """A copy with some fields changed (e.g. a shared option with its own help)."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)} | changes
+        keyword, flags, help_text = values.pop("keyword"), values.pop("flags"), values.pop("help")
+        return type(self)(keyword, *flags, help=help_text, **values)
+
+    @property
+    def name(self) -> str:
+        """The parameter name of a generated command (from the main flag)."""
+        return self.flags[0].split("/")[0].lstrip("-").replace("-", "_")
+
+    @property
+    def flag(self) -> str:
+        """The main flag (``--batch-size``), as messages name the option."""
+        return self.flags[0].split("/")[0]
+
+
+@dataclass(frozen=True, init=False)
+class Argument:
+    """A positional argument of a command: the keyword it fills, its help and value type;
+    ``multiple``: one or more values (a tuple); ``required``: False lets it be left out."""
+
+    keyword: str
+    help: str
+    type: type = str
+    multiple: bool = False
+    required: bool = True
+    metavar: str | None = None
+
+    def __init__(self, keyword: str, *, help: str, **options: Any) -> None:
+        object.__setattr__(self, "keyword", keyword)
+        object.__setattr__(self, "help", help)
+        for declared in fields(self):
+            if declared.name not in ("keyword", "help"):
+                object.__setattr__(
+                    self, declared.name, options.get(declared.name, declared.default)
+                )
+
+
+def shown_default(value: Any) -> str | None:
+    """A default as the help shows it (None: not shown)."""
+    if value is NO_DEFAULT or value is None or value == () or value == "":
+        return None
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, (tuple, list)):
+        return " ".join(shown_default(v) or repr(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, Path):
+        return str(value)
+    text = str(value)
+    return text if text.isprintable() and text.strip() == text else repr(text)

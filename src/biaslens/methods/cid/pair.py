@@ -1,0 +1,141 @@
+"""Contrastive Input Decoding of one pair of inputs (CID paper, Section 3, Eq. 1): the
+continuation likely given x and unlikely given x', and the other way round, for each λ on the
+grid (λ = 0 is plain greedy decoding). ``biaslens cid`` runs it without a run folder's options.
+
+Every (direction, λ) is one ``contrastive_generate`` request, all answered in one batch through
+the run's request cache. The decoding defaults are the CID audits' (greedy, λ 0, 5 and 50 as in
+the paper's Fig. 1, the top 50 tokens, at most 20 new tokens, stopping at a full stop or a new
+line).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pandas as pd
+from pydantic import Field, field_validator
+
+from biaslens.common.seeds import MAX_SEED, Seed
+from biaslens.framework import options as O
+from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
+from biaslens.framework.settings import MethodSettings, validated
+from biaslens.methods.cid.outputs import PAIR
+from biaslens.models.base import LM
+from biaslens.scoring.cid import DecodingSettings, decode
+from biaslens.store.paths import safe_name
+
+DIRECTIONS = {"forward": "CID(x; x')", "backward": "CID(x'; x)"}
+
+
+class PairSettings(MethodSettings):
+    """The pair, how it is decoded, and whether both directions are."""
+
+    model: str = "default"
+    x: str
+    x_prime: str
+    decoding: DecodingSettings = DecodingSettings()
+    one_way: bool = Field(default=False, description="only CID(x; x')")
+    sample: bool = Field(default=False, description="sample from p̃ instead of greedy")
+    temperature: float = Field(default=1.0, gt=0)
+    seed: Seed = 0
+
+    @field_validator("x", "x_prime")
+    @classmethod
+    def _not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("--x and --x-prime must be non-empty")
+        return value
+
+
+def make_settings(
+    x: str | None = None,
+    x_prime: str | None = None,
+    model: str = "default",
+    one_way: bool = False,
+    sample: bool = False,
+    temperature: float = 1.0,
+    seed: int = 0,
+    **decoding,
+) -> PairSettings:
+    """Settings from the command line's names: the decoding options (λ grid, top-K, token
+    budget, stop strings) fill the decoding settings, with their defaults."""
+    values = {"model": model, "one_way": one_way, "sample": sample, "temperature": temperature}
+    values |= {"x": x, "x_prime": x_prime, "seed": seed}
+    return validated(
+        PairSettings,
+        {k: v for k, v in values.items() if v is not None}
+        | {"decoding": validated(DecodingSettings, decoding)},
+    )
+
+
+def prepare(settings: PairSettings, lm: LM) -> PairSettings:
+    lm.require("contrastive_generate")
+    return settings
+
+
+def run(ctx: RunContext, settings: PairSettings) -> MethodOutput:
+    """Both directions (or one) at every λ, in one batch."""
+    pairs = [("forward", settings.x, settings.x_prime)]
+    if not settings.one_way:
+        pairs.append(("backward", settings.x_prime, settings.x))
+    rows = [(lam, *pair) for lam in settings.decoding.lams for pair in pairs]
+    table = decode(
+        ctx.lm, pd.DataFrame(rows, columns=["lam", "direction", "input", "contrast"]),
+        settings.decoding, ctx.progress, "CID", do_sample=settings.sample,
+        temperature=settings.temperature, seed=settings.seed,
+    )  # fmt: skip
+    return MethodOutput(
+        metrics={"num_continuations": len(table)},
+        tables={"continuations": table},
+        notes=[f"x:  {settings.x}", f"x': {settings.x_prime}"],
+    )
+
+
+def _by_lambda(table: pd.DataFrame) -> pd.DataFrame:
+    """λ down, the directions across (as the paper's Table 1)."""
+    wide = table.pivot(index="lam", columns="direction", values="continuation")
+    wide = wide.reindex(columns=[d for d in DIRECTIONS if d in wide]).rename(columns=DIRECTIONS)
+    wide.index = [f"{lam:g}" for lam in wide.index]
+    return wide.rename_axis("λ").reset_index()
+
+
+OPTIONS = (
+    O.Option("x", "--x", help="The input x.", required=True),
+    O.Option("x_prime", "--x-prime", help="The contrastive input x'.", required=True),
+    O.LAMS,
+    O.MODEL,
+    O.TOP_K_TOKENS,
+    O.MAX_NEW_TOKENS,
+    O.Option("stop", help="Stop strings.", multiple=True, commas=False),
+    O.Option("one_way", help="Only CID(x; x'), not CID(x'; x).", type=bool),
+    O.Option("sample", help="Sample from p̃ instead of greedy.", type=bool),
+    O.Option("temperature", help="Sampling temperature.", type=float, minimum=1e-6),
+    O.Option("seed", help="Sampling seed.", type=int, minimum=0, maximum=MAX_SEED),
+)
+
+
+def _folder(settings: PairSettings) -> str:
+    """``MODEL-HASH``: one folder per model and pair (the pair's words are not a folder name)."""
+    digest = hashlib.sha256(f"{settings.x}\x00{settings.x_prime}".encode()).hexdigest()[:8]
+    return f"{safe_name(settings.model)}-{digest}"
+
+
+SPEC = register(
+    MethodSpec(
+        name="cid",
+        title="Contrastive Input Decoding of one pair of inputs: continuations likely given x but "
+        "not given x', per λ",
+        settings=PairSettings,
+        body=run,
+        make_settings=make_settings,
+        prepare=prepare,
+        run_name=_folder,
+        description="All (direction, λ) combinations run in one batch. Writes continuations.csv "
+        "(per λ and direction: the continuation, its tokens and why it ended) and summary.json.",
+        options=OPTIONS,
+        headlines=(Headline("continuations", "CID", view=_by_lambda),),
+        outputs=PAIR,
+        presets={"paper": {}},  # greedy, λ 0, 5, 50 and top-K 50: the paper's Fig. 1
+        shortcut="cid",
+    )
+)

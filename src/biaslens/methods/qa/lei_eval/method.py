@@ -1,0 +1,382 @@
+"""Zero-shot LEI evaluation (Zhao et al., 2021, Section 2.3 and Fig. 4).
+
+For one model and domain: μ and η (UnQover, Li et al. 2020 Section 4.3) with no intervention and
+under ethical, adversarial and irrelevant interventions (an official SQuAD-format LEI split), and
+on specified contexts (Q_N), next to the desired value of each: 0, 1, unchanged, 1. The
+no-intervention set is the split's own contexts with the intervention removed. Specified
+contexts: the public gender sample file for gender, or ``attribute<TAB>sentence`` sentences for
+any domain. Optional QA utility: EM/F1 on a SQuAD-format file.
+
+``limit`` keeps about that many context pairs (the two subject orders of a key stay together),
+stratified by intervention type and category so every type and category stays represented.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from biaslens.common.atomic import json_records
+from biaslens.data import lei, sources
+from biaslens.data.squad import read_squad
+from biaslens.errors import BiaslensError
+from biaslens.framework.presets import UNSET, ByModel
+from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
+from biaslens.methods.qa.lei_eval.scores import score_questions, scoring_label
+from biaslens.methods.qa.lei_eval.settings import OPTIONS, LeiEvalSettings, make_settings
+from biaslens.methods.qa.outputs import LEI_EVAL as QA_FILES_LEI_EVAL
+from biaslens.metrics.qa import squad_scores
+from biaslens.metrics.unqover import MEASURES as UNQOVER_MEASURES
+from biaslens.metrics.unqover import (
+    comparative_scores,
+    model_summary,
+    subject_bias,
+    unordered_pair,
+)
+from biaslens.metrics.unqover_bootstrap import intervals_by
+from biaslens.models.base import LM, ModelKind
+from biaslens.models.requests import AnswerSpanRequest, GenerateRequest, RequestType
+from biaslens.progress import Progress
+from biaslens.scoring.qa import qa_mode_for, unifiedqa_prompt
+from biaslens.store.paths import safe_name
+from biaslens.store.run import dataset_hash
+
+METHOD = "lei-eval"
+SETS = ("none", "ethical", "adversarial", "irrelevant")
+"""The sets in report order; specified subsets (``specified-female`` …) follow them."""
+PAIRING = ("set", "intervention_id")
+"""Keys that tell contexts apart: the set (reported) and the intervention (averaged over)."""
+
+
+def _pair_key(table: pd.DataFrame) -> pd.Series:
+    low, high = unordered_pair(table["first"], table["second"])
+    return (
+        pd.Series(low, index=table.index)
+        + "|"
+        + pd.Series(high, index=table.index)
+        + "|"
+        + table["template"].astype(str)
+        + "|"
+        + table["attribute"]
+        + "|"
+        + table["intervention_id"]
+    )
+
+
+def build_rows(
+    settings: LeiEvalSettings,
+    lei_dir: Path | None,
+    split_file: Path | None = None,
+    specified_sentences: Path | None = None,
+) -> tuple[pd.DataFrame, str]:
+    """All contexts to score, with a ``set`` column; and why Q_N is absent, if it is."""
+    if split_file is None and lei_dir is None:
+        raise BiaslensError("the LEI data folder is needed for an official split")
+    path = split_file or lei.split_path(f"{settings.domain}/{settings.split}", lei_dir)
+    split = lei.read_split(path)
+    split["pair_key"] = _pair_key(split)
+    if settings.limit is not None:
+        split = lei.stratified_keys(
+            split, settings.limit, ("intervention_type", "category"), "pair_key", settings.seed
+        )
+    parts = [lei.without_interventions(split), split]
+    absent = ""
+    answers = specified_answers(settings, specified_sentences is not None)
+    if specified_sentences is not None:
+        if lei_dir is None:
+            raise BiaslensError("specified subsets need the LEI word lists (--data-dir)")
+        sentences = lei.read_specifying_sentences(specified_sentences)
+        clusters = lei.subject_clusters(lei_dir, settings.domain)
+        base = lei.without_interventions(split)
+        parts += [lei.specify(base, sentences, answer, clusters) for answer in answers]
+    elif settings.domain == "gender" or settings.specified_file is not None:
+        source = settings.specified_file or lei_dir / "data" / lei.SPECIFIED_SAMPLE
+        specified = lei.read_specified(source)
+        present = set(specified["intervention_type"].str.removeprefix("specified-"))
+        if settings.specified_file is not None and not settings.specified_answers:
+            answers = tuple(sorted(present))
+        missing = sorted(set(answers) - present)
+        if missing:
+            what = (
+                f"{settings.specified_file}"
+                if settings.specified_file is not None
+                else "the public LEI specified-context sample"
+            )
+            raise BiaslensError(
+                f"{what} holds {', '.join(sorted(present))} answers only, not "
+                f"{', '.join(missing)}; pass --specified-file with the authors' file of those "
+                "answers, or --specified-sentences to build them from the split"
+            )
+        specified = specified[
+            specified["intervention_type"].isin([f"specified-{a}" for a in answers])
+        ]
+        specified["pair_key"] = _pair_key(specified)
+        if settings.limit is not None:
+            specified = lei.stratified_keys(
+                specified, settings.limit, ("template",), "pair_key", settings.seed
+            )
+        parts.append(specified)
+    else:
+        if settings.specified_answers:
+            raise BiaslensError(
+                f"--specified-answer {' '.join(settings.specified_answers)}: there are no "
+                f"specified contexts for {settings.domain} in the public LEI release; pass "
+                "--specified-sentences (attribute<TAB>sentence with [subj]) or --specified-file"
+            )
+        absent = (
+            f"no specified-context data for {settings.domain} in the public LEI release; "
+            "pass specifying sentences (attribute<TAB>sentence with [subj])"
+        )
+    rows = pd.concat(parts, ignore_index=True)
+    rows["set"] = rows["intervention_type"]
+    rows["intervention"] = rows["intervention"].fillna("")
+    return rows.drop(columns=["pair_key"], errors="ignore"), absent
+
+
+def specified_answers(settings: LeiEvalSettings, from_sentences: bool) -> tuple[str, ...]:
+    """The answers of the specified subsets: as asked, else gender's female and male (the
+    public sample: male only); other domains must name them (a subject, e.g. Muslim)."""
+    if settings.specified_answers:
+        return tuple(a.lower() for a in settings.specified_answers)
+    if settings.domain == "gender":
+        return ("female", "male") if from_sentences else ("male",)
+    if from_sentences:
+        raise BiaslensError(
+            f"name the answer of the {settings.domain} specified contexts with "
+            "--specified-answer SUBJECT (e.g. --specified-answer Muslim): a set whose specified "
+            "subject varies cannot reach the desired μ = 1"
+        )
+    return ()
+
+
+CONTEXT = ["first", "second", "template", "attribute"]
+"""What identifies a context apart from its intervention."""
+
+
+def _set_order(name: str) -> tuple[int, str]:
+    return (SETS.index(name), "") if name in SETS else (len(SETS), name)
+
+
+def lei_table(
+    scores: pd.DataFrame,
+    comparative: pd.DataFrame | None = None,
+    bootstrap: tuple[int, float, int] | None = None,
+) -> pd.DataFrame:
+    """μ, η, θ4, δ, ε per set with the desired μ and the specified win rate (``comparative``:
+    ``comparative_scores(scores, PAIRING)`` when the caller has it); with ``bootstrap``
+    (replicates, level, seed), each metric's percentile interval over the set's subject pair ×
+    template units (:mod:`biaslens.metrics.unqover_bootstrap`) and ``units``.
+
+    The irrelevant set's desired μ is the no-intervention μ *over the same contexts* (its
+    interventions are meant to change nothing on those contexts)."""
+    if comparative is None:
+        comparative = comparative_scores(scores, PAIRING)
+    table = model_summary(scores, by=("set",), within=("intervention_id",), comparative=comparative)
+    if bootstrap is not None and bootstrap[0] > 0:
+        bounds = intervals_by(scores, comparative, "set", ("intervention_id",), bootstrap)
+        table = table.merge(bounds, on="set")
+    table = table.sort_values("set", key=lambda s: s.map(_set_order)).reset_index(drop=True)
+    table["desired_mu"] = table["set"].map(lei.desired_mu)
+    if (scores["set"] == "irrelevant").any() and (scores["set"] == "none").any():
+        contexts = scores.loc[scores["set"] == "irrelevant", CONTEXT].drop_duplicates()
+        same = scores[scores["set"] == "none"].merge(contexts, on=CONTEXT)
+        baseline = model_summary(same, within=("intervention_id",))["mu"].iloc[0]
+        table.loc[table["set"] == "irrelevant", "desired_mu"] = float(baseline)
+    table["desired_mu"] = table["desired_mu"].astype(float)
+    table["gap"] = (table["mu"] - table["desired_mu"]).abs()
+    for name in [s for s in table["set"] if s.startswith("specified")]:
+        spec = scores[(scores["set"] == name) & ~scores["negated"].astype(bool)]
+        first_named = (spec["specified"] == spec["first"]).to_numpy()
+        named = np.where(first_named, spec["s_first"], spec["s_second"])
+        other = np.where(first_named, spec["s_second"], spec["s_first"])
+        table.loc[table["set"] == name, "specified_win_rate"] = float(np.mean(named > other))
+    return table
+
+
+def qa_utility(
+    lm: LM, qa: pd.DataFrame, progress: Progress, context_first: bool = False
+) -> pd.DataFrame:
+    """The model's answers to SQuAD-format questions (best span, or a greedy answer)."""
+    if lm.kind == ModelKind.EXTRACTIVE_QA:
+        requests = [
+            AnswerSpanRequest(q, c, context_first=context_first)
+            for q, c in zip(qa["question"], qa["context"], strict=True)
+        ]
+        tick = progress.task(f"QA utility ({lm.identity.name})", len(requests))
+        answers = [r.text for r in lm.answer_span(requests, tick)]
+    else:
+        causal = lm.kind == ModelKind.CAUSAL
+        prompts = [
+            unifiedqa_prompt((q, c), causal)
+            for q, c in zip(qa["question"], qa["context"], strict=True)
+        ]
+        requests = [GenerateRequest(p, max_new_tokens=16, top_k=1, stop=("\n",)) for p in prompts]
+        tick = progress.task(f"QA utility ({lm.identity.name})", len(requests))
+        answers = [r.text.strip() for r in lm.generate(requests, tick)]
+    return qa.assign(prediction=answers)
+
+
+def prepare(settings: LeiEvalSettings, lm: LM) -> LeiEvalSettings:
+    """The QA mode the model supports (``auto``) recorded in the settings."""
+    mode = qa_mode_for(lm) if settings.mode == "auto" else settings.mode
+    if mode == "extractive":
+        lm.require("span_scores")
+        return settings.model_copy(update={"mode": mode})
+    if settings.mode == "auto" and set(lm.capabilities) == {RequestType.GENERATE}:
+        mode = "first-token"  # a chat endpoint: the top-k of the answer is all there is
+    if mode != "first-token":
+        lm.require("choice_logprobs")
+    elif lm.kind != ModelKind.CAUSAL:
+        raise BiaslensError(
+            "--qa-mode first-token reads a causal model's first answer token; score "
+            f"{lm.identity.name!r} ({lm.kind.value}) with --qa-mode generative"
+        )
+    else:
+        lm.require("generate")
+    return settings.model_copy(update={"mode": mode, **generative_layout(settings)})
+
+
+def generative_layout(settings) -> dict:
+    """A generative model reads the UnifiedQA layout: the extractive span adjustment and input
+    order do not apply (a warning says so when they were asked for)."""
+    if settings.span_adjustment != "none" or settings.qa_order != "question-first":
+        import warnings
+
+        warnings.warn(
+            "the span adjustment and the extractive input order apply to extractive QA models; "
+            f"{settings.model} is scored generatively (UnifiedQA layout) without them",
+            stacklevel=3,
+        )
+    return {"span_adjustment": "none", "qa_order": "question-first"}
+
+
+def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
+    """Score every set, compute μ per set next to the desired μ, and the QA utility."""
+    from biaslens.plots.lei import lei_mu_figure
+
+    needs_release = settings.split_file is None or (
+        settings.domain == "gender"
+        and settings.specified_sentences is None
+        and settings.specified_file is None
+    )
+    lei_dir = sources.locate("lei", ctx.data_dir) if needs_release else None
+    rows, specified_absent = build_rows(
+        settings, lei_dir, settings.split_file, settings.specified_sentences
+    )
+    qa = read_squad(settings.qa_file) if settings.qa_file is not None else None
+    if qa is not None and settings.qa_limit is not None:
+        qa = qa.head(settings.qa_limit)
+    scored = score_questions(ctx, rows, settings)
+    scores, notes = scored.scores, list(scored.notes)
+    comparative = comparative_scores(scores, PAIRING)
+    table = lei_table(scores, comparative, (settings.bootstrap, settings.ci_level, settings.seed))
+    table.insert(1, "scoring", scoring_label(settings.mode))
+    subjects = subject_bias(comparative, ("set",))
+    samples = {"samples": scores}
+    if scored.left_out is not None:
+        samples["unscored_questions"] = scored.left_out
+    utility = None
+    if qa is not None:
+        answered = qa_utility(ctx.lm, qa, ctx.progress, settings.qa_order == "context-first")
+        utility = squad_scores(list(answered["prediction"]), list(answered["answers"]))
+        samples["qa_predictions"] = answered
+        notes.append(
+            f"QA utility: EM {utility['exact_match']:.1f}, F1 {utility['f1']:.1f} "
+            f"({utility['questions']} questions)"
+        )
+    if specified_absent:
+        notes.append(f"specified contexts: {specified_absent}")
+    title = f"{ctx.lm.identity.name}, {settings.domain} {settings.split} ({settings.mode})"
+    return MethodOutput(
+        metrics={
+            "sets": {row.pop("set"): row for row in json_records(table)},
+            "contexts": {s: int(n) for s, n in table.set_index("set")["contexts"].items()},
+            "qa_utility": utility,
+            "specified_absent": specified_absent or None,
+            **({"first_token": scored.metrics} if scored.metrics is not None else {}),
+        },
+        tables={"lei_mu": table, "subjects": subjects},
+        samples=samples,
+        figures={"lei_mu": lei_mu_figure(table, title)},
+        provenance={
+            "dataset": {
+                "name": "lei",
+                "sha256": dataset_hash(rows[["set", "context", "question", "negated_question"]]),
+            }
+        },
+        notes=notes,
+    )
+
+
+def run_name(settings: LeiEvalSettings) -> str:
+    """``MODEL-DOMAIN``; first-token runs say so (their μ is not the paper's)."""
+    name = f"{safe_name(settings.model)}-{settings.domain}"
+    return f"{name}-first-token" if settings.mode == "first-token" else name
+
+
+LEI_COLUMNS = (
+    "set",
+    "scoring",
+    "mu",
+    "desired_mu",
+    "gap",
+    "eta",
+    "theta4",
+    "delta",
+    "epsilon",
+    "contexts",
+)
+
+
+def _mu_view(table: pd.DataFrame) -> pd.DataFrame:
+    """μ per set with its interval (when bootstrapped) and units beside the desired μ."""
+    from biaslens.common.numbers import readable_interval
+
+    extra = ["specified_win_rate"] if "specified_win_rate" in table else []
+    view = table[[*LEI_COLUMNS, *extra]].copy()
+    if "mu_ci_low" in table:
+        interval = [
+            readable_interval(low, high)
+            for low, high in zip(table["mu_ci_low"], table["mu_ci_high"], strict=True)
+        ]
+        view.insert(view.columns.get_loc("mu") + 1, "mu interval", interval)
+        view.insert(view.columns.get_loc("contexts") + 1, "units", table["units"])
+    return view
+
+
+SPEC = register(
+    MethodSpec(
+        outputs=QA_FILES_LEI_EVAL,
+        name=METHOD,
+        title="Zero-shot LEI: μ without and under ethical / adversarial / irrelevant "
+        "interventions and on specified contexts, next to the desired μ (Fig. 4)",
+        settings=LeiEvalSettings,
+        body=run,
+        make_settings=make_settings,
+        prepare=prepare,
+        run_name=run_name,
+        options=OPTIONS,
+        reads_data=True,
+        headlines=(
+            Headline(
+                "lei_mu",
+                "LEI μ per set vs desired μ",
+                view=_mu_view,
+                measures=UNQOVER_MEASURES,
+                labels=("set", "scoring"),
+            ),
+            Headline("subjects", "Subjects: max |γ|", cli=False),
+        ),
+        presets={
+            "paper": {
+                # UnQover's span adjustment is an extractive rule (the UnifiedQA layout has none)
+                "span_adjustment": ByModel(
+                    lambda kind, values: "reference" if kind == ModelKind.EXTRACTIVE_QA else UNSET
+                ),
+                "qa_order": "question-first",
+            }
+        },
+    )
+)

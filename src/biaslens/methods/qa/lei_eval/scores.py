@@ -1,0 +1,77 @@
+"""How lei-eval scores its questions: as the model supports (extractive spans, or the
+candidates' likelihood), or from the first answer token's top-k with what those scores rest on
+(:mod:`biaslens.scoring.first_token`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from biaslens.framework.registry import RunContext
+from biaslens.scoring.first_token import (
+    FIRST_TOKEN_TOP_K,
+    SCORED,
+    contexts,
+    drop_unscored,
+    first_token_scores,
+)
+from biaslens.scoring.qa import score_examples
+
+
+@dataclass
+class ScoredQuestions:
+    """The scores of every question kept; for first-token scoring, the questions left out,
+    the note and the summary's ``first_token`` metrics."""
+
+    scores: pd.DataFrame
+    left_out: pd.DataFrame | None = None
+    notes: list[str] = field(default_factory=list)
+    metrics: dict | None = None
+
+
+def scoring_label(mode: str) -> str:
+    """How the scores were computed, as every table and headline of the run says it."""
+    return f"first-token top-{FIRST_TOKEN_TOP_K}" if mode == "first-token" else mode
+
+
+def first_token_note(all_scores: pd.DataFrame, kept: pd.DataFrame, left_out: pd.DataFrame) -> str:
+    """What first-token scores rest on: the questions without a score, by why, the contexts
+    left out of every set for them, and the candidates' share of the probability."""
+    statuses = all_scores["score_status"].value_counts()
+    why = ", ".join(f"{n} {status}" for status, n in statuses.items() if status != SCORED)
+    return (
+        f"first-token scores (top-{FIRST_TOKEN_TOP_K} of the first answer token), not the "
+        f"paper's: {statuses.get(SCORED, 0)} of {len(all_scores)} questions scored"
+        + (f" ({why})" if why else "")
+        + f"; {contexts(left_out)} context(s) left out of every set for it "
+        "(unscored_questions.parquet), "
+        f"{contexts(kept)} scored in all; the candidates hold "
+        f"{kept['candidate_mass'].mean():.1%} of the probability on average"
+    )
+
+
+def score_questions(ctx: RunContext, rows: pd.DataFrame, settings) -> ScoredQuestions:
+    """Score every question of ``rows`` in the settings' mode."""
+    if settings.mode != "first-token":
+        return ScoredQuestions(
+            score_examples(
+                ctx.lm,
+                rows,
+                ctx.progress,
+                settings.mode,
+                settings.span_adjustment,
+                settings.qa_order,
+            )  # fmt: skip
+        )
+    every = first_token_scores(ctx.lm, rows, ctx.progress, min_mass=settings.min_candidate_mass)
+    scores, left_out = drop_unscored(every)
+    statuses = every["score_status"].value_counts()
+    metrics = {
+        "top_k": FIRST_TOKEN_TOP_K,
+        "min_candidate_mass": settings.min_candidate_mass,
+        "questions_by_status": {str(k): int(v) for k, v in statuses.items()},
+        "contexts_without_score": contexts(left_out),
+        "mean_candidate_mass": float(scores["candidate_mass"].mean()),
+    }
+    return ScoredQuestions(scores, left_out, [first_token_note(every, scores, left_out)], metrics)

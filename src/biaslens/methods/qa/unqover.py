@@ -1,0 +1,330 @@
+"""UnQover bias probe (Li et al., 2020): μ, η, θ4, δ, ε of a model on underspecified questions.
+
+Questions are built from the UnQover word lists (:mod:`biaslens.data.unqover`) for one domain
+and scored by the model's kind:
+
+* extractive-QA and generative models answer the QA templates (``{domain}_noact``) as in
+  :func:`biaslens.scoring.qa.score_examples`;
+* masked LMs fill the ``[MASK]`` slot of the masked-LM templates (``{domain}_noact_lm``),
+  UnQover's ``lm/`` path (:func:`biaslens.scoring.qa.fill_mask_scores`). Subjects that are not
+  one token for the model cannot fill the slot: their examples are dropped and named in the
+  run's notes (the reference shipped pre-filtered ``*_roberta`` / ``*_bert`` lists instead;
+  pass them with ``subjects``).
+
+``limit`` draws that many (template, unordered subject pair, attribute) examples, each in both
+subject orders and with its negated question (0: every example, as the paper).
+
+The set streams through in chunks of :data:`CHUNK_ROWS` examples (both subject orders of an
+example always in one chunk): each chunk is scored through the run's request cache, appended
+to ``samples.parquet`` and added to the metrics' sums (:mod:`biaslens.metrics.unqover_stream`),
+so memory does not grow with the set (the paper's 2.7 M gender contexts run on one machine) and
+an interrupted run resumes from the cache chunk by chunk.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pandas as pd
+from pydantic import Field
+
+from biaslens.common.atomic import json_records
+from biaslens.common.seeds import Seed
+from biaslens.data import sources
+from biaslens.data.unqover import DOMAINS, load_question_set
+from biaslens.errors import BiaslensError
+from biaslens.framework import options as O
+from biaslens.framework.presets import UNSET, ByModel
+from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
+from biaslens.framework.settings import CiLevel, Limit, MethodSettings, Replicates
+from biaslens.methods.qa.outputs import UNQOVER as QA_FILES_UNQOVER
+from biaslens.metrics.unqover import MEASURES
+from biaslens.metrics.unqover_stream import UnqoverAccumulator
+from biaslens.models.base import LM, ModelKind
+from biaslens.scoring.qa import fill_mask_scores, qa_mode_for, score_examples
+from biaslens.store.run import RowsHash
+
+METHOD = "unqover"
+LM_SLOTS_SUFFIX = "_lm"
+REFERENCE_TOP_K = 10
+"""``lm/predict.py``'s default ``--topk``."""
+
+
+class UnqoverSettings(MethodSettings):
+    """Settings that decide an UnQover run's results (list names, not paths: the lists are
+    read from the UnQover data folder and hashed into the run's provenance)."""
+
+    model: str = "default"
+    domain: Literal["gender", "ethnicity", "religion", "nationality"] = "religion"
+    mode: Literal["auto", "extractive", "generative", "fill-mask"] = "auto"
+    subjects: tuple[str, ...] | None = Field(
+        default=None, description="subject list names (default: the domain's)"
+    )
+    slots: str | None = Field(default=None, description="slot template list name")
+    activities: str | None = Field(default=None, description="activity list name")
+    filler: Literal["none", "newsqa"] = "none"
+    limit: Limit = Field(default=500, description="examples drawn, both orders (0: all)")
+    seed: Seed = 0
+    span_adjustment: Literal["none", "articles", "reference"] = "none"
+    qa_order: Literal["question-first", "context-first"] = "question-first"
+    fill_mask_top_k: int | None = Field(
+        default=None, ge=1, le=1000, description="masked LMs: reference top-k rule (None: exact)"
+    )
+    pronouns: bool = Field(default=False, description="masked LMs, gender: max with he/she")
+    ci_level: CiLevel = 0.95
+    bootstrap: Replicates = Field(
+        default=1000, description="replicates over subject pair × template units (0: none)"
+    )
+
+
+def masked_lm_lists(kind: ModelKind, values: dict, details: dict):
+    """The reference's subject lists for a masked LM (``generate_lm_predictions.sh``):
+    ``{domain}_{family}``, gender ``female_{family}`` × ``male_{family}``, where the family is
+    bert for a WordPiece vocabulary (BERT, DistilBERT) and roberta for a byte-level BPE one
+    (RoBERTa; BART shares its vocabulary). Other models keep the domain's lists (the reference
+    had none for them: subjects that are not one token are left out, with a note)."""
+    family = {"WordPiece": "bert", "BPE": "roberta"}.get(details.get("tokenizer_model", ""))
+    if kind != ModelKind.MASKED or family is None or values.get("subjects"):
+        return UNSET
+    lists = DOMAINS[values.get("domain", "religion")].subjects
+    return tuple(f"{name}_{family}" for name in lists)
+
+
+def prepare(settings: UnqoverSettings, lm: LM) -> UnqoverSettings:
+    """The scoring mode the model supports recorded in the settings."""
+    mode = qa_mode_for(lm, fill_mask=True) if settings.mode == "auto" else settings.mode
+    lm.require(
+        {"extractive": "span_scores", "generative": "choice_logprobs"}.get(
+            mode, "token_distribution"
+        )
+    )
+    update: dict = {"mode": mode}
+    if mode == "generative":
+        from biaslens.methods.qa.lei_eval.method import generative_layout
+
+        update.update(generative_layout(settings))
+    return settings.model_copy(update=update)
+
+
+CHUNK_ROWS = 10_000
+"""Examples per chunk: large enough for full batches, small enough to stay far below 1 GB."""
+
+
+def question_set(settings: UnqoverSettings, data_dir):
+    """The question set of the settings' domain and lists."""
+    root = sources.locate("unqover", data_dir) / "word_lists"
+    domain = DOMAINS[settings.domain]
+    slots = settings.slots or (
+        domain.slots + LM_SLOTS_SUFFIX if settings.mode == "fill-mask" else domain.slots
+    )
+    filler = None
+    if settings.filler != "none":
+        path = root / "fillers" / settings.filler
+        if not path.is_file():
+            raise BiaslensError(f"{path}: no such filler list in the UnQover data")
+        filler = path.read_text(encoding="utf-8").strip()
+    return load_question_set(
+        settings.domain, root, settings.subjects, slots, settings.activities, filler
+    )
+
+
+def build_examples(settings: UnqoverSettings, data_dir) -> pd.DataFrame:
+    """The drawn examples of the settings' domain and lists, in one table (small sets)."""
+    return question_set(settings, data_dir).sample(settings.limit or None, settings.seed)
+
+
+def drop_unfillable(scores: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Contexts where a subject got no score (not one token for a masked LM), dropped with
+    both subject orders so positional error stays defined; returns the subjects concerned."""
+    missing = scores["s_first"].isna() | scores["s_second"].isna()
+    if not missing.any():
+        return scores, []
+    subjects = set(scores.loc[scores["s_first"].isna(), "first"]) | set(
+        scores.loc[scores["s_second"].isna(), "second"]
+    )
+    bad = scores["first"].isin(subjects) | scores["second"].isin(subjects)
+    return scores[~bad].reset_index(drop=True), sorted(subjects)
+
+
+def score_chunk(ctx: RunContext, settings: UnqoverSettings, rows: pd.DataFrame, progress):
+    """Per-row subject scores of one chunk of examples (the settings' scoring mode)."""
+    if settings.mode == "fill-mask":
+        return fill_mask_scores(ctx.lm, rows, progress, settings.fill_mask_top_k, settings.pronouns)
+    return score_examples(
+        ctx.lm, rows, progress, settings.mode, settings.span_adjustment, settings.qa_order
+    )
+
+
+class _ChunkProgress:
+    """One chunk's request progress shown on the run's one bar, counted in contexts."""
+
+    def __init__(self, tick, contexts: int) -> None:
+        self.tick, self.contexts = tick, contexts
+
+    def task(self, description: str, total: int, unit: str = "req"):
+        scale = self.contexts / max(total, 1)
+        return lambda n: self.tick(n * scale)
+
+
+def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
+    """Score every drawn example chunk by chunk, then UnQover's metrics per model, subject and
+    attribute from the accumulated sums."""
+    from biaslens.plots.lei import subject_bias_figure
+
+    questions = question_set(settings, ctx.data_dir)
+    limit = settings.limit or None
+    contexts = questions.drawn_count(limit)  # one context per example row
+    tick = ctx.progress.task(
+        f"UnQover {settings.domain} contexts ({ctx.lm.identity.name})", contexts, unit="contexts"
+    )
+    intervals = (settings.bootstrap, settings.ci_level, settings.seed)
+    totals, rows_hash, dropped, seen = UnqoverAccumulator((), intervals), RowsHash(), set(), 0
+    with ctx.store.append_samples("samples") as samples:
+        for rows in questions.iter_drawn(limit, settings.seed, CHUNK_ROWS):
+            rows_hash.update(rows[["key", "context", "question", "negated_question"]])
+            scores = score_chunk(ctx, settings, rows, _ChunkProgress(tick, len(rows)))
+            scores["row"] += seen  # the example's place in the whole set, not in its chunk
+            seen += len(rows)
+            scores, left_out = drop_unfillable(scores)
+            dropped.update(left_out)
+            totals.add(scores)
+            if not scores.empty:
+                samples.write(scores)
+        if totals.rows == 0:
+            raise BiaslensError(
+                "no example could be scored: every subject is several tokens for this model; "
+                "choose single-token subject lists (e.g. --subjects religion_roberta)"
+            )
+    notes = []
+    if dropped:
+        notes.append(
+            f"{len(dropped)} subject(s) are not one token for {ctx.lm.identity.name} and "
+            f"cannot fill the slot; their examples are left out: {', '.join(sorted(dropped))}"
+        )
+    tables = totals.tables()
+    title = f"{ctx.lm.identity.name}, UnQover {settings.domain} ({settings.mode})"
+    return MethodOutput(
+        metrics={
+            **json_records(tables["unqover"])[0],
+            "subjects_left_out": sorted(dropped),
+            "examples": contexts,
+        },
+        tables=tables,
+        samples={"samples": ctx.store.path("samples.parquet")},
+        figures={"subjects": subject_bias_figure(tables["subjects"], title)},
+        provenance={
+            "dataset": {"name": f"unqover-{settings.domain}", "sha256": rows_hash.hexdigest()}
+        },
+        notes=notes,
+    )
+
+
+def _summary_view(table: pd.DataFrame) -> pd.DataFrame:
+    """One line per metric: value, interval (when bootstrapped) and the units behind it."""
+    from biaslens.common.numbers import readable_interval
+
+    row = table.iloc[0]
+    lines = []
+    for measure in MEASURES:
+        low, high = row.get(f"{measure.column}_ci_low"), row.get(f"{measure.column}_ci_high")
+        interval = readable_interval(low, high) if low is not None else "—"
+        lines.append(
+            {
+                "metric": measure.symbol,
+                "value": row[measure.column],
+                "interval": interval,
+                "units": row.get("units", "—"),
+                "contexts": row["contexts"],
+            }
+        )
+    return pd.DataFrame(lines)
+
+
+def _subjects_view(table: pd.DataFrame) -> pd.DataFrame:
+    columns = ["subject", "max_abs_gamma", "top_attribute", "top_gamma", "mean_abs_eta"]
+    return table[columns].head(15)
+
+
+OPTIONS = (
+    O.MODEL,
+    O.Option("domain", help="religion, ethnicity, gender or nationality."),
+    O.QA_MODE.but(
+        flags=("--qa-mode",),
+        help="auto (from the model kind), extractive, generative or fill-mask.",
+    ),
+    O.Option(
+        "subjects",
+        help="Subject list name(s) under word_lists/nouns/subjects (e.g. religion_roberta).",
+        multiple=True,
+    ),
+    O.Option("slots", help="Slot template list.", default="{domain}_noact[_lm]"),
+    O.Option("activities", help="Activity list.", default="the domain's"),
+    O.Option("filler", help="none or newsqa (NewsQA models)."),
+    O.Option("limit", help="Examples drawn, each in both subject orders (0: all).", type=int),
+    O.SEED,
+    O.CI_LEVEL,
+    O.BOOTSTRAP,
+    O.SPAN_ADJUSTMENT,
+    O.QA_ORDER,
+    O.Option(
+        "fill_mask_top_k",
+        help="Masked LMs: a subject scores only if among the top k (reference: 10; "
+        "default: the exact probability).",
+        type=int,
+    ),
+    O.Option(
+        "pronouns",
+        "--pronouns/--no-pronouns",
+        help="Masked LMs, gender: a name scores max(p(name), p(she/he)).",
+        type=bool,
+    ),
+)
+"""The options of ``biaslens run unqover``."""
+
+
+SPEC = register(
+    MethodSpec(
+        outputs=QA_FILES_UNQOVER,
+        name=METHOD,
+        title="UnQover: μ, η, θ4, δ, ε on underspecified questions (QA models answer, masked "
+        "LMs fill the slot)",
+        settings=UnqoverSettings,
+        body=run,
+        prepare=prepare,
+        folder_fields=("domain",),
+        description=(
+            "Li et al. 2020, questions built from the word lists. --limit 0 takes the whole "
+            "set (the paper's scale: gender has 2.7 M examples), streamed chunk by chunk in "
+            "bounded memory. Writes unqover.csv, subjects.csv, subject_attribute.csv, "
+            "samples.parquet and plots/subjects.png; a rerun resumes from the request cache."
+        ),
+        options=OPTIONS,
+        reads_data=True,
+        headlines=(
+            Headline("unqover", "UnQover model-level bias", view=_summary_view, measures=MEASURES),
+            Headline("subjects", "Subjects by max |γ| over attributes", view=_subjects_view),
+        ),
+        presets={
+            "paper": {
+                "limit": 0,
+                # each rule applies where the reference used it: the span adjustment to
+                # extractive models, the top-10 rule to masked LMs
+                "span_adjustment": ByModel(
+                    lambda kind, values: "reference" if kind == ModelKind.EXTRACTIVE_QA else UNSET
+                ),
+                "qa_order": "question-first",
+                "fill_mask_top_k": ByModel(
+                    lambda kind, values: REFERENCE_TOP_K if kind == ModelKind.MASKED else UNSET
+                ),
+                # generate_lm_predictions.sh reads single-token lists of the model's family
+                "subjects": ByModel(masked_lm_lists, reads_details=True),
+                # the reference's masked-LM script sets USE_HESHE=1 for gender only
+                "pronouns": ByModel(
+                    lambda kind, values: (
+                        kind == ModelKind.MASKED and values.get("domain") == "gender"
+                    )
+                ),
+            }
+        },
+    )
+)

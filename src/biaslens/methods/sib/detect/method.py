@@ -1,0 +1,327 @@
+"""SIB Method 2: the task-specification detector (paper Section 5, Appendix H, Tables 2-3).
+
+Each sentence gets ``In {DATE}, `` prepended (its first letter lower-cased) for the earliest and
+latest date (default 1901 and 2016; the reference code writes ``In DATE: ``, we keep the MGC
+form). The specification metric is |p_f(latest) − p_f(earliest)| in percentage points of the
+normalised female share f/(f+m+n)·100; a sentence is classified unspecified when it exceeds
+the threshold (default 0.5). Female, male and neutral masses are stored separately for every
+sentence and date. Masked LMs fill the slot; causal / seq2seq LMs get prompt A.
+
+With ``average_n`` > 1 each end is the mean of the per-date shares of its N dates, as the
+reference's ``get_uncertainty_metric`` averages its stored (already normalised) shares.
+
+A sentence without any pronoun mass at a date (f + m + n = 0: in top-5 scoring, no listed word
+among the top 5) has no share there. ``empty_mass="exclude"`` (default) reports it as "no
+pronoun predicted" and leaves it out of TPR and TNR, with a count; ``"zero"`` (``--preset
+paper``) divides by f + m + n + 1e-5, the masses in percent, as the reference code does, which
+makes the share 0 and the metric possibly 0 (well-specified).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from biaslens.data import mgc, sources, winogender
+from biaslens.data.mgc import inject_date
+from biaslens.data.pronouns import GENDERS
+from biaslens.errors import BiaslensError
+from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
+from biaslens.methods.sib.detect.settings import OPTIONS, DetectSettings, make_settings
+from biaslens.methods.sib.outputs import DETECT as SIB_FILES_DETECT
+from biaslens.metrics.intervals import LEVEL, SMALL_N
+from biaslens.metrics.sib import (
+    BALANCED_ACCURACY,
+    REFERENCE_EPS,
+    TNR,
+    TPR,
+    detection_rates,
+    normalised_female_pct,
+    pronoun_mass,
+    small_mass_note,
+    specification_metric,
+)
+from biaslens.models.base import LM, ModelKind
+from biaslens.scoring.pronouns import check_pronoun_model, score_rows
+from biaslens.store.run import dataset_hash
+
+METHOD = "sib-detect"
+
+
+def date_groups(settings: DetectSettings) -> dict[str, tuple[int, ...]]:
+    """The dates averaged for the 'earliest' and 'latest' ends (1901 and 2016 by default)."""
+    if settings.average_n == 1:
+        return {"earliest": (settings.earliest,), "latest": (settings.latest,)}
+    grid = mgc.year_grid(settings.earliest, settings.latest, settings.grid_size)
+    return {
+        "earliest": tuple(int(d) for d in grid[: settings.average_n]),
+        "latest": tuple(int(d) for d in grid[-settings.average_n :]),
+    }
+
+
+def build_sentences(settings: DetectSettings, data_dir: Path | None) -> pd.DataFrame:
+    folder = sources.locate("winogender", data_dir)
+    stats = winogender.load_occupation_stats(folder)
+    parts = []
+    builders = {
+        "extended": lambda: winogender.build_extended(folder),
+        "simplified": winogender.build_simplified,
+        "simplified-reference": lambda: winogender.build_simplified_reference(
+            sources.locate("sib-simplified", data_dir)
+        ),
+    }
+    for name in dict.fromkeys(settings.sets):
+        table = builders[name]()
+        table.insert(0, "set", name)
+        parts.append(table)
+    sentences = pd.concat(parts, ignore_index=True).merge(stats, on="occupation", how="left")
+    missing = sorted(sentences.loc[sentences["bls_pct_female"].isna(), "occupation"].unique())
+    if missing:
+        raise BiaslensError(
+            f"{folder / winogender.STATS_FILE}: no statistics for occupation(s) {missing}"
+        )
+    if settings.limit is not None:
+        keep = sorted(sentences["occupation"].unique())[: settings.limit]
+        sentences = sentences[sentences["occupation"].isin(keep)].reset_index(drop=True)
+    return sentences
+
+
+def _inputs(sentences: pd.Series, date: int, settings: DetectSettings, kind: ModelKind) -> list:
+    injected = [inject_date(s, date, settings.date_format) for s in sentences]
+    return injected if kind == ModelKind.MASKED else [mgc.wrap_in_prompt(s, "A") for s in injected]
+
+
+def expand_dates(
+    sentences: pd.DataFrame, settings: DetectSettings, kind: ModelKind
+) -> pd.DataFrame:
+    rows = []
+    for end, dates in date_groups(settings).items():
+        for date in dates:
+            part = sentences[["set", "id"]].copy()
+            part["end"], part["date"] = end, date
+            part["input"] = _inputs(sentences["sentence"], date, settings, kind)
+            rows.append(part)
+    return pd.concat(rows, ignore_index=True)
+
+
+def sweep_rows(sentences: pd.DataFrame, settings: DetectSettings, kind: ModelKind) -> pd.DataFrame:
+    """The ``sweep`` sentences at every date of the grid (Fig. 4)."""
+    chosen = sentences[sentences["id"].isin(settings.sweep)]
+    unknown = sorted(set(settings.sweep) - set(chosen["id"]))
+    if unknown:
+        raise BiaslensError(f"--sweep: no sentence with id(s) {unknown} in the chosen sets")
+    rows = []
+    for date in mgc.year_grid(settings.earliest, settings.latest, settings.grid_size):
+        part = chosen[["set", "id"]].copy()
+        part["end"], part["date"] = "sweep", int(date)
+        part["input"] = _inputs(chosen["sentence"], int(date), settings, kind)
+        rows.append(part)
+    return pd.concat(rows, ignore_index=True)
+
+
+def sentence_metrics(
+    sentences: pd.DataFrame, scored: pd.DataFrame, threshold: float, empty_mass: str = "exclude"
+) -> pd.DataFrame:
+    """Per sentence: mean female/male/neutral mass at each end, p_f (%) at each end (the mean
+    of the per-date shares), the metric and the verdict."""
+    eps = REFERENCE_EPS if empty_mass == "zero" else 0.0
+    scored = scored.assign(
+        pct_female=normalised_female_pct(
+            scored["p_female"], scored["p_male"], scored["p_neutral"], eps
+        )
+    )
+    columns = [*(f"p_{g}" for g in GENDERS), "pct_female"]
+    # skipna=False: an end with a date without pronoun mass has no share (exclude mode)
+    ends = scored.groupby(["set", "id", "end"])[columns].agg(lambda v: v.mean(skipna=False))
+    ends = ends.unstack("end")
+    ends.columns = [f"{col}_{end}" for col, end in ends.columns]
+    table = sentences.merge(ends.reset_index(), on=["set", "id"])
+    table["metric"] = specification_metric(table["pct_female_latest"], table["pct_female_earliest"])
+    table["no_pronoun"] = table["metric"].isna()
+    table["predicted_unspecified"] = table["metric"] > threshold
+    table["verdict"] = np.select(
+        [table["no_pronoun"], table["predicted_unspecified"]],
+        ["no pronoun predicted", "unspecified"],
+        "well-specified",
+    )
+    return table
+
+
+def prepare(settings: DetectSettings, lm: LM) -> DetectSettings:
+    check_pronoun_model(lm, settings.mode)
+    return settings
+
+
+def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
+    """Method 2 on every sentence of the chosen sets; TPR/TNR/BA per set."""
+    from biaslens.plots.sib import detector_figure
+
+    sentences = build_sentences(settings, ctx.data_dir)
+    rows = expand_dates(sentences, settings, ctx.lm.kind)
+    if settings.sweep:
+        rows = pd.concat([rows, sweep_rows(sentences, settings, ctx.lm.kind)], ignore_index=True)
+    scored = score_rows(
+        ctx.lm, rows, settings.mode, ctx.progress, label="Method 2",
+        max_new_tokens=settings.generation_tokens,
+    )  # fmt: skip
+    sweep = scored[scored["end"] == "sweep"]
+    scored = scored[scored["end"] != "sweep"]
+    table = sentence_metrics(sentences, scored, settings.threshold, settings.empty_mass)
+    rates = pd.DataFrame(
+        [
+            {
+                "set": name,
+                **detection_rates(
+                    part["metric"], part["well_specified"], settings.threshold, settings.ci_level
+                ),
+            }
+            for name, part in table.groupby("set", sort=False)
+        ]
+    )
+    figures = {
+        f"detector_{name}": detector_figure(
+            part, settings.threshold, f"{ctx.lm.identity.name}, {name} Winogender"
+        )
+        for name, part in table.groupby("set", sort=False)
+    }
+    tables = {"rates": rates}
+    if len(sweep):
+        from biaslens.plots.sib import date_sweep_figure
+
+        curve = date_sweep(sweep, sentences)
+        tables["date_sweep"] = curve
+        for sentence_id, part in curve.groupby("id", sort=False):
+            figures[f"date_sweep_{sentence_id}"] = date_sweep_figure(
+                part, f"{ctx.lm.identity.name}: {part['sentence'].iloc[0]}"
+            )
+    notes = [
+        f"{row.set}: {row.n_no_pronoun} sentence(s) with no pronoun predicted at a date "
+        "(no share to compare) are left out of TPR/TNR"
+        for row in rates.itertuples()
+        if row.n_no_pronoun
+    ] + small_sample_notes(rates, settings.ci_level)
+    mass = pronoun_mass(scored)
+    notes += [n for n in [small_mass_note(mass)] if n]
+    return MethodOutput(
+        metrics={
+            "rates": rates.to_dict(orient="records"),
+            "num_sentences": len(table),
+            "mean_pronoun_mass": mass,
+        },
+        notes=notes,
+        tables=tables,
+        samples={
+            "samples": scored.drop(columns=["top_tokens", "top_probs"], errors="ignore"),
+            "sentences": table,
+        },
+        figures=figures,
+        provenance={
+            "dataset": {
+                "name": "winogender",
+                "sha256": dataset_hash(sentences),
+                "dates": {k: list(v) for k, v in date_groups(settings).items()},
+            }
+        },
+    )
+
+
+def date_sweep(sweep: pd.DataFrame, sentences: pd.DataFrame) -> pd.DataFrame:
+    """Per swept sentence and date: the female, male and neutral shares (%) (Fig. 4)."""
+    shares = {
+        f"pct_{g}": normalised_female_pct(
+            sweep[f"p_{g}"], *(sweep[f"p_{o}"] for o in GENDERS if o != g)
+        )
+        for g in GENDERS
+    }
+    curve = sweep[["set", "id", "date"]].assign(**shares)
+    return curve.merge(sentences[["set", "id", "sentence", "well_specified"]], on=["set", "id"])
+
+
+def _rates_view(rates: pd.DataFrame) -> pd.DataFrame:
+    """TPR, TNR and BA, each with its interval (``--ci-level``) and the sentences it rests on."""
+    view = rates[["set"]].copy()
+    for name, column, n in (("TPR", "tpr", "n_tpr"), ("TNR", "tnr", "n_tnr"),
+                            ("BA", "balanced_accuracy", None)):  # fmt: skip
+        view[name] = [
+            f"{v:.2f} [{lo:.2f}, {hi:.2f}]" if np.isfinite(v) else "—"
+            for v, lo, hi in zip(
+                rates[column], rates[f"{column}_ci_low"], rates[f"{column}_ci_high"], strict=True
+            )
+        ]
+        if n is not None:
+            view[f"n ({name})"] = rates[n]
+    view["no pronoun"] = rates["n_no_pronoun"]
+    return view
+
+
+def small_sample_notes(rates: pd.DataFrame, level: float = LEVEL) -> list[str]:
+    """A note for each set whose rates rest on few sentences (their intervals are wide)."""
+    return [
+        f"{row.set}: TPR rests on {row.n_tpr} and TNR on {row.n_tnr} sentence(s); with fewer "
+        f"than {SMALL_N} their {level:.0%} intervals (shown in brackets) are wide: a larger "
+        "--limit narrows them"
+        for row in rates.itertuples()
+        if min(row.n_tpr, row.n_tnr) < SMALL_N
+    ]
+
+
+def occupation_views(result, values: dict) -> list:
+    """The per-sentence table (Table 2) of each occupation asked for by --show-occupation."""
+    sentences = result["sentences"]
+    views = []
+    for occupation in values.get("show_occupation") or ():
+        rows = sentences[sentences["occupation"] == occupation]
+        if rows.empty:
+            raise BiaslensError(f"--show-occupation: no sentences for {occupation!r}")
+        table = rows.assign(WS=rows["well_specified"])  # verdict: as sentences.parquet has it
+        views.append(
+            (
+                f"{occupation}: specification metric per sentence (pp)",
+                table,
+                ["set", "sentence", "WS", "metric", "verdict"],
+            )
+        )
+    return views
+
+
+SPEC = register(
+    MethodSpec(
+        outputs=SIB_FILES_DETECT,
+        name=METHOD,
+        title="SIB Method 2: task-specification detector on extended Winogender and the "
+        "Simplified set",
+        settings=DetectSettings,
+        body=run,
+        make_settings=make_settings,
+        prepare=prepare,
+        folder_fields=("mode",),
+        description=(
+            "Writes sentences.parquet (per sentence: female/male/neutral mass "
+            "at each date, p_f, metric, verdict, ground truth), rates.csv (TPR, TNR, balanced "
+            "accuracy), samples.parquet, summary.json and plots/detector_*.png (per occupation, "
+            "ordered by BLS % female)."
+        ),
+        options=OPTIONS,
+        reads_data=True,
+        extra_views=occupation_views,
+        presets={
+            "paper": {
+                "mode": "paper",
+                "date_format": "colon",
+                "sets": ("extended", "simplified-reference"),
+                "empty_mass": "zero",
+            }
+        },
+        headlines=(
+            Headline(
+                "rates",
+                "Detector TPR / TNR / balanced accuracy (Table 3)",
+                view=_rates_view,
+                measures=(TPR, TNR, BALANCED_ACCURACY),
+                labels=("set",),
+            ),
+        ),
+    )
+)

@@ -1,0 +1,290 @@
+"""SIB Method 1 on the MGC set (paper Section 4, Appendices D-G).
+
+builder (``biaslens.data.mgc``) -> ``token_distribution`` / ``generate`` requests -> backend
+(cached) -> gendered mass per sentence (``biaslens.metrics.sib``) -> linear fits per prompt and
+W kind -> run store (samples, fits, summary, plots).
+
+Scoring modes:
+
+* ``exact`` (default): the full-vocabulary probability of the Appendix E words at the slot
+  (masked LMs) or as the answer's first word after the prompt (causal / seq2seq; chain rule
+  for words of several tokens). One forward pass per sentence.
+* ``paper``: Appendix G. Masked LMs: the listed words among the top-5 at the slot. Causal /
+  seq2seq: greedy decoding of up to 20 tokens with the top-5 at every step; the step whose
+  argmax is a listed word if there is exactly one, else the average over steps.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pandas as pd
+from pydantic import Field, field_validator
+
+from biaslens.common.numbers import readable, readable_interval
+from biaslens.common.seeds import Seed
+from biaslens.data import mgc
+from biaslens.errors import BiaslensError
+from biaslens.framework import options as O
+from biaslens.framework.presets import UNSET, ByModel
+from biaslens.framework.registry import (
+    Comparison,
+    Headline,
+    MethodOutput,
+    MethodSpec,
+    RunContext,
+    register,
+)
+from biaslens.framework.settings import CiLevel, Limit, MethodSettings, validated
+from biaslens.methods.sib.mgc.compare import compare
+from biaslens.methods.sib.outputs import MGC as SIB_FILES_MGC
+from biaslens.metrics.sib import (
+    SLOPE,
+    SLOPE_DIFFERENCE,
+    mean_by_w,
+    method1_fits,
+    pronoun_mass,
+    r2_text,
+    slope_summary,
+    small_mass_note,
+)
+from biaslens.models.base import LM, ModelKind
+from biaslens.scoring.pronouns import check_pronoun_model, score_rows
+from biaslens.store.run import dataset_hash
+
+METHOD = "sib-mgc"
+MASKED_PROMPT = "mask"  # the prompt column's value for masked LMs, which use no prompt
+
+
+class MGCSettings(MethodSettings):
+    """Settings that decide an MGC run's results (validated on entry)."""
+
+    model: str = "default"
+    mode: Literal["exact", "paper"] = "exact"
+    prompts: tuple[str, ...] | None = Field(
+        default=None, description="causal/seq2seq prompts (A, B, C); default A; none for masked LMs"
+    )
+    w_kinds: tuple[Literal["dates", "places"], ...] = ("dates", "places")
+    date_grid: Literal["code", "rounded", "text"] = "code"
+    generation_tokens: int = Field(
+        default=20, ge=1, le=256, description="paper-mode greedy steps of causal/seq2seq models"
+    )
+    limit: Limit = Field(default=None, description="sentences per W value")
+    seed: Seed = 0
+    ci_level: CiLevel = 0.95
+
+    @field_validator("prompts")
+    @classmethod
+    def _known_prompts(cls, value):
+        if value is not None:
+            unknown = [p for p in value if p not in mgc.PROMPTS]
+            if unknown or not value:
+                raise ValueError(f"prompts must be among {', '.join(mgc.PROMPTS)}, got {value}")
+            return tuple(dict.fromkeys(value))
+        return value
+
+    @field_validator("w_kinds")
+    @classmethod
+    def _some_w_kind(cls, value):
+        if not value:
+            raise ValueError("at least one W kind (dates, places) is needed")
+        return tuple(dict.fromkeys(value))
+
+
+OPTIONS = (
+    O.MODEL,
+    O.Option(
+        "prompts",
+        "--prompt",
+        "-p",
+        help="Instruction prompt(s) A B C of App. D.2 for causal/seq2seq models. Not allowed "
+        "with masked LMs.",
+        multiple=True,
+        default="A",
+    ),
+    O.Option("w_kinds", "--w", help="Injected W values: dates places.", multiple=True),
+    O.PRONOUN_SCORING,
+    O.Option(
+        "date_grid",
+        help="code: linspace(1801, 2016, 30) cut to whole years, as the reference code; "
+        "rounded: the same points rounded; text: 1801-2001 as the paper's text.",
+    ),
+    O.GENERATION_TOKENS.but(
+        help="Paper scoring: greedy steps of causal/seq2seq models (the reference code used 10 "
+        "for Method 1: --preset paper)."
+    ),
+    O.LIMIT,
+    O.SEED,
+    O.CI_LEVEL,
+)
+"""The options of ``biaslens run sib-mgc``."""
+
+
+def make_settings(**values) -> MGCSettings:
+    """Build settings, turning validation errors into one-line ``BiaslensError``s."""
+    return validated(MGCSettings, values)
+
+
+def resolve_prompts(settings: MGCSettings, kind: ModelKind) -> tuple[str, ...]:
+    """Prompts A-C for causal/seq2seq models (default A); none for masked LMs."""
+    if kind == ModelKind.MASKED:
+        if settings.prompts and settings.prompts != (MASKED_PROMPT,):
+            raise BiaslensError(
+                "--prompt applies to causal and seq2seq models; a masked LM fills the [MASK] slot "
+                "of the sentence directly"
+            )
+        return (MASKED_PROMPT,)
+    return settings.prompts or ("A",)
+
+
+def prepare(settings: MGCSettings, lm: LM) -> MGCSettings:
+    """Check the model can score pronouns in this mode; record the prompts it will get."""
+    check_pronoun_model(lm, settings.mode)
+    return settings.model_copy(update={"prompts": resolve_prompts(settings, lm.kind)})
+
+
+def build_rows(
+    settings: MGCSettings, prompts: tuple[str, ...]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The MGC sentences (after --limit) and one row per sentence x prompt with its model input."""
+    sentences = mgc.limit_per_w(
+        mgc.build_mgc(settings.w_kinds, settings.date_grid), settings.limit, settings.seed
+    )
+    parts = []
+    for prompt in prompts:
+        part = sentences.copy()
+        part.insert(1, "prompt", prompt)
+        part["input"] = (
+            part["sentence"]
+            if prompt == MASKED_PROMPT
+            else [mgc.wrap_in_prompt(s, prompt) for s in part["sentence"]]
+        )
+        parts.append(part)
+    return sentences, pd.concat(parts, ignore_index=True)
+
+
+def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
+    """Method 1: pronoun masses of every MGC input, linear fits per prompt, W kind, gender."""
+    from biaslens.plots.sib import mgc_trend_figure
+
+    prompts = resolve_prompts(settings, ctx.lm.kind)
+    sentences, rows = build_rows(settings, prompts)
+    samples = score_rows(
+        ctx.lm, rows, settings.mode, ctx.progress, max_new_tokens=settings.generation_tokens
+    )
+    fits = method1_fits(samples, confidence=settings.ci_level)
+    means = mean_by_w(samples)
+    slopes = slope_summary(fits, means, confidence=settings.ci_level)
+    name = ctx.lm.identity.name
+    figures = {
+        f"mgc_{w_kind}": mgc_trend_figure(
+            means, fits, w_kind, f"MGC Method 1: {name}, W = {w_kind}, {settings.mode} scoring"
+        )
+        for w_kind in settings.w_kinds
+    }
+    notes = [
+        f"prompt {row.prompt}, {row.w_kind}: female−male slope "
+        f"{readable(row.female_minus_male_slope, signed=True)} ± "
+        f"{readable(row.female_minus_male_stderr)} pp/step, "
+        f"{r2_text(row.mean_r2, row.flat_fits)}"
+        for row in slopes.itertuples()
+    ]
+    mass = pronoun_mass(samples)
+    notes += [n for n in [small_mass_note(mass)] if n]
+    return MethodOutput(
+        metrics={
+            "fits": fits.to_dict(orient="records"),
+            "slopes": slopes.to_dict(orient="records"),
+            "mean_pronoun_mass": mass,
+            "num_sentences": len(sentences),
+            "num_requests": len(rows),
+        },
+        tables={"fits": fits, "slopes": slopes, "means_by_w": means},
+        samples={"samples": samples},
+        figures=figures,
+        provenance={
+            "dataset": {
+                "name": "mgc",
+                "sha256": dataset_hash(sentences),
+                "date_grid": settings.date_grid,
+            }
+        },
+        notes=notes,
+    )
+
+
+def _fits_view(fits: pd.DataFrame) -> pd.DataFrame:
+    view = fits[["prompt", "w_kind", "gender", "slope", "slope_ci_low", "slope_ci_high", "r", "r2"]]
+    return view.assign(
+        ci=[
+            readable_interval(a, b, signed=True)
+            for a, b in zip(view.slope_ci_low, view.slope_ci_high, strict=True)
+        ]
+    )[["prompt", "w_kind", "gender", "slope", "ci", "r", "r2"]].rename(
+        columns={"w_kind": "W", "slope": "slope (pp/step)", "ci": "95% CI", "r2": "r²"}
+    )
+
+
+SPEC = register(
+    MethodSpec(
+        outputs=SIB_FILES_MGC,
+        name=METHOD,
+        title="SIB Method 1 on the MGC set: gendered-pronoun probability vs injected dates/places",
+        settings=MGCSettings,
+        body=run,
+        make_settings=make_settings,
+        prepare=prepare,
+        folder_fields=("mode",),
+        description=(
+            "Writes samples.parquet, fits.csv (slope, 95% CI, r, r² per prompt, W kind and "
+            "gender), slopes.csv (female−male slope difference, mean r²), summary.json and "
+            "plots/mgc_*.png. Several models (--model A B, --models-file) are compared "
+            "(Fig. 3(b)). Rerunning the same command resumes from the run's request cache."
+        ),
+        options=OPTIONS,
+        comparison=Comparison(
+            compare=compare,
+            folder=lambda s: f"compare-{s.mode}",
+            headline=Headline(
+                "comparison",
+                "MGC Method 1 across models (mean over prompts)",
+                ("model", "parameters", "W", "female−male slope", "mean r²", "flat lines"),
+                view=lambda t: t.assign(parameters=t["num_parameters"].map("{:,}".format)).rename(
+                    columns={
+                        "w_kind": "W",
+                        "female_minus_male_slope": "female−male slope",
+                        "mean_r2": "mean r²",
+                        "flat_fits": "flat lines",
+                    }
+                ),
+            ),
+        ),
+        headlines=(
+            Headline(
+                "slopes",
+                "Female − male slope and mean r² (Method 1)",
+                cli=False,
+                measures=(SLOPE_DIFFERENCE,),
+                labels=("prompt", "w_kind"),
+            ),
+            Headline(
+                "fits",
+                "Per-gender linear fits",
+                view=_fits_view,
+                measures=(SLOPE,),
+                labels=("prompt", "w_kind", "gender"),
+            ),
+        ),
+        presets={
+            "paper": {
+                "mode": "paper",
+                # prompts apply to causal and seq2seq models; a masked LM fills its slot
+                "prompts": ByModel(
+                    lambda kind, values: UNSET if kind == ModelKind.MASKED else ("A", "B", "C")
+                ),
+                "generation_tokens": 10,
+                "date_grid": "code",
+            }
+        },
+    )
+)

@@ -1,0 +1,68 @@
+"""The transformers backend (``--backend hf``, the default): masked, causal, seq2seq and
+extractive-QA models in process. :func:`load_hf` loads one; :class:`HFBackend` answers
+requests with it (both imported when first used: declaring the backend imports no torch)."""
+
+from __future__ import annotations
+
+import importlib
+
+from biaslens.models.kinds import KIND_NAMES
+from biaslens.models.options import (
+    CHECKPOINT,
+    IN_PROCESS,
+    PROMPTS,
+    BackendOption,
+    one_of,
+    switch,
+    text,
+)
+from biaslens.models.registry import RegisteredBackend
+
+SERVED = "a served model's kind, input format and weights are the server's"
+
+MODEL_KIND = BackendOption(
+    "model_kind",
+    default="auto",
+    parse=one_of("--model-kind", ("auto", *KIND_NAMES), "model kind"),
+    elsewhere=SERVED,
+    help="auto (from the config; BART loads as fill-mask), masked (e.g. a T5/UL2 span denoiser), "
+    "causal, seq2seq (e.g. a fine-tuned BART) or extractive-qa.",
+)
+INPUT_PREFIX = BackendOption(
+    "input_prefix",
+    default="",
+    parse=text("--input-prefix"),
+    elsewhere=SERVED,
+    help="Text put before every input, e.g. '[NLU] ' for UL2's denoiser mode.",
+)
+ALLOW_MISSING_WEIGHTS = BackendOption(
+    "allow_missing_weights",
+    default=False,
+    type=bool,
+    parse=switch("--allow-missing-weights"),
+    elsewhere=SERVED,
+    record="set",
+    help="Run a checkpoint that lacks tensors its model needs (they get seeded random values). "
+    "For tests only: the run's summary and report say so.",
+)
+
+BACKEND = RegisteredBackend(
+    "hf",
+    "biaslens.models.backends.hf:load_hf",
+    "transformers, in process (every model kind)",
+    summary="transformers, in process",
+    options=(*IN_PROCESS, *CHECKPOINT, *PROMPTS, MODEL_KIND, INPUT_PREFIX, ALLOW_MISSING_WEIGHTS),
+    packages=("torch", "transformers", "tokenizers"),
+)
+
+_LAZY = {
+    "HFBackend": "biaslens.models.backends.hf.backend",
+    "load_hf": "biaslens.models.backends.hf.backend",
+}
+__all__ = ["BACKEND", "HFBackend", "load_hf"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,193 @@
+"""A model's checkpoint folder, read without loading it: which files define it, its kind, its
+fingerprint, where it came from, its tokenizer.
+
+Every backend that loads a checkpoint (and ``--dry-run``, which loads none) finds and checks
+it here: a folder that cannot be a loadable model is a one-line :class:`BiaslensError` naming
+the folder, before any weights are read.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+from biaslens.common.hashing import sha256_files
+from biaslens.errors import BiaslensError, quoted
+from biaslens.models.kinds import KIND_NAMES, ModelKind
+
+WEIGHT_SUFFIXES = {".safetensors", ".bin", ".pt", ".pth"}
+DEFINING_FILES = {
+    "config.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "vocab.txt",
+    "merges.txt",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tokenizer.model",
+    "chat_template.jinja",
+    "chat_template.json",
+}
+"""Files besides the weights that change a model's answers (config, generation and tokenizer)."""
+TOKENIZER_FILES = DEFINING_FILES - {"config.json", "generation_config.json"}
+
+
+DENOISING_MODEL_TYPES = {"bart", "mbart"}
+"""Encoder-decoder models pretrained to reconstruct a corrupted input: as pretrained they are
+fill-mask models (the Hugging Face fill-mask pipeline's use, and the SIB paper's for BART)."""
+
+
+def detect_kind(config, requested: str = "auto") -> ModelKind:
+    """The model kind: ``requested`` (a ``--model-kind`` name) or, for ``auto``, inferred from
+    the config's model type and ``architectures`` (set by ``save_pretrained``)."""
+    if requested != "auto":
+        kind = KIND_NAMES[requested]
+        encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
+        if (kind == ModelKind.CAUSAL and encoder_decoder) or (
+            kind == ModelKind.SEQ2SEQ and not encoder_decoder
+        ):
+            family = "an encoder-decoder" if encoder_decoder else "a decoder- or encoder-only"
+            raise BiaslensError(f"--model-kind {requested}: this is {family} model")
+        return kind
+    if getattr(config, "model_type", None) in DENOISING_MODEL_TYPES:
+        return ModelKind.MASKED
+    architectures = list(getattr(config, "architectures", None) or [])
+    for arch in architectures:
+        if arch.endswith("ForMaskedLM"):
+            return ModelKind.MASKED
+        if arch.endswith("ForQuestionAnswering"):
+            return ModelKind.EXTRACTIVE_QA
+        if arch.endswith(("ForCausalLM", "LMHeadModel")):
+            return ModelKind.CAUSAL
+        if arch.endswith("ForConditionalGeneration") and getattr(
+            config, "is_encoder_decoder", False
+        ):
+            return ModelKind.SEQ2SEQ
+    raise BiaslensError(
+        f"cannot tell the model kind from architectures={architectures}; "
+        "biaslens supports *ForMaskedLM, *ForCausalLM, *ForConditionalGeneration (encoder-decoder) "
+        "and *ForQuestionAnswering models"
+    )
+
+
+def weight_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.suffix in WEIGHT_SUFFIXES and p.is_file())
+
+
+def weights_sha256(folder: Path) -> str:
+    """sha256 over the weight files of a model folder (names and digests, sorted)."""
+    return sha256_files(weight_files(Path(folder)), Path(folder))
+
+
+def model_fingerprint(folder: Path) -> str:
+    """sha256 over every file that defines the model's answers: weights, config, generation
+    config and tokenizer files."""
+    folder = Path(folder)
+    files = weight_files(folder) + [
+        p for p in folder.iterdir() if p.name in DEFINING_FILES and p.is_file()
+    ]
+    return sha256_files(files, folder)
+
+
+def local_folder(name_or_path: str, revision: str | None = None, offline: bool = False) -> Path:
+    """The folder of a model given by local path or hub name (``NAME@REVISION`` too): a local
+    folder as it is, a hub name downloaded when online (:func:`.hub.fetch`) or taken
+    from the complete cached snapshot when offline. Every failure is one line."""
+    from biaslens.models.checkpoints import hub
+
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        if revision is not None:
+            raise BiaslensError(
+                f"model {quoted(name_or_path)} is a local folder: --revision applies to hub names"
+            )
+        return path
+    if path.exists():
+        raise BiaslensError(f"model {name_or_path}: a file, not a model folder")
+    return hub.fetch(name_or_path, revision, offline=offline)
+
+
+def load_or_refuse(what: str, folder: Path, load):
+    """``load()``, with a file it cannot read turned into one line naming ``folder``."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return load()
+    except (OSError, ValueError, RuntimeError, KeyError, TypeError) as error:
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise BiaslensError(f"{folder}: cannot load the {what} ({message[:300]})") from None
+    except Exception as error:  # safetensors raises its own error type for damaged files
+        if type(error).__name__ in ("SafetensorError", "HeaderTooLarge", "DeserializeError"):
+            raise BiaslensError(
+                f"{folder}: the weight files are damaged or not model weights "
+                f"({type(error).__name__}: {str(error)[:200]})"
+            ) from None
+        raise
+
+
+def load_tokenizer(folder: Path):
+    """The tokenizer saved in ``folder``; a damaged or missing one is a one-line error."""
+    from transformers import AutoTokenizer
+
+    return load_or_refuse("tokenizer", Path(folder), lambda: AutoTokenizer.from_pretrained(folder))
+
+
+def locate_model(
+    name_or_path: str,
+    revision: str | None = None,
+    offline: bool = False,
+    model_kind: str = "auto",
+):
+    """The model's folder, config and kind (``model_kind``: a ``--model-kind`` name), checked
+    without loading its weights: a folder that cannot be a loadable model is a one-line error
+    here (``biaslens`` checks every model of a multi-model run this way before the first one
+    runs)."""
+    from transformers import AutoConfig
+
+    try:
+        folder = local_folder(name_or_path, revision, offline)
+    except OSError as error:  # e.g. a name longer than the file system allows
+        raise BiaslensError(
+            f"model {name_or_path[:80]!r}{'…' if len(name_or_path) > 80 else ''}: "
+            f"{error.strerror or error}"
+        ) from None
+    if not (folder / "config.json").is_file():
+        raise BiaslensError(f"{folder}: no config.json; not a transformers model folder")
+    model_config = load_or_refuse(
+        "model config", folder, lambda: AutoConfig.from_pretrained(folder)
+    )
+    kind = detect_kind(model_config, model_kind)
+    if not weight_files(folder):
+        raise BiaslensError(f"{folder}: no weight files (*.safetensors or *.bin)")
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        raise BiaslensError(
+            f"{folder}: no tokenizer files (tokenizer.json, vocab, merges or sentencepiece "
+            "model); save the tokenizer next to the model"
+        )
+    return folder, model_config, kind
+
+
+def model_source(
+    folder: Path, name: str, revision: str | None = None
+) -> tuple[tuple[str, str], ...]:
+    """Where a model folder came from, as its identity records it: a hub snapshot's repo id,
+    revision and commit; a converted package model's source file and its sha256; nothing for
+    another local folder (its fingerprint identifies it)."""
+    from biaslens.models.checkpoints import hub
+
+    snapshot = hub.snapshot_source(folder, revision, name)
+    if snapshot is not None:
+        return snapshot.describe()
+    try:
+        converted = json.loads((Path(folder) / "biaslens-conversion.json").read_text())
+        return (
+            ("converted_from", str(converted["source"]["gguf"])),
+            ("source_sha256", str(converted["source"]["sha256"])),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return ()

