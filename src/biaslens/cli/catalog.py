@@ -19,7 +19,7 @@ from biaslens.common.options import Argument, Option
 def models_list() -> None:
     """Registered model names (usable as --model; any hub name or local folder works too)
     and the backends (--backend)."""
-    from biaslens.models.registry import ALIASES, REGISTRY, backends
+    from biaslens.models.registry import ALIASES, REGISTRY, backends, wrappers
 
     table = Table(title="registered models")
     for column in ("name", "aliases", "kind", "description"):
@@ -28,11 +28,12 @@ def models_list() -> None:
         aliases = ", ".join(a for a, target in ALIASES.items() if target == name)
         table.add_row(name, aliases, entry.kind, entry.description)
     console.print(table)
-    backend_table = Table(title="backends (--backend)")
-    for column in ("name", "description"):
+    backend_table = Table(title="backends (--backend), and around them")
+    for column in ("name", "description", "its options"):
         backend_table.add_column(column)
-    for entry in backends().values():
-        backend_table.add_row(entry.name, entry.description)
+    for entry in (*backends().values(), *wrappers()):
+        flags = " ".join(o.flag for o in entry.options if o.cli)
+        backend_table.add_row(entry.name, entry.description, flags)
     console.print(backend_table)
 
 

@@ -169,13 +169,43 @@ def _built_in() -> tuple[RegisteredBackend, ...]:
 _WARNED: set[str] = set()
 
 
-def _all() -> tuple[dict[str, RegisteredBackend], dict[str, str]]:
-    """Every usable backend (wrappers included) by name, and the plug-ins that are not usable,
-    with why (a plug-in under a built-in's name, of another type or whose options clash with a
-    built-in's is left out)."""
+@dataclass(frozen=True)
+class _Backends:
+    """The backends as found once per set of plug-ins: the usable ones by name (wrappers
+    included), the plug-ins that are not usable with why, and every option with the backends
+    that take it."""
+
+    found: dict[str, RegisteredBackend]
+    problems: dict[str, str]
+    options: dict[str, tuple[BackendOption, tuple[str, ...]]]
+
+    @property
+    def choosable(self) -> dict[str, RegisteredBackend]:
+        return {name: b for name, b in self.found.items() if b.switch is None}
+
+    @property
+    def wrappers(self) -> tuple[RegisteredBackend, ...]:
+        return tuple(b for b in self.found.values() if b.switch is not None)
+
+
+_FOUND: list = [None, None]
+"""The plug-ins' entry points as last loaded, and the :class:`_Backends` found with them."""
+
+
+def _all() -> _Backends:
+    """The backends, found again only when the plug-ins were (:func:`plugins.refresh`)."""
+    loaded = plugins.load(plugins.BACKENDS)
+    if _FOUND[0] is not loaded:
+        _FOUND[:] = [loaded, _find(loaded)]
+    return _FOUND[1]
+
+
+def _find(loaded: dict[str, object]) -> _Backends:
+    """Every usable backend, and the plug-ins that are not usable, with why (a plug-in under a
+    built-in's name, of another type or whose options clash with a built-in's is left out)."""
     found = {b.name: b for b in _built_in()}
     problems = plugins.failures(plugins.BACKENDS)
-    for name, loaded in plugins.load(plugins.BACKENDS).items():
+    for name, entry in loaded.items():
         if name in found:
             problems[name] = (
                 f"the backend plug-in {name!r} takes a built-in backend's name: it is not used"
@@ -184,18 +214,31 @@ def _all() -> tuple[dict[str, RegisteredBackend], dict[str, str]]:
                 _WARNED.add(name)
                 print(f"warning: {problems[name]}", file=sys.stderr)
             continue
-        if not isinstance(loaded, RegisteredBackend) or loaded.name != name:
+        if not isinstance(entry, RegisteredBackend) or entry.name != name:
             problems[name] = (
                 f"the backend plug-in {name!r} must name a RegisteredBackend called {name!r}, "
-                f"not {type(loaded).__name__}"
+                f"not {type(entry).__name__}"
             )
             continue
-        clash = _option_clash(loaded, found.values())
+        clash = _option_clash(entry, found.values())
         if clash:
             problems[name] = f"the backend plug-in {name!r}: {clash}"
             continue
-        found[name] = loaded
-    return found, problems
+        found[name] = entry
+    return _Backends(found, problems, _options(found))
+
+
+def _options(found: dict[str, RegisteredBackend]) -> dict:
+    """Every option by keyword, with the backends that take it (every backend's and the
+    wrappers' are taken by all)."""
+    choosable = [name for name, b in found.items() if b.switch is None]
+    wrapping = [o for b in found.values() if b.switch is not None for o in b.options]
+    options = {o.keyword: (o, tuple(choosable)) for o in (*EVERY_BACKEND, *wrapping)}
+    for name in choosable:
+        for option in found[name].options:
+            declared, owners = options.get(option.keyword, (option, ()))
+            options[option.keyword] = (declared, (*owners, name))
+    return options
 
 
 def _option_clash(backend: RegisteredBackend, others) -> str | None:
@@ -211,20 +254,20 @@ def backends() -> dict[str, RegisteredBackend]:
     """The backends ``--backend`` chooses from: the built-in ones (the default first), then the
     plug-ins' (a plug-in may not take a built-in's name, and its entry point must name a
     :class:`RegisteredBackend` of the entry point's own name)."""
-    return {name: b for name, b in _all()[0].items() if b.switch is None}
+    return _all().choosable
 
 
 def wrappers() -> tuple[RegisteredBackend, ...]:
     """The backends that wrap the chosen one when their switch is on (model replicas)."""
-    return tuple(b for b in _all()[0].values() if b.switch is not None)
+    return _all().wrappers
 
 
 def get_backend(name: str) -> RegisteredBackend:
-    known, problems = _all()
-    choosable = {n: b for n, b in known.items() if b.switch is None}
+    state = _all()
+    choosable = state.choosable
     if name not in choosable:
-        if name in problems:
-            raise BiaslensError(problems[name])
+        if name in state.problems:
+            raise BiaslensError(state.problems[name])
         raise BiaslensError(f"unknown backend {name!r}; use one of {', '.join(choosable)}")
     return choosable[name]
 
@@ -239,16 +282,7 @@ def declared_options() -> dict[str, tuple[BackendOption, tuple[str, ...]]]:
     """Every backend option, by keyword, with the backends that take it (every backend's and
     the wrappers' are taken by all). Several backends that take one option share its
     declaration (:mod:`biaslens.models.options`)."""
-    choosable = backends()
-    everywhere = (*EVERY_BACKEND, *(o for w in wrappers() for o in w.options))
-    found: dict[str, tuple[BackendOption, tuple[str, ...]]] = {
-        o.keyword: (o, tuple(choosable)) for o in everywhere
-    }
-    for name, backend in choosable.items():
-        for option in backend.options:
-            declared, owners = found.get(option.keyword, (option, ()))
-            found[option.keyword] = (declared, (*owners, name))
-    return found
+    return _all().options
 
 
 def backend_choices_help() -> str:
