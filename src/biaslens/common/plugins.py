@@ -12,16 +12,20 @@ A plug-in package declares, in its ``pyproject.toml``::
 Once installed, ``biaslens run my-probe`` and ``--backend my-backend`` work like the built-in
 ones. A plug-in that cannot be imported never stops biaslens: it is named once on stderr with
 its error, left out, and named again where the user asks for it by name.
+``BIASLENS_NO_PLUGINS=1`` loads none.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from functools import cache
 from importlib import metadata
 
 METHODS = "biaslens.methods"
 BACKENDS = "biaslens.backends"
+NO_PLUGINS_ENV = "BIASLENS_NO_PLUGINS"
+"""Set to 1: no plug-in is loaded (biaslens as it ships, whatever is installed beside it)."""
 
 _FAILED: dict[str, dict[str, str]] = {}
 
@@ -37,6 +41,8 @@ def load(group: str) -> dict[str, object]:
     and listed by :func:`failures`."""
     loaded: dict[str, object] = {}
     failed = _FAILED.setdefault(group, {})
+    if os.environ.get(NO_PLUGINS_ENV) == "1":
+        return loaded
     for entry in sorted(metadata.entry_points(group=group), key=lambda e: e.name):
         try:
             loaded[entry.name] = entry.load()
