@@ -29,11 +29,6 @@ def backend_params() -> list[click.Parameter]:
     return [to_click(option) for option in backend_declarations()]
 
 
-def backend_names() -> set[str]:
-    """The parameter names of the backend options."""
-    return {option.name for option in backend_declarations()}
-
-
 def backend_config(values: dict[str, Any]):
     """The :class:`BackendConfig` of the backend options' values (popped from ``values``):
     the options that differ from their defaults."""

@@ -15,7 +15,6 @@ backend's, and those of the other commands, in one way.
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 
 import click
 
-from biaslens.common.options import NO_DEFAULT, Argument, Option
+from biaslens.common.options import NO_DEFAULT, Argument, Option, number
 from biaslens.errors import BiaslensError
 
 _notes: list[str] = []
@@ -54,21 +53,10 @@ class Number(click.ParamType):
         self.name = kind.__name__
 
     def convert(self, value: Any, param, ctx) -> Any:
-        if isinstance(value, self.kind) and not isinstance(value, bool):
-            number = value
-        else:
-            try:
-                number = self.kind(value)
-            except (TypeError, ValueError):
-                what = "integers" if self.kind is int else "numbers"
-                self.fail(f"expected {what}, got {value!r}", param, ctx)
-        if isinstance(number, float) and not math.isfinite(number):
-            self.fail(f"{number} is not a finite number", param, ctx)
-        if self.minimum is not None and number < self.minimum:
-            self.fail(f"{number} is not >= {self.minimum:g}", param, ctx)
-        if self.maximum is not None and number > self.maximum:
-            self.fail(f"{number} is not <= {self.maximum:g}", param, ctx)
-        return number
+        try:
+            return number(value, self.kind, self.minimum, self.maximum)
+        except ValueError as error:
+            self.fail(str(error), param, ctx)
 
     def get_metavar(self, param, ctx=None) -> str:
         return self.name.upper()

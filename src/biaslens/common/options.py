@@ -10,6 +10,7 @@ text or a default.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -122,3 +123,26 @@ def shown_default(value: Any) -> str | None:
         return str(value)
     text = str(value)
     return text if text.isprintable() and text.strip() == text else repr(text)
+
+
+def number(value: Any, kind: type, minimum: float | None = None, maximum: float | None = None):
+    """``value`` as an ``int`` or a finite ``float`` (``kind``) within the bounds; text such as
+    the command line gives is read, a bool or (for an int) a float is not. A ``ValueError``
+    says what is wrong."""
+    what = "integers" if kind is int else "numbers"
+    if isinstance(value, str):
+        try:
+            value = kind(value)
+        except ValueError:
+            raise ValueError(f"expected {what}, got {value!r}") from None
+    allowed = (int,) if kind is int else (int, float)
+    if isinstance(value, bool) or not isinstance(value, allowed):
+        raise ValueError(f"expected {what}, got {value!r}")
+    value = kind(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value} is not a finite number")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{value} is not >= {minimum:g}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{value} is not <= {maximum:g}")
+    return value

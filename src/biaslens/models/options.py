@@ -13,13 +13,11 @@ This module imports no torch and names no backend.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from biaslens.common.options import Option
+from biaslens.common.options import Option, number
 from biaslens.errors import BiaslensError
 
 
@@ -28,7 +26,9 @@ class BackendOption(Option):
     """An option of one or more backends (see :class:`~biaslens.common.options.Option`).
 
     * ``parse(value)``: the value as the backend reads it, from text (the command line) or a
-      Python value; a :class:`BiaslensError` naming the flag when it is not one;
+      Python value; a :class:`BiaslensError` naming the flag when it is not one. Without one,
+      the value is checked against the declared ``type`` (text, on/off, or a number within
+      ``minimum`` and ``maximum``);
     * ``requires(value, config)``: what the value needs of the other options (e.g. ``--system``
       needs ``--chat``), in words, or None;
     * ``record``: how ``summary.json`` keeps it: ``filled`` (unless None or empty), ``always``,
@@ -54,44 +54,31 @@ class BackendOption(Option):
         value the parser refuses is a one-line error naming the flag."""
         if value is None and self.default is None:
             return None
-        if self.parse is None:
-            return value
         try:
-            return self.parse(value)
+            return self.parse(value) if self.parse is not None else self._of_type(value)
         except (TypeError, ValueError) as error:  # a plug-in's parser may raise these
-            raise BiaslensError(f"{self.flag}: {error}") from None
+            raise BiaslensError(f"{self.flag if self.cli else self.keyword}: {error}") from None
+
+    def _of_type(self, value: Any) -> Any:
+        """``value`` checked against the declared type and bounds."""
+        if self.type in (int, float):
+            return number(value, self.type, self.minimum, self.maximum)
+        if self.type is bool and not isinstance(value, bool):
+            raise ValueError(f"on or off (True or False), got {value!r}")
+        if self.type is str and not isinstance(value, str):
+            raise ValueError(f"takes text, got {value!r}")
+        return value
 
 
 # ------------------------------------------------------------------------------ parsers
-def integer(flag: str, minimum: int) -> Callable[[Any], int]:
-    """An integer >= ``minimum`` (text such as ``"8"`` from the command line is read)."""
-
-    def parse(value: Any) -> int:
-        if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
-            value = int(value)
-        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            raise BiaslensError(f"{flag} must be an integer >= {minimum}, got {value!r}")
-        return value
-
-    return parse
-
-
 def seconds(flag: str) -> Callable[[Any], float]:
     """A finite number of seconds > 0."""
 
     def parse(value: Any) -> float:
-        if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                pass
-        if (
-            not isinstance(value, (int, float))
-            or isinstance(value, bool)
-            or not (0 < value < math.inf)
-        ):
+        value = number(value, float)
+        if value <= 0:
             raise BiaslensError(f"{flag} must be a finite number of seconds > 0, got {value!r}")
-        return float(value)
+        return value
 
     return parse
 
@@ -102,24 +89,6 @@ def one_of(flag: str, choices: tuple[str, ...], what: str) -> Callable[[Any], st
     def parse(value: Any) -> str:
         if value not in choices:
             raise BiaslensError(f"unknown {what} {value!r}; use one of {', '.join(choices)}")
-        return value
-
-    return parse
-
-
-def text(flag: str) -> Callable[[Any], str]:
-    def parse(value: Any) -> str:
-        if not isinstance(value, str):
-            raise BiaslensError(f"{flag} takes text, got {value!r}")
-        return value
-
-    return parse
-
-
-def switch(flag: str) -> Callable[[Any], bool]:
-    def parse(value: Any) -> bool:
-        if not isinstance(value, bool):
-            raise BiaslensError(f"{flag} is on or off (True or False), got {value!r}")
         return value
 
     return parse
@@ -160,7 +129,6 @@ MAX_REQUESTS = BackendOption(
     default=None,
     minimum=1,
     type=int,
-    parse=integer("--max-requests", 1),
     help="Stop after N requests answered by the model or server (answers already in the run's "
     "cache do not count); rerun the same command to go on. A cost guard for paid APIs.",
 )
@@ -169,13 +137,11 @@ EVERY_BACKEND = (MAX_REQUESTS,)
 
 # ------------------------------------------------------------------ groups several backends take
 DEVICE = BackendOption(
-    "device", default="auto", parse=text("--device"),
-    help="auto (cuda, mps, cpu), cpu, cuda, cuda:N, mps.",
-)  # fmt: skip
+    "device", default="auto", help="auto (cuda, mps, cpu), cpu, cuda, cuda:N, mps."
+)
 DTYPE = BackendOption(
-    "dtype", default="auto", parse=text("--dtype"),
-    help="auto (bf16 on GPU, fp32 on CPU), float32, bfloat16, float16.",
-)  # fmt: skip
+    "dtype", default="auto", help="auto (bf16 on GPU, fp32 on CPU), float32, bfloat16, float16."
+)
 BATCH_SIZE = BackendOption(
     "batch_size",
     default="auto",
@@ -197,7 +163,6 @@ OFFLINE = BackendOption(
     "offline",
     default=False,
     type=bool,
-    parse=switch("--offline"),
     record="set",
     help="Use only models already in the local Hugging Face cache (as HF_HUB_OFFLINE=1 does); "
     "by default a hub name is downloaded when the machine is online.",
@@ -208,6 +173,7 @@ CHECKPOINT = (REVISION, OFFLINE)
 ADD_BOS = BackendOption(
     "add_bos",
     default=None,
+    type=bool,
     cli=False,
     record="always",
     help="None keeps the tokenizer's own special tokens (SmolLM2's BOS is the chat-turn "
@@ -217,14 +183,12 @@ CHAT = BackendOption(
     "chat",
     default=False,
     type=bool,
-    parse=switch("--chat"),
     help="Causal chat models: each prompt becomes a user message in the model's own chat template "
     "(the assistant's turn opened), as a chat user would send it.",
 )
 SYSTEM = BackendOption(
     "system",
     default="",
-    parse=text("--system"),
     requires=_needs_chat("--system is a chat message"),
     help="With --chat: a system message put before every prompt.",
 )

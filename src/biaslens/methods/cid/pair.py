@@ -47,25 +47,11 @@ class PairSettings(MethodSettings):
         return value
 
 
-def make_settings(
-    x: str | None = None,
-    x_prime: str | None = None,
-    model: str = "default",
-    one_way: bool = False,
-    sample: bool = False,
-    temperature: float = 1.0,
-    seed: int = 0,
-    **decoding,
-) -> PairSettings:
+def make_settings(**values) -> PairSettings:
     """Settings from the command line's names: the decoding options (λ grid, top-K, token
-    budget, stop strings) fill the decoding settings, with their defaults."""
-    values = {"model": model, "one_way": one_way, "sample": sample, "temperature": temperature}
-    values |= {"x": x, "x_prime": x_prime, "seed": seed}
-    return validated(
-        PairSettings,
-        {k: v for k, v in values.items() if v is not None}
-        | {"decoding": validated(DecodingSettings, decoding)},
-    )
+    budget, stop strings) fill the decoding settings; every default is the settings'."""
+    decoding = {k: values.pop(k) for k in list(values) if k in DecodingSettings.model_fields}
+    return validated(PairSettings, {**values, "decoding": validated(DecodingSettings, decoding)})
 
 
 def prepare(settings: PairSettings, lm: LM) -> PairSettings:

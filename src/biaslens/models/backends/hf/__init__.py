@@ -13,8 +13,6 @@ from biaslens.models.options import (
     PROMPTS,
     BackendOption,
     one_of,
-    switch,
-    text,
 )
 from biaslens.models.registry import RegisteredBackend
 
@@ -31,7 +29,6 @@ MODEL_KIND = BackendOption(
 INPUT_PREFIX = BackendOption(
     "input_prefix",
     default="",
-    parse=text("--input-prefix"),
     elsewhere=SERVED,
     help="Text put before every input, e.g. '[NLU] ' for UL2's denoiser mode.",
 )
@@ -39,7 +36,6 @@ ALLOW_MISSING_WEIGHTS = BackendOption(
     "allow_missing_weights",
     default=False,
     type=bool,
-    parse=switch("--allow-missing-weights"),
     elsewhere=SERVED,
     record="set",
     help="Run a checkpoint that lacks tensors its model needs (they get seeded random values). "

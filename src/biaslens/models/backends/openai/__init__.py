@@ -11,10 +11,8 @@ from biaslens.models.options import (
     OFFLINE,
     PROMPTS,
     BackendOption,
-    integer,
     one_of,
     seconds,
-    text,
 )
 from biaslens.models.registry import RegisteredBackend
 
@@ -43,7 +41,6 @@ def _chat_endpoint_needs_chat(value, config):
 BASE_URL = BackendOption(
     "base_url",
     default=None,
-    parse=text("--base-url"),
     recorded_as=redact_url,
     help="openai backend: the server, e.g. http://127.0.0.1:8000/v1.",
 )
@@ -59,7 +56,6 @@ CONCURRENCY = BackendOption(
     default=8,
     type=int,
     minimum=1,
-    parse=integer("--concurrency", 1),
     help="openai backend: requests in flight.",
 )
 TIMEOUT = BackendOption(
@@ -75,13 +71,11 @@ MAX_RETRIES = BackendOption(
     default=5,
     type=int,
     minimum=0,
-    parse=integer("--max-retries", 0),
     help="openai backend: retries of a failed request before the run stops.",
 )
 TOKENIZER = BackendOption(
     "tokenizer",
     default=None,
-    parse=text("--tokenizer"),
     help="Served models: a local tokenizer (folder or registered name) so prompts are sent as "
     "token ids, tokenized exactly as the in-process backends do.",
 )

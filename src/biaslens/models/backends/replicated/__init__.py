@@ -3,7 +3,7 @@ actors each load the model on the chosen backend (:mod:`.replicas`, :mod:`.ray_r
 
 from __future__ import annotations
 
-from biaslens.models.options import BackendOption, integer, text
+from biaslens.models.options import BackendOption
 from biaslens.models.registry import RegisteredBackend
 
 DATA_PARALLEL = BackendOption(
@@ -11,14 +11,12 @@ DATA_PARALLEL = BackendOption(
     default=1,
     type=int,
     minimum=1,
-    parse=integer("--data-parallel", 1),
     record="set",
     help="Model replicas on a Ray runtime (one per GPU, or a CPU share); 1 runs in process.",
 )
 RAY_ADDRESS = BackendOption(
     "ray_address",
     default=None,
-    parse=text("--ray-address"),
     help="Join a running Ray cluster (auto or HOST:PORT).",
 )
 
