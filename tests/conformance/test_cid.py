@@ -170,3 +170,54 @@ def check_sensitivity(result, samples, model, tokenizer, encoder, decoding):
     table = pd.read_csv(result.run_dir / "lambda_star.csv").set_index("pair")
     for pair, value in table["lambda_star"].items():
         assert value == crossings.get(pair, math.inf), pair
+
+
+PAIR = ("The doctor said that", "The nurse said that")
+
+
+def run_pair(name, tiny_models, tmp_path, **options):
+    return biaslens.run(
+        "cid", str(tiny_models[name]), x=PAIR[0], x_prime=PAIR[1], lams=(0, 5, 50),
+        max_new_tokens=6, output=tmp_path / f"cid-{len(options)}", report=False, device="cpu",
+        **options,
+    )  # fmt: skip
+
+
+def check_pair(name, table: pd.DataFrame, decoding, tiny_models):
+    """Each row decoded again naively: forward is CID(x; x'), backward CID(x'; x)."""
+    model = LOADERS[name].from_pretrained(tiny_models[name]).eval()
+    tokenizer = AutoTokenizer.from_pretrained(tiny_models[name])
+    for row in table.to_dict("records"):
+        x, contrast = PAIR if row["direction"] == "forward" else PAIR[::-1]
+        assert (row["input"], row["contrast"]) == (x, contrast)
+        expected = naive_continuation(model, tokenizer, x, contrast, row["lam"], decoding)
+        assert row["continuation"].strip() == expected, row
+
+
+@pytest.mark.parametrize("name", list(LOADERS))
+def test_cid_pair_continuations_recomputed(name, tiny_models, tmp_path):
+    """``biaslens cid`` (the cid method) on a causal and an encoder-decoder model: both
+    directions at every λ, each continuation decoded again by the naive decoder."""
+    result = run_pair(name, tiny_models, tmp_path)
+    table = result["continuations"]
+    cells = sorted(zip(table["lam"], table["direction"], strict=True))
+    assert cells == sorted((lam, d) for lam in (0.0, 5.0, 50.0) for d in ("forward", "backward"))
+    check_pair(name, table, result.settings["decoding"], tiny_models)
+    one_way = run_pair(name, tiny_models, tmp_path, one_way=True)["continuations"]
+    assert set(one_way["direction"]) == {"forward"} and len(one_way) == 3
+
+
+def test_the_pair_check_fails_when_the_directions_are_swapped(tiny_models, tmp_path):
+    result = run_pair("llama", tiny_models, tmp_path)
+    table = result["continuations"]
+    forward = table[table["direction"] == "forward"].set_index("lam")["continuation"]
+    backward = table[table["direction"] == "backward"].set_index("lam")["continuation"]
+    assert (forward != backward).any(), "the two directions decode alike: nothing to swap"
+    other = {"forward": backward, "backward": forward}
+    swapped = table.assign(  # each direction's continuation filed under the other
+        continuation=[
+            other[d][lam] for lam, d in zip(table["lam"], table["direction"], strict=True)
+        ]
+    )
+    with pytest.raises(AssertionError):
+        check_pair("llama", swapped, result.settings["decoding"], tiny_models)
