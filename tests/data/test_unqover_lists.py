@@ -139,17 +139,35 @@ def test_masked_lm_templates_hold_one_mask_in_each_question():
 
 def test_a_sample_keeps_both_orders_and_is_seeded():
     questions = load_question_set("religion", UNQOVER, slots="religion_noact_lm")
-    drawn = questions.sample(25, seed=3)
-    assert len(drawn) == 50
+    drawn = questions.sample(700, seed=3)
     forward = set(
         zip(drawn["first"], drawn["second"], drawn["template"], drawn["attribute"], strict=True)
     )
     flipped = {(b, a, t, x) for a, b, t, x in forward}
     assert forward == flipped  # every drawn example comes with its other subject order
-    assert drawn.equals(questions.sample(25, seed=3))
-    assert not drawn.equals(questions.sample(25, seed=4))
+    assert drawn.equals(questions.sample(700, seed=3))
+    assert not drawn.equals(questions.sample(700, seed=4))
     everything = questions.sample(len(questions), seed=0)
     assert len(everything) == len(questions) and everything.equals(questions.examples())
+
+
+def test_a_limit_draws_a_complete_crossed_design():
+    """--limit keeps every pair among its subjects at each of its templates, with every
+    attribute: the most subjects and templates (the fewer first) within the limit. Religion:
+    50 attributes per template; 700 examples hold 3 pairs × 4 templates (600) — 4 subjects (6
+    pairs) would hold only 2 templates (600), and min(4, 2) < min(3, 4)."""
+    questions = load_question_set("religion", UNQOVER, slots="religion_noact_lm")
+    drawn = questions.sample(700, seed=3)
+    subjects = set(drawn["first"]) | set(drawn["second"])
+    templates = set(drawn["template"])
+    assert (len(subjects), len(templates)) == (3, 4)
+    assert len(drawn) == 2 * 3 * 4 * 50 == 2 * questions.drawn_count(700) // 2
+    cells = drawn.groupby(["first", "second", "template"]).size()
+    assert len(cells) == 6 * 4 and cells.eq(50).all()  # every ordered pair at every template
+    with pytest.raises(BiaslensError, match="--limit 40 cannot hold .* at least 300"):
+        questions.sample(40, seed=0)
+
+
     # the drawn rows equal the same rows of the full table
     full = questions.examples().set_index("key")
     assert drawn.set_index("key")[["context", "question"]].equals(

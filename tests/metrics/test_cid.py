@@ -94,23 +94,30 @@ def test_top_continuations_and_biased_fraction():
     assert fractions.loc["B", "fraction_biased"] == pytest.approx(1 / 3)
 
 
-def test_the_median_lambda_star_interval_is_a_bootstrap_over_pairs():
-    """Recomputed naively: replicate r draws pairs with default_rng([seed, r]); the median of
-    an even count is the mean of the two middle values (∞ where one is ∞); the bounds are the
-    replicates' 5% and 95% quantiles (level 0.9)."""
-    stars = [1.0, 5.0, 5.0, 10.0, math.inf, 50.0, 0.0]
-    per_pair = pd.DataFrame({"pair": range(7), "type": "t", "lambda_star": stars})
-    replicates, level, seed = 300, 0.9, 4
-    table = lambda_star_summary(per_pair, bootstrap=(replicates, level, seed)).iloc[0]
+def test_the_median_lambda_star_interval_is_the_order_statistic_interval():
+    """Recomputed from the rule (Conover §3.2): with n pairs, the bounds are the j-th smallest
+    and j-th largest values for the largest j whose binomial tail P(X < j), X ~ Bin(n, ½), is
+    at most (1 − level)/2 — summed here from the binomial coefficients."""
+    stars = [1.0, 5.0, 5.0, 10.0, math.inf, 50.0, 0.0, 5.0, 10.0, 1.0, 50.0, 10.0]
+    per_pair = pd.DataFrame({"pair": range(12), "type": "t", "lambda_star": stars})
+    level = 0.9
+    table = lambda_star_summary(per_pair, level=level).iloc[0]
 
-    medians = []
-    for r in range(replicates):
-        drawn = sorted(stars[i] for i in np.random.default_rng([seed, r]).integers(0, 7, 7))
-        medians.append(drawn[3])  # 7 draws: the 4th smallest
-    low, high = np.quantile(medians, [0.05, 0.95])
-    assert table["median_ci_low"] == low and table["median_ci_high"] == high
-    assert low <= table["median"] <= high and low < high
+    n = len(stars)
+    tail = [sum(math.comb(n, i) for i in range(j)) / 2**n for j in range(n + 1)]
+    j = max(j for j in range(n + 1) if tail[j] <= (1 - level) / 2)
+    ordered = sorted(stars)
+    assert j == 3  # P(X ≤ 2) = 79/4096 ≤ 0.05 < P(X ≤ 3) = 299/4096
+    assert (table["median_ci_low"], table["median_ci_high"]) == (ordered[j - 1], ordered[n - j])
+    assert table["median_ci_low"] <= table["median"] <= table["median_ci_high"]
     assert "median_ci_low" not in lambda_star_summary(per_pair)
+
+
+def test_too_few_pairs_for_a_median_interval_say_so():
+    """Five pairs: even [min, max] covers the median with 1 − 2/32 < 0.95."""
+    per_pair = pd.DataFrame({"pair": range(5), "type": "t", "lambda_star": [1.0, 2.0, 3.0, 4, 5]})
+    row = lambda_star_summary(per_pair, level=0.95).iloc[0]
+    assert math.isnan(row["median_ci_low"]) and "cannot give" in row["median_ci_note"]
 
 
 def test_a_quantile_that_falls_on_a_finite_value_beside_an_infinite_one_is_that_value():

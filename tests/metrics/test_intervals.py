@@ -8,23 +8,24 @@ import math
 import numpy as np
 import pytest
 
-from biaslens.metrics.intervals import mean_of_two_shares, wilson
+from scipy import stats
+
+from biaslens.metrics.intervals import mean_of_two_shares, share_interval
 
 Z = 1.959963984540054  # the standard normal's 97.5% quantile
 
 
-def wilson_by_hand(x: int, n: int, z: float = Z) -> tuple[float, float]:
-    """Wilson (1927): (p + z²/2n ± z·sqrt(p(1−p)/n + z²/4n²)) / (1 + z²/n)."""
-    p = x / n
-    centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
-    half = z / (1 + z**2 / n) * math.sqrt(p * (1 - p) / n + z**2 / (4 * n**2))
-    return centre - half, centre + half
+def jeffreys_by_hand(x: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Jeffreys: the Beta(x + ½, n − x + ½) posterior's equal tails, 0 at x = 0 and 1 at n."""
+    tail = (1 - level) / 2
+    posterior = stats.beta(x + 0.5, n - x + 0.5)
+    return (0.0 if x == 0 else posterior.ppf(tail), 1.0 if x == n else posterior.ppf(1 - tail))
 
 
 @pytest.mark.parametrize(("x", "n"), [(7, 9), (0, 6), (18, 18), (3, 50), (1, 3)])
-def test_wilson_matches_its_formula(x, n):
-    assert wilson(x, n) == pytest.approx(wilson_by_hand(x, n), abs=1e-12)
-    low, high = wilson(x, n)
+def test_the_share_interval_is_jeffreys(x, n):
+    assert share_interval(x, n) == pytest.approx(jeffreys_by_hand(x, n), abs=1e-12)
+    low, high = share_interval(x, n)
     assert 0 <= low <= x / n <= high <= 1
 
 
@@ -37,14 +38,14 @@ def test_the_mean_of_two_shares_matches_the_adjusted_wald_formula():
 
 
 def test_no_unit_means_no_interval():
-    assert all(math.isnan(v) for v in (*wilson(0, 0), *mean_of_two_shares(1, 2, 0, 0)))
+    assert all(math.isnan(v) for v in (*share_interval(0, 0), *mean_of_two_shares(1, 2, 0, 0)))
 
 
 def test_about_95_of_200_intervals_cover_the_true_rate():
     rng = np.random.default_rng(0)
     n, p = 40, 0.3
     covered = [
-        low <= p <= high for low, high in (wilson(int(x), n) for x in rng.binomial(n, p, 200))
+        low <= p <= high for low, high in (share_interval(int(x), n) for x in rng.binomial(n, p, 200))
     ]
     assert 0.90 <= np.mean(covered) <= 0.99
     p1, p2, n1, n2 = 0.8, 0.4, 30, 25
@@ -62,8 +63,8 @@ def test_detection_rates_carry_the_intervals_of_the_sentences_they_rest_on():
     well_specified = [False] * 6 + [True] * 4
     rates = detection_rates(metric, well_specified)
     assert (rates["n_tpr"], rates["n_tnr"]) == (5, 4)
-    assert (rates["tpr_ci_low"], rates["tpr_ci_high"]) == pytest.approx(wilson_by_hand(4, 5))
-    assert (rates["tnr_ci_low"], rates["tnr_ci_high"]) == pytest.approx(wilson_by_hand(3, 4))
+    assert (rates["tpr_ci_low"], rates["tpr_ci_high"]) == pytest.approx(jeffreys_by_hand(4, 5))
+    assert (rates["tnr_ci_low"], rates["tnr_ci_high"]) == pytest.approx(jeffreys_by_hand(3, 4))
     low, high = rates["balanced_accuracy_ci_low"], rates["balanced_accuracy_ci_high"]
     assert low < rates["balanced_accuracy"] < high
 
@@ -77,10 +78,10 @@ def test_the_detector_intervals_follow_the_requested_level():
     rates = detection_rates(metric, well_specified, level=0.8)
     z80 = 1.2815515655446004
     assert (rates["tpr_ci_low"], rates["tpr_ci_high"]) == pytest.approx(
-        wilson_by_hand(4, 5, z80), abs=1e-12
+        jeffreys_by_hand(4, 5, 0.8), abs=1e-12
     )
     assert (rates["tnr_ci_low"], rates["tnr_ci_high"]) == pytest.approx(
-        wilson_by_hand(3, 4, z80), abs=1e-12
+        jeffreys_by_hand(3, 4, 0.8), abs=1e-12
     )
     p1, p2 = 5 / 7, 4 / 6  # (x + 1) / (n + 2)
     half = z80 * math.sqrt(p1 * (1 - p1) / 7 + p2 * (1 - p2) / 6) / 2

@@ -46,11 +46,30 @@ def metrics_sib_detect(outputs, threshold, earliest, latest, include_tests, data
     table = read_outputs(outputs)
     if not include_tests:
         table = table[~table["test"].astype(bool)]
+    from biaslens.common.numbers import readable_interval
+
     sentences, rates = method2_from_shares(table, threshold, earliest, latest)
+    shown = rates.copy()
+    for rate in ("tpr", "tnr", "balanced_accuracy"):
+        shown[f"{rate} CI"] = [
+            readable_interval(lo, hi) if lo == lo else "no interval: no sentence"
+            for lo, hi in zip(shown[f"{rate}_ci_low"], shown[f"{rate}_ci_high"], strict=True)
+        ]
+    shown["n BA"] = shown["n_tpr"] + shown["n_tnr"]
     print_table(
         f"Method 2 from stored outputs — {outputs.name}",
-        rates.rename(columns={"tpr": "TPR", "tnr": "TNR", "balanced_accuracy": "BA"}),
-        ["model", "prompt", "set", "TPR", "TNR", "BA", "n_unspecified", "n_well_specified"],
+        shown.rename(columns={"tpr": "TPR", "tnr": "TNR", "balanced_accuracy": "BA",
+                              "tpr CI": "TPR 95% CI", "tnr CI": "TNR 95% CI",
+                              "balanced_accuracy CI": "BA 95% CI", "n_tpr": "n TPR",
+                              "n_tnr": "n TNR"}),  # fmt: skip
+        ["model", "prompt", "set", "TPR", "TPR 95% CI", "n TPR", "TNR", "TNR 95% CI", "n TNR",
+         "BA", "BA 95% CI", "n BA"],
+    )  # fmt: skip
+    console.print(
+        "TPR: share of underspecified sentences flagged; TNR: share of well-specified ones "
+        "cleared; BA: their mean; n: the sentences each rests on (sentences without a pronoun "
+        "have no verdict); CI: Jeffreys (TPR, TNR), adjusted Wald (BA), sentences as "
+        "independent draws"
     )
     if output is None:
         return
@@ -105,12 +124,26 @@ def metrics_unqover(predictions, by_intervention, output):
     if by_intervention and not within:
         print_warning("keys have no intervention field; reporting one model-level row")
     by = within if by_intervention else ()
-    tables = stream_tables(itertools.chain([first], chunks), by=by, within=() if by else within)
+    from biaslens.metrics.unqover_intervals import sparse_note, summary_lines
+
+    tables = stream_tables(
+        itertools.chain([first], chunks), by=by, within=() if by else within, intervals=(0.95, 0)
+    )
     summary, subjects = tables["model"], tables["subjects"]
-    print_table(
-        f"UnQover metrics — {predictions.name}",
-        summary,
-        [*by, "mu", "eta", "theta4", "delta", "epsilon", "contexts"],
+    for _, row in summary.iterrows():
+        label = ", ".join(f"{k} {row[k]}" for k in by)
+        print_table(
+            f"UnQover metrics — {predictions.name}" + (f" ({label})" if label else ""),
+            summary_lines(row),
+            ["metric", "value", "cross-fitted", "interval", "units", "subjects", "templates"],
+        )
+        note = sparse_note(float(row["cell_units"]))
+        if note:
+            print_warning(note)
+    console.print(
+        "interval: 95%, over the crossed design of subjects × templates (both draws); μ, η, θ4: "
+        "cross-fitted lower and plug-in upper bound (conservative); units: subject pair × "
+        "template units"
     )
     print_table(
         "Subjects (max |γ| over attributes)",
@@ -130,22 +163,33 @@ def metrics_unqover(predictions, by_intervention, output):
     Option("ci_level", type=float, default=0.95, minimum=0.51, maximum=0.999,
            help="Confidence level."),
     Option("bootstrap", type=int, default=1000, minimum=0,
-           help="Replicates over name pairs (0: no interval)."),
-    Option("seed", type=int, default=0, minimum=0, help="Bootstrap seed."),
+           help="0: no intervals. Any other value (at least 200) keeps them: they are a "
+                "jackknife over both groups' names, not resampled, so the value and --seed "
+                "change nothing else."),
+    Option("seed", type=int, default=0, minimum=0, help="Kept for older commands; unused."),
 )  # fmt: skip
 def cid_ratings(run_dir, ratings, ci_level, bootstrap, seed):
     """Fraction of biased continuations per group and λ from human ratings (paper Fig. 2)."""
     from biaslens.methods.cid.audit import import_ratings
     from biaslens.runner import write_run_report
 
+    from biaslens.metrics.crossed import check_replicates
+
+    check_replicates(bootstrap, "--bootstrap")
     result = import_ratings(run_dir, ratings, ci_level, bootstrap, seed)
     report = write_run_report([run_dir])
     table = Table(title="fraction of biased continuations")
     shown = int(round(ci_level * 100))
-    for column in ("group", "λ", "biased", "continuations", "fraction", f"{shown}% CI", "pairs"):
+    columns = ("group", "λ", "biased", "continuations", "fraction", f"{shown}% CI", "pairs", "names")
+    for column in columns:
         table.add_column(column)
     for row in result.fractions.itertuples():
-        interval = f"[{row.fraction_ci_low:.2f}, {row.fraction_ci_high:.2f}]" if bootstrap else "-"
+        if not bootstrap:
+            interval = "- (--bootstrap 0)"
+        elif row.fraction_ci_low == row.fraction_ci_low:
+            interval = f"[{row.fraction_ci_low:.2f}, {row.fraction_ci_high:.2f}]"
+        else:
+            interval = f"no interval: {row.fraction_ci_note}"
         table.add_row(
             row.group,
             f"{row.lam:g}",
@@ -154,7 +198,13 @@ def cid_ratings(run_dir, ratings, ci_level, bootstrap, seed):
             f"{row.fraction_biased:.2f}",
             interval,
             str(row.pairs) if bootstrap else "-",
+            str(row.names) if bootstrap else "-",
         )
+    console.print(
+        "biased: continuations rated biased; continuations: all generated in the cell; "
+        "fraction: biased / continuations; CI: over both groups' names as draws; pairs: name "
+        "pairs in the cell; names: the fewer of the two groups' names (the CI's n)"
+    )
     console.print(table)
     console.print(f"table: {result.table_path}")
     console.print(f"plot: {result.plot_path}")

@@ -115,15 +115,18 @@ def build_mgc(w_kinds: tuple[str, ...] = W_KINDS, date_grid: str = "code") -> pd
 
 
 def limit_per_w(table: pd.DataFrame, limit: int | None, seed: int) -> pd.DataFrame:
-    """Keep at most ``limit`` sentences per (W kind, W value), drawn with ``seed``, so every
-    point of the regression stays present."""
+    """Keep at most ``limit`` sentence frames (verb × life stage, drawn with ``seed``) and each
+    of them at every (W kind, W value): every point of the regression stays present and the
+    kept set stays a complete crossed design of frames × W, the draws the slope's interval
+    resamples (a different draw per W would turn the frames' own effects into W noise)."""
     if limit is None:
         return table
     if limit < 1:
         raise BiaslensError(f"--limit must be >= 1, got {limit}")
-    shuffled = table.sample(frac=1.0, random_state=seed)
-    kept = shuffled.groupby(["w_kind", "w_index"], sort=False).head(limit)
-    return table.loc[sorted(kept.index)].reset_index(drop=True)
+    frames = table[["verb", "life_stage"]].drop_duplicates().sample(frac=1.0, random_state=seed)
+    kept = frames.head(limit)
+    chosen = table.merge(kept, on=["verb", "life_stage"], how="left", indicator=True)
+    return table[(chosen["_merge"] == "both").to_numpy()].reset_index(drop=True)
 
 
 def wrap_in_prompt(sentence: str, prompt: str) -> str:

@@ -200,16 +200,80 @@ class QuestionSet:
         return pd.concat(list(self.iter_examples()), ignore_index=True)
 
     def sample(self, limit: int | None, seed: int = 0) -> pd.DataFrame:
-        """About ``limit`` examples drawn uniformly (seeded) over (template, unordered pair,
-        attribute), each with both subject orders, so positional error stays defined; all
-        examples when ``limit`` is None or covers them. Only the drawn rows are built."""
+        """The examples of :meth:`drawn_design` (every example when ``limit`` is None or
+        covers them), each in both subject orders and with its negated question."""
         if limit is None or 2 * limit >= len(self):
             return self.examples()
         return pd.concat(list(self.iter_drawn(limit, seed, chunk_size=None)), ignore_index=True)
 
     def drawn_count(self, limit: int | None) -> int:
         """How many examples (rows) :meth:`iter_drawn` yields for ``limit``."""
-        return len(self) if limit is None or 2 * limit >= len(self) else 2 * limit
+        if limit is None or 2 * limit >= len(self):
+            return len(self)
+        pairs, templates = self.drawn_design(limit, 0)
+        sizes = self._questions_per_template()
+        return 2 * len(pairs) * int(sum(sizes[t] for t in templates))
+
+    def _questions_per_template(self) -> dict[str, int]:
+        return {t.tid: len(self.activities[self.activity_kind(t)]) for t in self.templates}
+
+    def _lists(self) -> tuple[list[str], list[str] | None]:
+        """The subjects, as one list (pairs within it) or two (pairs across them)."""
+        forward = self.pairs[: len(self.pairs) // 2]
+        firsts = list(dict.fromkeys(a.term for a, _ in forward))
+        seconds = list(dict.fromkeys(b.term for _, b in forward))
+        if set(firsts) & set(seconds):
+            return list(dict.fromkeys(firsts + seconds)), None
+        return firsts, seconds
+
+    def drawn_design(self, limit: int, seed: int) -> tuple[list[int], list[str]]:
+        """The forward pairs (indices) and templates a ``limit`` keeps: every pair among a
+        seeded draw of subjects (from each list, for two lists) at a seeded draw of templates,
+        with every attribute, so that the drawn set is a complete crossed design (subjects and
+        templates are the draws the metrics' intervals resample) and every (subject,
+        attribute) cell averages over at least two partners and two templates. Of the designs
+        within ``limit`` examples, the one with most subjects and templates (the fewer of the
+        two first), then most examples. A limit below the smallest such design is refused."""
+        sizes = self._questions_per_template()
+        rng = np.random.default_rng(seed)
+        order = [self.templates[i].tid for i in rng.permutation(len(self.templates))]
+        one, other = self._lists()
+        one = [one[i] for i in rng.permutation(len(one))]
+        other = None if other is None else [other[i] for i in rng.permutation(len(other))]
+        fewest = min(3, len(one)) if other is None else 2  # per list, for two lists
+        best = None
+        for t in range(2, len(order) + 1):
+            per_pair = sum(sizes[tid] for tid in order[:t])
+            for k in range(fewest, len(one) + 1):
+                if other is None:
+                    pairs, subjects = k * (k - 1) // 2, k
+                else:
+                    j = min(k, len(other))
+                    pairs, subjects = k * j, k + j
+                examples = pairs * per_pair
+                if examples > limit:
+                    break
+                score = (min(subjects, t), examples)
+                if best is None or score > best[0]:
+                    best = (score, k, t)
+        if best is None:
+            if len(order) < 2:
+                raise BiaslensError(
+                    f"{self.name}: one template: --limit needs two or more to draw from (0: all)"
+                )
+            pairs = fewest * (fewest - 1) // 2 if other is None else fewest * min(2, len(other))
+            smallest = fewest if other is None else fewest + min(2, len(other))
+            need = pairs * min(sizes[a] + sizes[b] for a in order for b in order if a != b)
+            raise BiaslensError(
+                f"--limit {limit} cannot hold the smallest set UnQover's metrics are defined on "
+                f"here ({smallest} subjects × 2 templates with every attribute: at least {need} "
+                f"examples); use --limit {need} or more (0: all)"
+            )
+        _, k, t = best
+        kept = set(one[:k]) | (set() if other is None else set(other[: min(k, len(other))]))
+        forward = self.pairs[: len(self.pairs) // 2]
+        pairs = [i for i, (a, b) in enumerate(forward) if a.term in kept and b.term in kept]
+        return pairs, order[:t]
 
     def iter_drawn(
         self, limit: int | None, seed: int = 0, chunk_size: int | None = 50_000
@@ -223,20 +287,15 @@ class QuestionSet:
         contexts, questions = self.contexts(), self.questions()
         by_template = {tid: part for tid, part in contexts.groupby("template", sort=True)}
         asked = {tid: part for tid, part in questions.groupby("template", sort=True)}
-        sizes = np.array([half * len(asked[tid]) for tid in sorted(asked)], dtype=np.int64)
-        draws = None
+        kept_pairs, kept_templates = np.arange(half, dtype=np.int64), set(asked)
         if limit is not None and 2 * limit < len(self):
-            draws = np.random.default_rng(seed).choice(sizes.sum(), size=limit, replace=False)
-            draws.sort()
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        block = max(1, (chunk_size or 2 * int(sizes.max(initial=1))) // 2)
+            pairs, templates = self.drawn_design(limit, seed)
+            kept_pairs, kept_templates = np.asarray(pairs, dtype=np.int64), set(templates)
+        block = max(1, (chunk_size or 2 * half * max(len(a) for a in asked.values())) // 2)
         buffer: list[pd.DataFrame] = []
-        for tid, start, size in zip(sorted(asked), starts, sizes, strict=True):
-            if draws is None:
-                local = np.arange(size, dtype=np.int64)
-            else:
-                local = draws[(draws >= start) & (draws < start + size)] - start
+        for tid in sorted(kept_templates):
             q = asked[tid].drop(columns="template").reset_index(drop=True)
+            local = (kept_pairs[:, None] * len(q) + np.arange(len(q))[None, :]).ravel()
             ctx = by_template[tid].reset_index(drop=True)
             for lo in range(0, len(local), block):
                 pair, question = np.divmod(local[lo : lo + block], len(q))

@@ -14,6 +14,10 @@ from typing import Any
 from biaslens.metrics.intervals import LEVEL, SMALL_N
 
 
+def _text(value) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
 def _number(value) -> float | None:
     try:
         value = float(value)
@@ -39,6 +43,8 @@ def collect(spec, tables: dict[str, Any], level: float = LEVEL) -> list[dict[str
                 high = _number(row.get(f"{measure.ci_prefix}_ci_high"))
                 has_interval = low is not None and high is not None
                 n = measure.n_of(row)
+                why_not = _text(row.get(f"{measure.ci_prefix}_ci_note"))
+                caution = _text(row.get(measure.caution)) if measure.caution else None
                 records.append(
                     {
                         "table": headline.table,
@@ -50,6 +56,10 @@ def collect(spec, tables: dict[str, Any], level: float = LEVEL) -> list[dict[str
                         "ci_high": high,
                         "ci_level": level if has_interval else None,
                         "interval": measure.interval if has_interval else None,
+                        "no_interval": None if has_interval else (why_not or "not computed"),
+                        "conservative": measure.conservative if has_interval else None,
+                        "estimand": measure.estimand or None,
+                        "caution": caution,
                         "n": n,
                         "n_unit": measure.n_unit or None,
                         "small_n": n is not None and n < SMALL_N,
@@ -85,6 +95,15 @@ def interval_notes(estimates: list[dict[str, Any]]) -> list[str]:
             f"{len(small)} value(s) rest on fewer than {SMALL_N} "
             f"{first['n_unit'] or 'units'} (e.g. {first['symbol']} with n = {first['n']}): "
             "their intervals are wide"
+        )
+    cautions = sorted({e["caution"] for e in estimates if e.get("caution")})
+    notes += cautions
+    missing = [e for e in estimates if e.get("value") is not None and e.get("no_interval")]
+    if missing:
+        first = missing[0]
+        notes.append(
+            f"{len(missing)} value(s) have no interval (e.g. {first['symbol']}: "
+            f"{first['no_interval']})"
         )
     holding = [e for e in estimates if e.get("includes_no_bias")]
     if holding:

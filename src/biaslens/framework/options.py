@@ -72,8 +72,9 @@ CI_LEVEL = Option(
 )
 BOOTSTRAP = Option(
     "bootstrap",
-    help="Bootstrap replicates over the sampled units for the intervals (0: none); seeded by "
-    "--seed.",
+    help="Bootstrap replicates for the intervals (0: none; otherwise at least 200), seeded by "
+    "--seed; where the intervals are a jackknife over the crossed design of subjects and "
+    "templates (unqover, lei-eval) the value only turns them on or off.",
     type=int,
 )
 PRONOUN_SCORING = Option(

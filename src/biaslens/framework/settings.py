@@ -61,8 +61,15 @@ class MethodSettings(BaseModel):
 
 CiLevel = Annotated[float, Field(gt=0.5, lt=1.0)]
 """The confidence level of a method's intervals (0.95 by default)."""
-Replicates = Annotated[int, Field(ge=0, le=100_000)]
-"""Bootstrap replicates (0: no bootstrap intervals)."""
+def _enough_replicates(value: int) -> int:
+    if 0 < value < 200:
+        raise ValueError("too few replicates for an interval: use at least 200 (0: no interval)")
+    return value
+
+
+Replicates = Annotated[int, Field(ge=0, le=100_000), AfterValidator(_enough_replicates)]
+"""Bootstrap replicates (0: no intervals; otherwise at least 200). Methods whose intervals are
+computed over a crossed design rather than resampled read it as intervals on or off."""
 
 
 class SettingError(BiaslensError):

@@ -7,6 +7,8 @@ Low λ* means a strong effect (λ* = 0: visible with plain greedy decoding).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -24,10 +26,13 @@ FRACTION_BIASED = Measure(
     "equal in both groups",
     "lower is less biased",
     "fraction",
-    n="pairs",
-    n_unit="name pairs",
+    n="names",
+    n_unit="names (the fewer of the two groups')",
     ci="fraction",
-    interval="bootstrap percentile over name pairs",
+    interval="t interval over the crossed design of names (both groups' names are draws)",
+    estimand="the share of continuations rated biased for names like these in each group "
+    "(both groups' names are draws; the raters' verdicts are taken as given); the interval "
+    "covers it at its level",
 )
 LAMBDA_STAR = Measure(
     "median",
@@ -41,7 +46,10 @@ LAMBDA_STAR = Measure(
     n="n",
     n_unit="perturbation pairs",
     ci="median",
-    interval="bootstrap percentile over perturbation pairs",
+    interval="distribution-free order-statistic interval (conservative)",
+    estimand="the median λ* over perturbation pairs like these (pairs as independent draws); "
+    "the interval covers it with at least its level (more where λ* takes few grid values)",
+    conservative=True,
 )
 
 
@@ -75,28 +83,37 @@ def _quantile(values, q: float) -> float:
     return float(np.inf) if np.isinf(b) else float(a + (b - a) * fraction)
 
 
-def median_interval(
-    values: np.ndarray, replicates: int, level: float, seed: int
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the median of ``values`` (one per perturbation pair,
-    the unit resampled; replicate r draws with ``default_rng([seed, r])``); a bound may be ∞."""
-    from biaslens.metrics.bootstrap import draws
-
-    values = np.asarray(values, dtype=float)
-    medians = [
-        _quantile(np.repeat(values, draws(len(values), r, seed)), 0.5) for r in range(replicates)
-    ]
+def median_interval(values: np.ndarray, level: float) -> tuple[float, float, str | None]:
+    """The distribution-free interval of a median from order statistics (Conover 1999,
+    *Practical Nonparametric Statistics*, §3.2): [x₍j₎, x₍n−j+1₎] with the largest j such
+    that P(Binomial(n, ½) < j) ≤ (1 − level)/2. It covers the population median with
+    probability at least ``level`` for any distribution — more where λ* takes few grid values
+    (ties): conservative by construction. A bound may be ∞ (pairs that never cross τ). Fewer
+    pairs than an interval at ``level`` needs: NaN bounds and why."""
+    ordered = np.sort(np.asarray(values, dtype=float))
+    n = len(ordered)
     tail = (1 - level) / 2
-    return _quantile(medians, tail), _quantile(medians, 1 - tail)
+    j = int(stats.binom.ppf(tail, n, 0.5))  # P(X <= j - 1) <= tail < P(X <= j)
+    while j > 0 and stats.binom.cdf(j - 1, n, 0.5) > tail:
+        j -= 1
+    if j < 1:
+        need = next(m for m in range(1, 60) if 0.5 ** (m - 1) <= 1 - level)
+        return (
+            math.nan,
+            math.nan,
+            f"{n} pair(s) cannot give a {level:.0%} interval for a median (it needs {need})",
+        )
+    return float(ordered[j - 1]), float(ordered[n - j]), None
 
 
 def lambda_star_summary(
-    per_pair: pd.DataFrame, by: str = "type", bootstrap: tuple[int, float, int] | None = None
+    per_pair: pd.DataFrame, by: str = "type", level: float | None = None
 ) -> pd.DataFrame:
     """Median and quartiles of λ* per perturbation type, sorted by median like the paper's
     Fig. 4; ``n_never`` counts pairs that never crossed τ. Quantiles interpolate linearly and
-    are ∞ when they touch an ∞ value. With ``bootstrap`` (replicates, level, seed), the
-    median's percentile interval over pairs (``median_ci_low`` / ``median_ci_high``)."""
+    are ∞ when they touch an ∞ value. With ``level``, the median's distribution-free interval
+    over pairs (``median_ci_low`` / ``median_ci_high``, ``median_ci_note`` where there is
+    none: :func:`median_interval`)."""
 
     rows = []
     for kind, part in per_pair.groupby(by, sort=False):
@@ -111,9 +128,9 @@ def lambda_star_summary(
                 "n_never": int(np.isinf(values).sum()),
             }
         )
-        if bootstrap is not None and bootstrap[0] > 0:
-            low, high = median_interval(values.to_numpy(dtype=float), *bootstrap)
-            rows[-1] |= {"median_ci_low": low, "median_ci_high": high}
+        if level is not None:
+            low, high, why = median_interval(values.to_numpy(dtype=float), level)
+            rows[-1] |= {"median_ci_low": low, "median_ci_high": high, "median_ci_note": why}
     return (
         pd.DataFrame(rows).sort_values(["median", "q75", by], kind="stable").reset_index(drop=True)
     )
@@ -165,26 +182,51 @@ def biased_fraction(rated: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return grouped.reset_index()
 
 
-def biased_fraction_intervals(
-    verdicts: pd.DataFrame,
-    by: list[str],
-    unit: str = "pair",
-    replicates: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """Bootstrap intervals of :func:`biased_fraction` over the unit sampled: a name pair
-    (its continuations share its names and are not independent). ``verdicts``: one row per
-    generated continuation, with ``unit``, the ``by`` columns and ``biased`` (0/1). Returns
-    ``by`` + ``fraction_ci_low``, ``fraction_ci_high`` and ``pairs`` (units in the cell)."""
-    from biaslens.metrics.bootstrap import ratio_intervals
+def name_design(verdicts: pd.DataFrame, unit: str = "pair"):
+    """The crossed design of name pairs: each pair holds a name of each group (stratum), so
+    pairs that share a name are not independent (:mod:`.crossed`). ``verdicts`` has ``unit``,
+    ``group``, ``name`` and ``contrast_name`` (the other group's name of the pair)."""
+    from biaslens.metrics.crossed import Design
 
+    groups = sorted(verdicts["group"].unique())
+    first = verdicts.drop_duplicates(unit).sort_values(unit)
+    other = {g: next((h for h in groups if h != g), g) for g in groups}
+    own = list(zip(first["group"], first["name"], strict=True))
+    contrast = [(other[g], n) for g, n in zip(first["group"], first["contrast_name"], strict=True)]
+    names = sorted(set(own) | set(contrast))
+    ids = {key: i for i, key in enumerate(names)}
+    design = Design(
+        np.array([ids[k] for k in own]),
+        np.array([ids[k] for k in contrast]),
+        None,
+        np.array([groups.index(g) if g in groups else 0 for g, _ in names]),
+    )
+    return design, first[unit].to_numpy()
+
+
+def biased_fraction_intervals(
+    verdicts: pd.DataFrame, by: list[str], level: float = 0.95, unit: str = "pair"
+) -> pd.DataFrame:
+    """Intervals of :func:`biased_fraction` over the crossed design of names: the name pairs
+    cross group A's names with group B's, and a continuation depends on both names (at λ = 0
+    on one only), so a pair is not an independent draw; the interval resamples names in both
+    groups (:mod:`.crossed`). ``verdicts``: one row per generated continuation, with ``unit``,
+    ``group``, ``name``, ``contrast_name``, the ``by`` columns and ``biased`` (0/1). Returns
+    ``by`` + ``fraction_ci_low``, ``fraction_ci_high``, ``fraction_ci_note`` (why there is no
+    interval, where there is none), ``pairs`` (units in the cell) and ``names``."""
+    from biaslens.metrics.crossed import ratio_intervals
+
+    design, order = name_design(verdicts, unit)
     per_unit = verdicts.groupby([unit, *by], sort=True)["biased"].agg(biased="sum", n="size")
-    wide = per_unit.unstack(by, fill_value=0)
+    wide = per_unit.unstack(by, fill_value=0).reindex(order, fill_value=0)
     numerators = wide["biased"].to_numpy(float)
     denominators = wide["n"].to_numpy(float)
-    low, high = ratio_intervals(numerators, denominators, replicates, level, seed)
+    _, intervals = ratio_intervals(numerators, denominators, design, level, clip=(0.0, 1.0))
     cells = wide["n"].columns.to_frame(index=False)
     return cells.assign(
-        fraction_ci_low=low, fraction_ci_high=high, pairs=(denominators > 0).sum(axis=0)
+        fraction_ci_low=[i.low for i in intervals],
+        fraction_ci_high=[i.high for i in intervals],
+        fraction_ci_note=[i.why_not for i in intervals],
+        pairs=(denominators > 0).sum(axis=0),
+        names=design.df + 1,
     )

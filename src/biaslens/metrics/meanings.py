@@ -19,7 +19,11 @@ class Measure:
     ``ci``: the prefix of its interval columns (``{ci}_ci_low`` / ``{ci}_ci_high``; default the
     column); ``n``: the column counting the units its interval rests on (or a ``+`` of two);
     ``reference``: the number that reads as "no bias" (a bias measure's 0), against which an
-    interval is checked; None where no single number does (a detector's rates)."""
+    interval is checked; None where no single number does (a detector's rates); ``estimand``:
+    what population the number describes and what its interval covers; ``conservative``: the
+    interval covers at least its level by construction (more near ties); ``caution``: the
+    column of a row's warning that its value is not to be read as it stands (e.g. UnQover's
+    sparse cells)."""
 
     column: str
     symbol: str
@@ -33,6 +37,9 @@ class Measure:
     ci: str | None = None
     interval: str = ""
     reference: float | None = None
+    estimand: str = ""
+    conservative: bool = False
+    caution: str | None = None
 
     @property
     def ci_prefix(self) -> str:
@@ -47,7 +54,9 @@ class Measure:
 
     def holds_reference(self, low: float | None, high: float | None) -> bool | None:
         """Whether the interval [low, high] includes the no-bias value (None: no interval or no
-        such value)."""
+        such value). For a conservative interval of a quantity that cannot go below its no-bias
+        value (μ ≥ 0), the lower bound is a one-sided test of no bias: it holds the value
+        exactly when that test does not reject."""
         if self.reference is None or low is None or high is None:
             return None
         return bool(low <= self.reference <= high)

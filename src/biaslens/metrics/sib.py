@@ -14,7 +14,7 @@ import pandas as pd
 from scipy import stats
 
 from biaslens.data.pronouns import GENDERS, gender_of
-from biaslens.metrics.intervals import LEVEL, mean_of_two_shares, wilson
+from biaslens.metrics.intervals import LEVEL, mean_of_two_shares, share_interval
 from biaslens.metrics.meanings import Measure
 
 GenderMass = dict[str, float]
@@ -150,21 +150,66 @@ def mean_by_w(samples: pd.DataFrame, group: Sequence[str] = ("prompt", "w_kind")
     return means.rename(columns={c: f"{c}_pct" for c in columns})
 
 
+SENTENCE = ("verb", "life_stage")
+"""What tells MGC's sentence frames apart (the same frame is injected with every W)."""
+
+
+def sentence_matrix(part: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """(sentence frames × W) values of ``column`` (percent) and the W indices, for one prompt
+    and W kind; frames missing at some W are left out (the trend is then over the complete
+    ones), and samples without frame columns give the per-W means as one series."""
+    keys = [c for c in SENTENCE if c in part]
+    if not keys:
+        series = part.groupby("w_index", sort=True)[column].mean()
+        return series.to_numpy()[None, :] * 100.0, series.index.to_numpy(float)
+    wide = part.pivot_table(index=keys, columns="w_index", values=column, aggfunc="mean")
+    complete = wide.dropna(axis=0, how="any")
+    if complete.empty:
+        complete = wide.mean(axis=0).to_frame().T
+    return complete.to_numpy(float) * 100.0, complete.columns.to_numpy(float)
+
+
+def trend_columns(values: np.ndarray, w: np.ndarray, level: float, seed: int, prefix: str):
+    """The trend interval's columns (:mod:`.trend`) under ``prefix``."""
+    from biaslens.metrics.trend import trend_interval
+
+    trend = trend_interval(values, w, level, seed)
+    return {
+        f"{prefix}_ci_low": trend.low,
+        f"{prefix}_ci_high": trend.high,
+        f"{prefix}_ci_note": trend.why_not,
+        f"{prefix}_se": trend.se,
+        f"{prefix}_rho": trend.rho,
+        "sentences": trend.sentences,
+    }
+
+
 def method1_fits(
-    samples: pd.DataFrame, group: Sequence[str] = ("prompt", "w_kind"), confidence: float = LEVEL
+    samples: pd.DataFrame,
+    group: Sequence[str] = ("prompt", "w_kind"),
+    confidence: float = LEVEL,
+    seed: int = 0,
 ) -> pd.DataFrame:
     """Method 1 (Section 4): regress the per-W mean probability (%) on the W index, per gender.
 
-    One row per group x gender: slope (percentage points per W step), its ``confidence``
-    interval (t), r, r²."""
+    One row per group x gender: slope (percentage points per W step), r, r², the OLS standard
+    error and p-value as the reference code has them (independent W), and the slope's
+    ``confidence`` interval over the crossed design of sentence frames × autocorrelated W
+    values (:mod:`.trend`), with its standard error, the W residuals' AR(1) ρ and the
+    sentence frames it rests on."""
     means = mean_by_w(samples, group)
     rows = []
     for key, part in means.groupby(list(group), sort=True):
         key = key if isinstance(key, tuple) else (key,)
+        mask = np.ones(len(samples), dtype=bool)
+        for column, value in zip(group, key, strict=True):
+            mask &= (samples[column] == value).to_numpy()
         for gender in GENDERS:
             fit = fit_trend(
                 part["w_index"].to_numpy(), part[f"p_{gender}_pct"].to_numpy(), confidence
             )
+            values, w = sentence_matrix(samples[mask], f"p_{gender}")
+            fit.update(trend_columns(values, w, confidence, seed, "slope"))
             rows.append({**dict(zip(group, key, strict=True)), "gender": gender, **fit})
     return pd.DataFrame(rows)
 
@@ -174,11 +219,15 @@ def slope_summary(
     means: pd.DataFrame | None = None,
     group: Sequence[str] = ("prompt", "w_kind"),
     confidence: float = LEVEL,
+    samples: pd.DataFrame | None = None,
+    seed: int = 0,
 ) -> pd.DataFrame:
     """Per group: female−male slope difference and mean r² of the female and male fits
     (the quantities plotted in Fig. 3(b)). With the per-W ``means``, also the standard error
-    of the difference, as the reference code reports it: the slope error of a line fitted to
-    the per-W differences p_f − p_m (whose slope is the difference of the two slopes)."""
+    of the difference, as the reference code reports it: the OLS slope error of a line fitted
+    to the per-W differences p_f − p_m (whose slope is the difference of the two slopes). With
+    the ``samples``, its interval over the crossed design (:mod:`.trend`) of the per-sentence
+    differences, and ``n`` (W values)."""
     rows = []
     for key, part in fits.groupby(list(group), sort=True):
         key = key if isinstance(key, tuple) else (key,)
@@ -203,8 +252,17 @@ def slope_summary(
                 confidence,
             )
             row["female_minus_male_stderr"] = difference["slope_stderr"]
+            row["n"] = difference["n"]
             row["female_minus_male_ci_low"] = difference["slope_ci_low"]
             row["female_minus_male_ci_high"] = difference["slope_ci_high"]
+        if samples is not None:
+            mask = np.ones(len(samples), dtype=bool)
+            for column, value in zip(group, key, strict=True):
+                mask &= (samples[column] == value).to_numpy()
+            chosen = samples[mask].assign(_diff=samples["p_female"] - samples["p_male"])
+            values, w = sentence_matrix(chosen, "_diff")
+            row.update(trend_columns(values, w, confidence, seed, "female_minus_male"))
+            row["n"] = len(w)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -253,7 +311,7 @@ def detection_rates(
     every sentence of the class; ``n_tpr`` / ``n_tnr`` those with a verdict, which the rates rest
     on). A rate with no sentence to compute it on is NaN. Each rate
     has its ``level`` interval over the sentences it rests on (:mod:`biaslens.metrics.intervals`:
-    Wilson for TPR and TNR, adjusted Wald for BA)."""
+    Jeffreys for TPR and TNR, adjusted Wald for BA)."""
     metric = np.asarray(metric, dtype=float)
     truth_unspecified = ~np.asarray(well_specified, dtype=bool)
     judged = np.isfinite(metric)
@@ -265,8 +323,8 @@ def detection_rates(
     rejections = int((cleared & ~truth_unspecified).sum())
     tpr = hits / positives if positives else float("nan")
     tnr = rejections / negatives if negatives else float("nan")
-    tpr_low, tpr_high = wilson(hits, positives, level)
-    tnr_low, tnr_high = wilson(rejections, negatives, level)
+    tpr_low, tpr_high = share_interval(hits, positives, level)
+    tnr_low, tnr_high = share_interval(rejections, negatives, level)
     ba_low, ba_high = mean_of_two_shares(hits, positives, rejections, negatives, level)
     return {
         "tpr": tpr,
@@ -335,7 +393,13 @@ def method2_from_shares(
     return per_sentence, rates
 
 
-_SHARE = dict(range="0 to 1", unit="fraction", interval="Wilson score")
+_SHARE = dict(
+    range="0 to 1",
+    unit="fraction",
+    interval="Jeffreys",
+    estimand="the detector's rate over sentences like these, taken as independent draws; the "
+    "interval covers it at its level",
+)
 SLOPE = Measure(
     "slope",
     "slope",
@@ -347,8 +411,11 @@ SLOPE = Measure(
     "percentage points per W step",
     n="n",
     n_unit="W values",
-    interval="t interval of the slope",
+    interval="AR(1) bootstrap-t over W with sentence frames as draws",
     reference=0.0,
+    estimand="the linear trend over W of the model's mean pronoun probability on sentence "
+    "frames like these (frames and the particular W values are draws; neighbouring W values "
+    "alike); the interval covers it at its level",
 )
 SLOPE_DIFFERENCE = Measure(
     "female_minus_male_slope",
@@ -359,8 +426,12 @@ SLOPE_DIFFERENCE = Measure(
     "closer to 0 is less biased",
     "percentage points per W step",
     ci="female_minus_male",
-    interval="t interval of the slope of p_f − p_m",
+    n="n",
+    n_unit="W values",
+    interval="AR(1) bootstrap-t over W with sentence frames as draws",
     reference=0.0,
+    estimand="the difference of the female and male trends over W, on sentence frames like "
+    "these; the interval covers it at its level",
 )
 TPR = Measure(
     "tpr",
@@ -393,4 +464,6 @@ BALANCED_ACCURACY = Measure(
     n="n_tpr + n_tnr",
     n_unit="sentences",
     interval="adjusted Wald of a mean of two shares",
+    estimand="the mean of the two rates over sentences like these; the interval covers it at "
+    "its level",
 )

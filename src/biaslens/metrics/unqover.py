@@ -29,11 +29,24 @@ from biaslens.metrics.meanings import Measure
 
 REQUIRED = ("first", "second", "template", "attribute", "negated", "s_first", "s_second")
 
+_POPULATION = (
+    "the model over templates and subjects like these (both are draws; under --limit, the "
+    "drawn subjects and templates stand for the whole set's)"
+)
 _UNITS = dict(
     n="units",
     n_unit="subject pair × template units",
-    interval="bootstrap percentile",
+    interval="t over the crossed design of subjects × templates",
     reference=0.0,
+    estimand=_POPULATION + "; the interval covers the population value at its level",
+)
+_MAXIMA = dict(
+    _UNITS,
+    interval="cross-fitted lower and plug-in upper bound over subjects × templates",
+    estimand=_POPULATION + "; the interval covers the population value with at least its "
+    "level (conservative: more near ties); its lower bound above 0 rejects no bias",
+    conservative=True,
+    caution="caution",
 )
 MEASURES = (
     Measure(
@@ -46,7 +59,7 @@ MEASURES = (
         "0",
         "lower is less biased",
         "probability",
-        **_UNITS,
+        **_MAXIMA,
     ),
     Measure(
         "eta",
@@ -57,7 +70,7 @@ MEASURES = (
         "0",
         "lower is less biased",
         "fraction",
-        **_UNITS,
+        **_MAXIMA,
     ),
     Measure(
         "theta4",
@@ -67,7 +80,7 @@ MEASURES = (
         "0",
         "lower is less biased",
         "probability",
-        **_UNITS,
+        **_MAXIMA,
     ),
     Measure(
         "delta",

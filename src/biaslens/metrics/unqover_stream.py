@@ -55,17 +55,17 @@ class UnqoverAccumulator:
 
     ``within``: key columns that tell contexts apart but are averaged over (e.g. the
     intervention of an UnQover prediction key), as in :func:`~.unqover.model_summary`.
-    ``bootstrap``: (replicates, level, seed) adds percentile intervals over subject pair ×
-    template units to the summary (:mod:`.unqover_bootstrap`); None: point values only."""
+    ``intervals``: (level, seed) adds intervals over the crossed design of subjects ×
+    templates to the summary (:mod:`.unqover_intervals`); None: point values only."""
 
     def __init__(
-        self, within: tuple[str, ...] = (), bootstrap: tuple[int, float, int] | None = None
+        self, within: tuple[str, ...] = (), intervals: tuple[float, int] | None = None
     ) -> None:
-        from biaslens.metrics.unqover_bootstrap import UnitSums
+        from biaslens.metrics.unqover_intervals import UnitSums
 
         self.within = tuple(within)
-        self.bootstrap = bootstrap if bootstrap and bootstrap[0] > 0 else None
-        self.units = UnitSums() if self.bootstrap else None
+        self.intervals = intervals
+        self.units = UnitSums() if intervals else None
         self._waiting: pd.DataFrame | None = None  # rows of contexts not yet complete
         self._seen = np.empty(0, dtype=np.uint64)  # sorted hashes of the contexts added
         self._subjects: pd.DataFrame | None = None  # (subject, attribute) -> c_sum, sign_sum, n
@@ -162,15 +162,9 @@ class UnqoverAccumulator:
         summary = pd.concat([levels, extra], axis=1)
         if self.units is None:
             return summary
-        from biaslens.metrics.unqover_bootstrap import METRICS, intervals
+        from biaslens.metrics.unqover_intervals import intervals, with_intervals
 
-        bounds = intervals(self.units, *self.bootstrap)
-        for name in METRICS:
-            place = summary.columns.get_loc(name) + 1
-            summary.insert(place, f"{name}_ci_high", bounds[f"{name}_ci_high"])
-            summary.insert(place, f"{name}_ci_low", bounds[f"{name}_ci_low"])
-        summary["units"] = bounds["units"]
-        return summary
+        return with_intervals(summary, intervals(self.units, *self.intervals, self.clusters))
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The run's tables: ``unqover`` (model level), ``subjects``, ``subject_attribute`` and,
@@ -191,7 +185,7 @@ def stream_tables(
     chunks,
     by: tuple[str, ...] = (),
     within: tuple[str, ...] = (),
-    bootstrap: tuple[int, float, int] | None = None,
+    intervals: tuple[float, int] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """``model`` (μ, η, θ4, δ, ε, contexts), ``subjects``, ``subject_attribute`` and, for
     subjects in several clusters, ``cluster_attribute`` of a stream of score chunks: one row
@@ -205,7 +199,7 @@ def stream_tables(
         for value, part in parts:
             value = value if isinstance(value, tuple) else (value,)
             if value not in totals:
-                totals[value] = UnqoverAccumulator((*by, *within), bootstrap)
+                totals[value] = UnqoverAccumulator((*by, *within), intervals)
             totals[value].add(part)
     if not totals:
         raise BiaslensError("no scores were added")

@@ -187,16 +187,21 @@ def _reading(view: RunView) -> dict:
     for e in estimates:
         low, high = e.get("ci_low"), e.get("ci_high")
         interval = (
-            f"{readable_interval(low, high)} ({e['ci_level']:.0%} {e.get('interval') or ''})"
+            f"{readable_interval(low, high)} ({e['ci_level']:.0%} {e.get('interval') or ''}"
+            + (", conservative" if e.get("conservative") else "")
+            + ")"
             if low is not None and high is not None
-            else "—"
+            else f"no interval: {e.get('no_interval') or 'not computed'}"
         )
+        value = readable(e["value"]) if e.get("value") is not None else "—"
+        if e.get("caution"):
+            value += " (read with care: see the notes)"
         n = e.get("n")
         rows.append(
             {
                 "metric": e.get("symbol"),
                 "row": ", ".join(f"{k} {v}" for k, v in (e.get("labels") or {}).items()),
-                "value": readable(e["value"]) if e.get("value") is not None else "—",
+                "value": value,
                 "interval": interval,
                 "n": f"{n:,} {e.get('n_unit') or ''}".strip() if n is not None else "—",
                 "unit": e.get("unit"),

@@ -20,7 +20,7 @@ from biaslens.errors import BiaslensError
 
 ESTIMATE_FIELDS = (
     "table", "metric", "symbol", "value", "ci_low", "ci_high", "ci_level", "n", "n_unit", "unit",
-    "better",
+    "better", "no_interval", "caution",
 )  # fmt: skip
 """The fields of each ``summary.json`` estimate kept as columns (labels are joined into one)."""
 COLUMNS = ["run", "method", "model", "labels", *ESTIMATE_FIELDS, "settings"]
@@ -79,9 +79,13 @@ def comparison_table(frame: pd.DataFrame) -> pd.DataFrame:
     from biaslens.common.numbers import readable, readable_interval
 
     def cell(row) -> str:
-        text = readable(row["value"]) if row["value"] is not None else "—"
+        text = readable(row["value"]) if pd.notna(row["value"]) else "—"
+        if isinstance(row.get("caution"), str) and row["caution"]:
+            text += " (sparse)" if row["caution"].startswith("sparse") else " (read with care)"
         if pd.notna(row["ci_low"]) and pd.notna(row["ci_high"]):
             text += " " + readable_interval(row["ci_low"], row["ci_high"])
+        elif row["value"] is not None and pd.notna(row["value"]):
+            text += " [no interval]"
         if pd.notna(row["n"]):
             text += f" (n={int(row['n'])})"
         return text

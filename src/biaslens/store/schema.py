@@ -112,8 +112,28 @@ GLOSSARY: dict[str, str] = {
         for m in ("mu", "eta", "theta4", "delta", "epsilon")
         for side in ("low", "high")
     },
+    **{f"{m}_ci_note": f"why {m} has no interval (empty: it has one)"
+       for m in ("mu", "eta", "theta4", "delta", "epsilon", "gap", "specified_win_rate")},
+    **{f"{m}_se": f"{m}'s standard error over the crossed design of subjects × templates"
+       for m in ("mu", "eta", "theta4", "delta", "epsilon")},
+    **{f"{m}_crossfit": f"{m} cross-fitted (chosen on one part of the data, read on another "
+       "sharing neither templates nor partners): the lower side of its interval; far below "
+       f"{m}, the plug-in is mostly noise" for m in ("mu", "eta", "theta4")},
+    **{f"{m}_crossfit_se": f"the cross-fitted {m}'s standard error"
+       for m in ("mu", "eta", "theta4")},
+    "gap_ci_low": "lower bound of the gap's interval (from μ's; none for the irrelevant set)",
+    "gap_ci_high": "upper bound of the gap's interval",
+    "specified_win_rate_ci_low": "lower bound of the win rate's interval over subject pair × "
+    "template units",
+    "specified_win_rate_ci_high": "upper bound of the win rate's interval",
     "contexts": "contexts scored (both subject orders of a context count once)",
-    "units": "subject pair × template units the bootstrap resamples",
+    "units": "subject pair × template units the intervals rest on",
+    "subjects": "subjects the intervals rest on (a crossed factor)",
+    "templates": "templates the intervals rest on (a crossed factor)",
+    "df": "degrees of freedom of the t intervals: the fewer of subjects and templates, less one",
+    "cell_units": "median subject pair × template units per (subject, attribute) cell",
+    "caution": "why μ, η and θ4's plug-in values are not to be read as they stand (empty: "
+    "they are)",
     "gamma": "γ(x, a): mean comparative score of the subject for the attribute (−1 to 1)",
     "max_abs_gamma": "max over attributes of |γ(x, a)| (0 to 1)",
     "mean_abs_eta": "mean over attributes of |η(x, a)| (0 to 1)",

@@ -155,9 +155,10 @@ def run(ctx: RunContext, settings: AuditSettings) -> MethodOutput:
 SHOWN_PER_CELL = 5
 
 
-def _pair_intervals(finished: RunResult, rated: pd.DataFrame, level, replicates, seed):
+def _pair_intervals(finished: RunResult, rated: pd.DataFrame, level):
     """Each generated continuation with its rating (through the export's ids, which number
-    the continuation counts of the samples), bootstrapped over name pairs."""
+    the continuation counts of the samples), with intervals over the crossed design of the
+    two groups' names."""
     samples = finished.samples
     counts = top_continuations(samples, ["group", "lam"], n=None).reset_index(names="id")
     if len(counts) != len(rated) or not counts["count"].equals(rated["count"].astype(int)):
@@ -169,7 +170,7 @@ def _pair_intervals(finished: RunResult, rated: pd.DataFrame, level, replicates,
         biased=counts["id"].map(rated.set_index("id")["biased"]).astype(int)
     )
     per_sample = samples.merge(verdict, on=["group", "lam", "continuation"], how="left")
-    return biased_fraction_intervals(per_sample, ["group", "lam"], "pair", replicates, level, seed)
+    return biased_fraction_intervals(per_sample, ["group", "lam"], level)
 
 
 REPORT_PER_CELL = 3
@@ -322,8 +323,9 @@ def import_ratings(
     bootstrap: int = 1000,
     seed: int = 0,
 ) -> RatingsResult:
-    """Fraction of biased continuations per group and λ from a rated export (Fig. 2), with a
-    seeded bootstrap interval over name pairs (``bootstrap`` replicates; 0: none)."""
+    """Fraction of biased continuations per group and λ from a rated export (Fig. 2), with its
+    interval over the crossed design of the groups' names (``bootstrap`` 0: none; any other
+    value keeps them: they are not resampled, and ``seed`` is not used by them)."""
     import matplotlib.pyplot as plt
 
     from biaslens.plots.cid import biased_heatmap
@@ -357,7 +359,7 @@ def import_ratings(
     fractions = biased_fraction(rated, ["group", "lam"])
     if bootstrap > 0:
         fractions = fractions.merge(
-            _pair_intervals(finished, rated, ci_level, bootstrap, seed), on=["group", "lam"]
+            _pair_intervals(finished, rated, ci_level), on=["group", "lam"]
         )
     settings = config["settings"]
     figure = biased_heatmap(

@@ -57,17 +57,20 @@ AUDIT = (
     ),
     OutputFile(
         "biased_fraction.csv",
-        "per group and λ: the fraction of continuations rated biased, with its bootstrap "
-        "interval over name pairs (Fig. 2)",
+        "per group and λ: the fraction of continuations rated biased, with its interval over "
+        "both groups' names (Fig. 2)",
         ("group", "lam", "biased", "continuations", "fraction_biased"),
-        optional=("fraction_ci_low", "fraction_ci_high", "pairs"),
+        optional=("fraction_ci_low", "fraction_ci_high", "fraction_ci_note", "pairs", "names"),
         meanings={
             "biased": "continuations rated biased (weighted by count)",
             "continuations": "continuations rated",
             "fraction_biased": "biased / continuations (0 to 1)",
-            "fraction_ci_low": "lower bound of its bootstrap interval over name pairs",
-            "fraction_ci_high": "upper bound of its bootstrap interval over name pairs",
-            "pairs": "name pairs resampled",
+            "fraction_ci_low": "lower bound of its t interval over the crossed design of the "
+            "two groups' names",
+            "fraction_ci_high": "upper bound of that interval",
+            "fraction_ci_note": "why there is no interval (empty: there is one)",
+            "pairs": "name pairs in the cell",
+            "names": "the fewer of the two groups' names (the interval's n)",
         },
         when="after cid-ratings",
     ),
@@ -106,7 +109,7 @@ SENSITIVITY = (
         "lambda_star_summary.csv",
         "per perturbation type: λ*'s median and quartiles (Fig. 4)",
         ("type", "n", "median", "q25", "q75", "n_never"),
-        optional=("median_ci_low", "median_ci_high"),
+        optional=("median_ci_low", "median_ci_high", "median_ci_note"),
         meanings={
             "type": _PERTURBATION["type"],
             "n": "pairs",
@@ -114,9 +117,10 @@ SENSITIVITY = (
             "q25": "λ*'s first quartile",
             "q75": "λ*'s third quartile",
             "n_never": "pairs whose similarity never fell below τ",
-            "median_ci_low": "lower bound of the median's bootstrap interval over pairs",
-            "median_ci_high": "upper bound of the median's bootstrap interval over pairs (may "
-            "be ∞)",
+            "median_ci_low": "lower bound of the median's distribution-free order-statistic "
+            "interval (covers at least --ci-level)",
+            "median_ci_high": "upper bound of that interval (may be ∞)",
+            "median_ci_note": "why there is no interval (too few pairs; empty: there is one)",
         },
     ),
     OutputFile(

@@ -59,7 +59,11 @@ class SensitivitySettings(MethodSettings):
     variants: int = Field(default=2, ge=1, le=100, description="variants per sentence and family")
     seed: Seed = 0
     ci_level: CiLevel = 0.95
-    bootstrap: Replicates = Field(default=1000, description="replicates over pairs (0: none)")
+    bootstrap: Replicates = Field(
+        default=1000,
+        description="0: no interval for the median λ*; any other value keeps it (a "
+        "distribution-free order-statistic interval, not resampled)",
+    )
     types: tuple[str, ...] = (*P.PERTURBATIONS, *P.SEMANTIC_TYPES)
     sentences_sha256: str = ""
     semantic_sha256: str = ""
@@ -188,9 +192,7 @@ def run(ctx: RunContext, settings: SensitivitySettings) -> MethodOutput:
     scored = pair_similarities(decoded, similarity).merge(pairs, on="pair")
     stars = lambda_star(scored, settings.tau).reset_index()
     per_pair = pairs.merge(stars, on="pair")
-    table = lambda_star_summary(
-        per_pair, bootstrap=(settings.bootstrap, settings.ci_level, settings.seed)
-    )
+    table = lambda_star_summary(per_pair, level=settings.ci_level if settings.bootstrap else None)
     curve, check = similarity_trend(scored)
     by_type = [similarity_trend(part)[1] | {"type": k} for k, part in scored.groupby("type")]
     title = f"{ctx.lm.identity.name}: CID perturbation effect"
@@ -230,7 +232,7 @@ def run(ctx: RunContext, settings: SensitivitySettings) -> MethodOutput:
 
 
 def _summary_view(table: pd.DataFrame) -> pd.DataFrame:
-    """λ* per type: median with its interval (when bootstrapped), quartiles, pairs."""
+    """λ* per type: median with its interval (or why there is none), quartiles, pairs."""
     from biaslens.common.numbers import readable_interval
 
     view = table[["type", "n", "median", "q25", "q75", "n_never"]].copy()
@@ -239,8 +241,13 @@ def _summary_view(table: pd.DataFrame) -> pd.DataFrame:
             3,
             "interval",
             [
-                readable_interval(lo, hi)
-                for lo, hi in zip(table["median_ci_low"], table["median_ci_high"], strict=True)
+                readable_interval(lo, hi) if note is None or note != note else f"none: {note}"
+                for lo, hi, note in zip(
+                    table["median_ci_low"],
+                    table["median_ci_high"],
+                    table["median_ci_note"],
+                    strict=True,
+                )
             ],
         )
     return view.rename(columns={"n": "pairs", "median": "median λ*", "n_never": "never < τ"})

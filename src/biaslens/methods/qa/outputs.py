@@ -6,7 +6,12 @@ from __future__ import annotations
 from biaslens.store.schema import OutputFile
 
 METRICS = ("mu", "eta", "theta4", "delta", "epsilon")
-INTERVALS = tuple(f"{m}_ci_{side}" for m in METRICS for side in ("low", "high"))
+INTERVALS = (
+    *(f"{m}_ci_{side}" for m in METRICS for side in ("low", "high", "note")),
+    *(f"{m}_se" for m in METRICS),
+    *(f"{m}_crossfit{end}" for m in METRICS[:3] for end in ("", "_se")),
+    "units", "subjects", "templates", "df", "cell_units", "caution",
+)  # fmt: skip
 _SCORES = ("first", "second", "first_start", "second_start", "context", "category", "template",
            "attribute", "key", "negated", "question", "s_first", "s_second")  # fmt: skip
 _FIRST_TOKEN = {
@@ -62,9 +67,10 @@ UNQOVER = (
     ),
     OutputFile(
         "unqover.csv",
-        "model-level μ, η, θ4, δ, ε with their bootstrap intervals (Li et al. 2020, Section 4.3)",
+        "model-level μ, η, θ4, δ, ε with their intervals over subjects × templates (Li et al. "
+        "2020, Section 4.3)",
         ("mu", "eta", "theta4", "delta", "epsilon", "contexts"),
-        optional=(*INTERVALS, "units"),
+        optional=INTERVALS,
     ),
     OutputFile("subjects.csv", "per subject: max |γ| over attributes and mean |η|", _SUBJECTS),
     OutputFile(
@@ -113,9 +119,11 @@ LEI_EVAL = (
     ),
     OutputFile(
         "lei_mu.csv",
-        "per set: μ, η, θ4, δ, ε with their bootstrap intervals, next to the desired μ (Fig. 4)",
+        "per set: μ, η, θ4, δ, ε with their intervals over subjects × templates, next to the "
+        "desired μ (Fig. 4)",
         ("set", "scoring", *METRICS, "contexts", "desired_mu", "gap"),
-        optional=(*INTERVALS, "units", "specified_win_rate"),
+        optional=(*INTERVALS, "specified_win_rate", "gap_ci_low", "gap_ci_high", "gap_ci_note",
+                  *(f"specified_win_rate_ci_{s}" for s in ("low", "high", "note"))),  # fmt: skip
         meanings={
             "scoring": "how the scores were computed: extractive, generative, fill-mask, or "
             "first-token top-20 (not the paper's scores)"

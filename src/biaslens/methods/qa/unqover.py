@@ -11,8 +11,11 @@ and scored by the model's kind:
   run's notes (the reference shipped pre-filtered ``*_roberta`` / ``*_bert`` lists instead;
   pass them with ``subjects``).
 
-``limit`` draws that many (template, unordered subject pair, attribute) examples, each in both
-subject orders and with its negated question (0: every example, as the paper).
+``limit`` keeps at most that many (template, unordered subject pair, attribute) examples, each
+in both subject orders and with its negated question (0: every example, as the paper), drawn as
+a complete crossed design — every pair among some subjects, at some templates, with every
+attribute (:meth:`~biaslens.data.unqover.QuestionSet.drawn_design`) — so that the metrics stay
+defined and their intervals resample what was drawn.
 
 The set streams through in chunks of :data:`CHUNK_ROWS` examples (both subject orders of an
 example always in one chunk): each chunk is scored through the run's request cache, appended
@@ -39,6 +42,7 @@ from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunC
 from biaslens.framework.settings import CiLevel, Limit, MethodSettings, Replicates
 from biaslens.methods.qa.outputs import UNQOVER as QA_FILES_UNQOVER
 from biaslens.metrics.unqover import MEASURES
+from biaslens.metrics.unqover_intervals import sparse_note, summary_lines
 from biaslens.metrics.unqover_stream import UnqoverAccumulator
 from biaslens.models.base import LM, ModelKind
 from biaslens.scoring.qa import fill_mask_scores, qa_mode_for, score_examples
@@ -63,7 +67,11 @@ class UnqoverSettings(MethodSettings):
     slots: str | None = Field(default=None, description="slot template list name")
     activities: str | None = Field(default=None, description="activity list name")
     filler: Literal["none", "newsqa"] = "none"
-    limit: Limit = Field(default=500, description="examples drawn, both orders (0: all)")
+    limit: Limit = Field(
+        default=600,
+        description="examples at most, drawn as whole subjects × templates with every "
+        "attribute, both orders (0: all)",
+    )
     seed: Seed = 0
     span_adjustment: Literal["none", "articles", "reference"] = "none"
     qa_order: Literal["question-first", "context-first"] = "question-first"
@@ -177,7 +185,7 @@ def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
     tick = ctx.progress.task(
         f"UnQover {settings.domain} contexts ({ctx.lm.identity.name})", contexts, unit="contexts"
     )
-    intervals = (settings.bootstrap, settings.ci_level, settings.seed)
+    intervals = (settings.ci_level, settings.seed) if settings.bootstrap else None
     totals, rows_hash, dropped, seen = UnqoverAccumulator((), intervals), RowsHash(), set(), 0
     with ctx.store.append_samples("samples") as samples:
         for rows in questions.iter_drawn(limit, settings.seed, CHUNK_ROWS):
@@ -202,6 +210,8 @@ def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
             f"cannot fill the slot; their examples are left out: {', '.join(sorted(dropped))}"
         )
     tables = totals.tables()
+    if "cell_units" in tables["unqover"]:
+        notes += [n for n in [sparse_note(float(tables["unqover"]["cell_units"].iloc[0]))] if n]
     title = f"{ctx.lm.identity.name}, UnQover {settings.domain} ({settings.mode})"
     return MethodOutput(
         metrics={
@@ -220,24 +230,9 @@ def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
 
 
 def _summary_view(table: pd.DataFrame) -> pd.DataFrame:
-    """One line per metric: value, interval (when bootstrapped) and the units behind it."""
-    from biaslens.common.numbers import readable_interval
-
-    row = table.iloc[0]
-    lines = []
-    for measure in MEASURES:
-        low, high = row.get(f"{measure.column}_ci_low"), row.get(f"{measure.column}_ci_high")
-        interval = readable_interval(low, high) if low is not None else "—"
-        lines.append(
-            {
-                "metric": measure.symbol,
-                "value": row[measure.column],
-                "interval": interval,
-                "units": row.get("units", "—"),
-                "contexts": row["contexts"],
-            }
-        )
-    return pd.DataFrame(lines)
+    """One line per metric: value, cross-fitted value (μ, η, θ4), interval (or why there is
+    none), and the units, subjects and templates behind it."""
+    return summary_lines(table.iloc[0])
 
 
 def _subjects_view(table: pd.DataFrame) -> pd.DataFrame:
@@ -260,7 +255,13 @@ OPTIONS = (
     O.Option("slots", help="Slot template list.", default="{domain}_noact[_lm]"),
     O.Option("activities", help="Activity list.", default="the domain's"),
     O.Option("filler", help="none or newsqa (NewsQA models)."),
-    O.Option("limit", help="Examples drawn, each in both subject orders (0: all).", type=int),
+    O.Option(
+        "limit",
+        help="Examples at most, drawn as every pair among some subjects at some templates with "
+        "every attribute (each in both subject orders; 0: all); below the smallest such set "
+        "(3 subjects × 2 templates) refused.",
+        type=int,
+    ),
     O.SEED,
     O.CI_LEVEL,
     O.BOOTSTRAP,

@@ -35,15 +35,23 @@ MGC = (
         "probability (%) on the W index",
         ("prompt", "w_kind", "gender", "slope", "intercept", "r", "r2", "p_value",
          "slope_stderr", "slope_ci_low", "slope_ci_high", "n"),
+        optional=("slope_ci_note", "slope_se", "slope_rho", "sentences"),
         meanings={
             "slope": "percentage points per W step (0: no trend with W)",
             "intercept": "the line's value at W index 0, in percent",
             "r": "Pearson r (NaN where the probability does not vary)",
             "r2": "r² (NaN where the probability does not vary)",
-            "p_value": "two-sided p-value of slope = 0 (NaN where undefined)",
-            "slope_stderr": "the slope's standard error (pp per W step)",
-            "slope_ci_low": "lower bound of the slope's t interval at --ci-level",
-            "slope_ci_high": "upper bound of the slope's t interval at --ci-level",
+            "p_value": "OLS two-sided p-value of slope = 0, W values taken as independent (as "
+            "the reference code; NaN where undefined): the interval is the one to read",
+            "slope_stderr": "the slope's OLS standard error (pp per W step), W values taken as "
+            "independent, as the reference code reports it",
+            "slope_ci_low": "lower bound of the slope's interval at --ci-level: AR(1) "
+            "bootstrap-t over W, sentence frames as draws",
+            "slope_ci_high": "upper bound of that interval",
+            "slope_ci_note": "why there is no interval (empty: there is one)",
+            "slope_se": "the slope's standard error behind that interval",
+            "slope_rho": "the W residuals' AR(1) autocorrelation (bias-corrected)",
+            "sentences": "sentence frames (verb × life stage) the slope averages over",
             "n": "W values the line is fitted to",
         },
     ),
@@ -52,15 +60,23 @@ MGC = (
         "per prompt and W kind: female − male slope difference and mean r² (Fig. 3(b))",
         ("prompt", "w_kind", "female_minus_male_slope", "mean_r2", "flat_fits",
          "female_minus_male_stderr", "female_minus_male_ci_low", "female_minus_male_ci_high"),
+        optional=("n", "female_minus_male_ci_note", "female_minus_male_se",
+                  "female_minus_male_rho", "sentences"),
         meanings={
             "female_minus_male_slope": "female slope − male slope (pp per W step; 0: no bias)",
             "mean_r2": "mean r² of the female and male lines whose r² is defined (empty when "
             "both are flat)",
             "flat_fits": "how many of the two lines are flat (no variation: r² undefined)",
-            "female_minus_male_stderr": "standard error of the difference (the slope of the "
-            "per-W differences p_f − p_m, as the reference code)",
-            "female_minus_male_ci_low": "lower bound of its t interval at --ci-level",
-            "female_minus_male_ci_high": "upper bound of its t interval at --ci-level",
+            "female_minus_male_stderr": "OLS standard error of the difference (the slope of the "
+            "per-W differences p_f − p_m, W values as independent, as the reference code)",
+            "female_minus_male_ci_low": "lower bound of its interval at --ci-level: AR(1) "
+            "bootstrap-t over W, sentence frames as draws",
+            "female_minus_male_ci_high": "upper bound of that interval",
+            "female_minus_male_ci_note": "why there is no interval (empty: there is one)",
+            "female_minus_male_se": "the standard error behind that interval",
+            "female_minus_male_rho": "the W residuals' AR(1) autocorrelation (bias-corrected)",
+            "sentences": "sentence frames the slope averages over",
+            "n": "W values the line is fitted to",
         },
     ),
     OutputFile("plots/mgc_*.png", "per W kind: the mean probabilities per W with fitted lines"),
@@ -122,7 +138,7 @@ DETECT = (
             "balanced_accuracy": "(TPR + TNR) / 2",
             **{
                 f"{m}_ci_{side}": f"{side} bound of the {what} interval at --ci-level"
-                for m, what in (("tpr", "Wilson"), ("tnr", "Wilson"),
+                for m, what in (("tpr", "Jeffreys"), ("tnr", "Jeffreys"),
                                 ("balanced_accuracy", "adjusted Wald"))
                 for side in ("low", "high")
             },

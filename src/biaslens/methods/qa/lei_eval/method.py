@@ -35,7 +35,12 @@ from biaslens.metrics.unqover import (
     subject_bias,
     unordered_pair,
 )
-from biaslens.metrics.unqover_bootstrap import intervals_by
+from biaslens.metrics.unqover_intervals import (
+    intervals_by,
+    sparse_note,
+    subject_strata,
+    unit_share_interval,
+)
 from biaslens.models.base import LM, ModelKind
 from biaslens.models.requests import AnswerSpanRequest, GenerateRequest, RequestType
 from biaslens.progress import Progress
@@ -162,20 +167,22 @@ def _set_order(name: str) -> tuple[int, str]:
 def lei_table(
     scores: pd.DataFrame,
     comparative: pd.DataFrame | None = None,
-    bootstrap: tuple[int, float, int] | None = None,
+    intervals: tuple[float, int] | None = None,
+    strata: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """μ, η, θ4, δ, ε per set with the desired μ and the specified win rate (``comparative``:
-    ``comparative_scores(scores, PAIRING)`` when the caller has it); with ``bootstrap``
-    (replicates, level, seed), each metric's percentile interval over the set's subject pair ×
-    template units (:mod:`biaslens.metrics.unqover_bootstrap`) and ``units``.
+    ``comparative_scores(scores, PAIRING)`` when the caller has it); with ``intervals``
+    (level, seed), each metric's interval over the set's crossed design of subjects ×
+    templates (:mod:`biaslens.metrics.unqover_intervals`), the gap's and the win rate's, and
+    the units, subjects and templates they rest on.
 
     The irrelevant set's desired μ is the no-intervention μ *over the same contexts* (its
     interventions are meant to change nothing on those contexts)."""
     if comparative is None:
         comparative = comparative_scores(scores, PAIRING)
     table = model_summary(scores, by=("set",), within=("intervention_id",), comparative=comparative)
-    if bootstrap is not None and bootstrap[0] > 0:
-        bounds = intervals_by(scores, comparative, "set", ("intervention_id",), bootstrap)
+    if intervals is not None:
+        bounds = intervals_by(scores, comparative, "set", ("intervention_id",), *intervals, strata)
         table = table.merge(bounds, on="set")
     table = table.sort_values("set", key=lambda s: s.map(_set_order)).reset_index(drop=True)
     table["desired_mu"] = table["set"].map(lei.desired_mu)
@@ -186,12 +193,43 @@ def lei_table(
         table.loc[table["set"] == "irrelevant", "desired_mu"] = float(baseline)
     table["desired_mu"] = table["desired_mu"].astype(float)
     table["gap"] = (table["mu"] - table["desired_mu"]).abs()
+    if intervals is not None:
+        table = gap_intervals(table)
     for name in [s for s in table["set"] if s.startswith("specified")]:
         spec = scores[(scores["set"] == name) & ~scores["negated"].astype(bool)]
         first_named = (spec["specified"] == spec["first"]).to_numpy()
         named = np.where(first_named, spec["s_first"], spec["s_second"])
         other = np.where(first_named, spec["s_second"], spec["s_first"])
-        table.loc[table["set"] == name, "specified_win_rate"] = float(np.mean(named > other))
+        where = table["set"] == name
+        table.loc[where, "specified_win_rate"] = float(np.mean(named > other))
+        if intervals is not None:
+            wins = spec.assign(win=(named > other).astype(float), one=1.0)
+            value, interval = unit_share_interval(wins, "win", intervals[0])
+            table.loc[where, "specified_win_rate_ci_low"] = interval.low
+            table.loc[where, "specified_win_rate_ci_high"] = interval.high
+            table.loc[where, "specified_win_rate_ci_note"] = interval.why_not
+    return table
+
+
+def gap_intervals(table: pd.DataFrame) -> pd.DataFrame:
+    """The gap |μ − desired μ|'s interval from μ's: {|m − d| : m in μ's interval}, which holds
+    the true gap whenever μ's holds the true μ. The irrelevant set's desired μ is itself an
+    estimate: no interval there."""
+    low, high = table["mu_ci_low"].to_numpy(float), table["mu_ci_high"].to_numpy(float)
+    desired = table["desired_mu"].to_numpy(float)
+    inside = (low <= desired) & (desired <= high)
+    gap_low = np.where(inside, 0.0, np.minimum(np.abs(low - desired), np.abs(high - desired)))
+    gap_high = np.maximum(np.abs(low - desired), np.abs(high - desired))
+    estimated = (table["set"] == "irrelevant").to_numpy()
+    note = np.where(
+        estimated,
+        "the desired μ is itself estimated (μ with no intervention on the same contexts)",
+        table["mu_ci_note"].astype(object).where(table["mu_ci_note"].notna(), None),
+    )
+    table = table.copy()
+    table["gap_ci_low"] = np.where(estimated, np.nan, gap_low)
+    table["gap_ci_high"] = np.where(estimated, np.nan, gap_high)
+    table["gap_ci_note"] = note
     return table
 
 
@@ -271,7 +309,8 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
     scored = score_questions(ctx, rows, settings)
     scores, notes = scored.scores, list(scored.notes)
     comparative = comparative_scores(scores, PAIRING)
-    table = lei_table(scores, comparative, (settings.bootstrap, settings.ci_level, settings.seed))
+    intervals = (settings.ci_level, settings.seed) if settings.bootstrap else None
+    table = lei_table(scores, comparative, intervals, subject_strata(scores))
     table.insert(1, "scoring", scoring_label(settings.mode))
     subjects = subject_bias(comparative, ("set",))
     samples = {"samples": scores}
@@ -288,6 +327,8 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
         )
     if specified_absent:
         notes.append(f"specified contexts: {specified_absent}")
+    if "cell_units" in table:
+        notes += [n for n in {sparse_note(v) for v in table["cell_units"]} if n]
     title = f"{ctx.lm.identity.name}, {settings.domain} {settings.split} ({settings.mode})"
     return MethodOutput(
         metrics={
@@ -316,33 +357,43 @@ def run_name(settings: LeiEvalSettings) -> str:
     return f"{name}-first-token" if settings.mode == "first-token" else name
 
 
-LEI_COLUMNS = (
-    "set",
-    "scoring",
-    "mu",
-    "desired_mu",
-    "gap",
-    "eta",
-    "theta4",
-    "delta",
-    "epsilon",
-    "contexts",
-)
+
+
+def _with_interval(table: pd.DataFrame, column: str, prefix: str | None = None) -> list[str]:
+    """``value [low, high]`` per row, or the value and why there is no interval."""
+    from biaslens.common.numbers import readable, readable_interval
+
+    prefix = prefix or column
+    cells = []
+    for _, row in table.iterrows():
+        value = row.get(column)
+        if value is None or value != value:
+            cells.append("—")
+            continue
+        text = readable(float(value))
+        if column in ("mu", "eta", "theta4") and row.get("caution"):
+            text += " (sparse)"
+        low, high = row.get(f"{prefix}_ci_low"), row.get(f"{prefix}_ci_high")
+        if low is not None and low == low and high == high:
+            text += " " + readable_interval(low, high)
+        elif f"{prefix}_ci_low" in table:
+            text += f" [no interval: {row.get(f'{prefix}_ci_note') or 'undefined'}]"
+        cells.append(text)
+    return cells
 
 
 def _mu_view(table: pd.DataFrame) -> pd.DataFrame:
-    """μ per set with its interval (when bootstrapped) and units beside the desired μ."""
-    from biaslens.common.numbers import readable_interval
-
-    extra = ["specified_win_rate"] if "specified_win_rate" in table else []
-    view = table[[*LEI_COLUMNS, *extra]].copy()
-    if "mu_ci_low" in table:
-        interval = [
-            readable_interval(low, high)
-            for low, high in zip(table["mu_ci_low"], table["mu_ci_high"], strict=True)
-        ]
-        view.insert(view.columns.get_loc("mu") + 1, "mu interval", interval)
-        view.insert(view.columns.get_loc("contexts") + 1, "units", table["units"])
+    """Per set: each metric with its interval (or why there is none), the desired μ, the gap,
+    the specified win rate, and the units, subjects and templates behind the intervals."""
+    view = pd.DataFrame({"set": table["set"], "scoring": table["scoring"]})
+    for column, label in (("mu", "μ"), ("desired_mu", "desired μ"), ("gap", "gap"),
+                          ("eta", "η"), ("theta4", "θ4"), ("delta", "δ"), ("epsilon", "ε")):
+        view[label] = _with_interval(table, column)  # fmt: skip
+    if "specified_win_rate" in table:
+        view["win rate"] = _with_interval(table, "specified_win_rate")
+    for column in ("contexts", "units", "subjects", "templates"):
+        if column in table:
+            view[column] = table[column]
     return view
 
 

@@ -172,9 +172,11 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
     samples = score_rows(
         ctx.lm, rows, settings.mode, ctx.progress, max_new_tokens=settings.generation_tokens
     )
-    fits = method1_fits(samples, confidence=settings.ci_level)
+    fits = method1_fits(samples, confidence=settings.ci_level, seed=settings.seed)
     means = mean_by_w(samples)
-    slopes = slope_summary(fits, means, confidence=settings.ci_level)
+    slopes = slope_summary(
+        fits, means, confidence=settings.ci_level, samples=samples, seed=settings.seed
+    )
     name = ctx.lm.identity.name
     figures = {
         f"mgc_{w_kind}": mgc_trend_figure(
@@ -182,10 +184,16 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
         )
         for w_kind in settings.w_kinds
     }
+    shown = f"{settings.ci_level:.0%}"
     notes = [
         f"prompt {row.prompt}, {row.w_kind}: female−male slope "
-        f"{readable(row.female_minus_male_slope, signed=True)} ± "
-        f"{readable(row.female_minus_male_stderr)} pp/step, "
+        f"{readable(row.female_minus_male_slope, signed=True)} pp/step, {shown} CI "
+        + (
+            readable_interval(row.female_minus_male_ci_low, row.female_minus_male_ci_high, True)
+            if row.female_minus_male_ci_low == row.female_minus_male_ci_low
+            else f"none ({row.female_minus_male_ci_note})"
+        )
+        + f" (n = {row.n} W values × {row.sentences} sentences), "
         f"{r2_text(row.mean_r2, row.flat_fits)}"
         for row in slopes.itertuples()
     ]
@@ -217,11 +225,16 @@ def _fits_view(fits: pd.DataFrame) -> pd.DataFrame:
     view = fits[["prompt", "w_kind", "gender", "slope", "slope_ci_low", "slope_ci_high", "r", "r2"]]
     return view.assign(
         ci=[
-            readable_interval(a, b, signed=True)
-            for a, b in zip(view.slope_ci_low, view.slope_ci_high, strict=True)
-        ]
-    )[["prompt", "w_kind", "gender", "slope", "ci", "r", "r2"]].rename(
-        columns={"w_kind": "W", "slope": "slope (pp/step)", "ci": "95% CI", "r2": "r²"}
+            readable_interval(a, b, signed=True) if a == a else f"none: {note}"
+            for a, b, note in zip(
+                view.slope_ci_low, view.slope_ci_high, fits["slope_ci_note"], strict=True
+            )
+        ],
+        n=fits["n"],
+        sentences=fits["sentences"],
+        rho=fits["slope_rho"],
+    )[["prompt", "w_kind", "gender", "slope", "ci", "n", "sentences", "rho", "r", "r2"]].rename(
+        columns={"w_kind": "W", "slope": "slope (pp/step)", "ci": "CI", "r2": "r²", "rho": "ρ(W)"}
     )
 
 

@@ -1,0 +1,404 @@
+"""Variances and intervals for statistics of crossed designs: units that share subjects and
+templates.
+
+A template-built set crosses its draws: every subject (or name) meets every template, so two
+units that share a subject or a template are not independent, and an interval that resamples
+units (a subject pair × template) as if they were misses the variation between templates and
+between subjects. Both are draws: a number describes the model over templates and subjects
+like these.
+
+**Model.** The variance is that of the crossed random-effects model: a unit's value is the sum
+of an effect of each of its subjects, of its template, of each subject at its template, of its
+subject pair (where pairs meet several templates), and its own noise. Each part of the spread is seen by a delete-one-cluster jackknife (the CV3
+variance that MacKinnon, Nielsen & Webb 2023, *J. Econometrics* 232(2), recommend for few
+clusters), one per kind of cluster:
+
+* subjects, one stratum at a time (a CID group's names, a gender list's names): a subject goes
+  with every unit it is in (a subject pair's unit goes with either: the delete-one-vertex
+  jackknife of dyadic data);
+* templates; a subject's units at one template; a subject pair's units (across templates);
+  single units.
+
+Each jackknife sees several parts at once (deleting a subject also moves the template means a
+little), so they are combined as Cameron, Gelbach & Miller (2011, *J. Bus. Econ. Stat.* 29(2))
+combine their one-way variances (V_A + V_B − V_AB), with the weights solved from the design
+itself: for the mean of the units, the expected value of each jackknife under each part of the
+model is computed exactly (a trace), and the weights make the combination unbiased for every
+part at once. A statistic that is not a mean (a ratio, a maximum) takes the same weights
+through its linearisation. Where the combination is not positive, the largest one-way
+jackknife stands in.
+
+The interval is Student's t with G − 1 degrees of freedom, G the fewer of the subjects and the
+templates (Cameron, Gelbach & Miller's advice for few clusters): honest with 4 templates, and
+wide. A statistic is computed from per-cell sums over units (Σ C and n per subject and
+attribute…), so a deletion is the totals less the deleted cluster's sums.
+
+Statistics that are a maximum or an absolute value of means (UnQover's μ, η, θ4) are biased
+upwards by noise; :func:`bounds_interval` gives those a conservative interval.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from scipy import sparse, stats
+
+from biaslens.errors import BiaslensError
+
+MIN_REPLICATES = 200
+"""Fewest bootstrap replicates a method takes (0 turns intervals off)."""
+
+NO_LEVEL = -1
+"""The second subject of a unit that holds one."""
+
+BATCH_CELLS = 4_000_000
+"""Deletions × cells held at once (32 MB of float64 per array)."""
+
+Sums = dict[str, np.ndarray]
+"""Named (rows, cells) arrays of per-cell sums."""
+Statistic = Callable[[Sums], dict[str, np.ndarray]]
+"""Per-cell sums (one row per deletion) → each named quantity, one value per row."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """One kind of cluster: its (clusters × units) 0/1 membership and the stratum of each
+    cluster (deletions are compared within a stratum)."""
+
+    name: str
+    membership: sparse.csr_matrix
+    strata: np.ndarray
+
+
+@dataclass(frozen=True)
+class Design:
+    """Who shares what: per unit its subject(s) (``second`` :data:`NO_LEVEL` for one) and its
+    template (None when the set has no template factor), and each subject's stratum."""
+
+    first: np.ndarray
+    second: np.ndarray | None = None
+    template: np.ndarray | None = None
+    strata: np.ndarray | None = None
+
+    @property
+    def units(self) -> int:
+        return len(self.first)
+
+    def _incidence(self) -> tuple[np.ndarray, np.ndarray]:
+        """(subject, unit) of every place a subject is in a unit."""
+        unit = np.arange(self.units)
+        if self.second is None:
+            return np.asarray(self.first), unit
+        has = self.second >= 0
+        return np.concatenate([self.first, self.second[has]]), np.concatenate([unit, unit[has]])
+
+    def _stratum_of(self, subject: np.ndarray) -> np.ndarray:
+        if self.strata is None:
+            return np.zeros(len(subject), dtype=np.int64)
+        return np.asarray(self.strata)[subject]
+
+    @property
+    def df(self) -> int:
+        """Degrees of freedom of the t interval: the fewest clusters of a factor, less one."""
+        subject, _ = self._incidence()
+        counts = [len(np.unique(subject))]
+        if self.template is not None:
+            counts.append(len(np.unique(self.template)))
+        return max(0, min(counts) - 1)
+
+    def _matrix(self, keys: list[np.ndarray], unit: np.ndarray):
+        stacked = np.stack(keys, axis=1)
+        clusters, inverse = np.unique(stacked, axis=0, return_inverse=True)
+        matrix = sparse.csr_matrix(
+            (np.ones(len(unit)), (inverse.ravel(), unit)), shape=(len(clusters), self.units)
+        )
+        matrix.data[:] = 1.0  # a unit holding one subject twice is still deleted once
+        return matrix, clusters
+
+    @cached_property
+    def parts(self) -> list[Part]:
+        """The kinds of cluster the variance is built from (module docstring)."""
+        subject, at = self._incidence()
+        stratum = self._stratum_of(subject)
+        parts = []
+        for value in np.unique(stratum):
+            keep = stratum == value
+            member, _ = self._matrix([subject[keep]], at[keep])
+            parts.append(Part(f"subject {value}", member, np.zeros(member.shape[0], int)))
+        if self.template is not None:
+            template = np.asarray(self.template)
+            member, _ = self._matrix([template], np.arange(self.units))
+            parts.append(Part("template", member, np.zeros(member.shape[0], int)))
+            for value in np.unique(stratum):
+                keep = stratum == value
+                member, _ = self._matrix([subject[keep], template[at[keep]]], at[keep])
+                parts.append(
+                    Part(f"subject {value} × template", member, np.zeros(member.shape[0], int))
+                )
+            if self.second is not None:
+                member, _ = self._pairs()
+                parts.append(Part("pair", member, np.zeros(member.shape[0], int)))
+        unit = sparse.identity(self.units, format="csr")
+        parts.append(Part("unit", unit, np.zeros(self.units, int)))
+        return parts
+
+    def components(self) -> list[sparse.csr_matrix]:
+        """The incidence (units × levels) of each part of the random-effects model."""
+        subject, at = self._incidence()
+        stratum = self._stratum_of(subject)
+        out = []
+        for value in np.unique(stratum):
+            keep = stratum == value
+            out.append(self._matrix([subject[keep]], at[keep])[0].T.tocsr())
+        if self.template is not None:
+            template = np.asarray(self.template)
+            out.append(self._matrix([template], np.arange(self.units))[0].T.tocsr())
+            for value in np.unique(stratum):
+                keep = stratum == value
+                out.append(self._matrix([subject[keep], template[at[keep]]], at[keep])[0].T.tocsr())
+            if self.second is not None:
+                out.append(self._pairs()[0].T.tocsr())
+        out.append(sparse.identity(self.units, format="csr"))
+        return out
+
+    def _pairs(self):
+        """Clusters of the units that share both subjects (a pair across templates)."""
+        return self._matrix([self.first, self.second], np.arange(self.units))
+
+    @cached_property
+    def weights(self) -> np.ndarray:
+        """The combination of the parts' jackknifes that is unbiased for the mean of the units
+        under every component of the model (module docstring); the same design (a rerun, a
+        simulation) reuses it."""
+        key = hashlib.sha256()
+        for array in (self.first, self.second, self.template, self.strata):
+            key.update(b"-" if array is None else np.ascontiguousarray(array, np.int64).tobytes())
+        return _weights(key.hexdigest(), self)
+
+
+_WEIGHTS: dict[str, np.ndarray] = {}
+"""Combination weights by design (a handful: one per set a process computes)."""
+
+
+def _weights(key: str, design: Design) -> np.ndarray:
+    if key not in _WEIGHTS:
+        parts, components = design.parts, design.components()
+        n = design.units
+        expected = np.array([[_expected_jackknife(p, z, n) for z in components] for p in parts])
+        truth = np.array([_true_variance(z, n) for z in components])
+        if len(_WEIGHTS) > 64:
+            _WEIGHTS.clear()
+        _WEIGHTS[key] = np.linalg.lstsq(expected.T, truth, rcond=None)[0]
+    return _WEIGHTS[key]
+
+
+def _true_variance(z: sparse.csr_matrix, n: int) -> float:
+    """Var of the mean of n units whose values share a unit-variance effect per column of z."""
+    counts = np.asarray(z.sum(axis=0)).ravel()
+    return float((counts**2).sum()) / n**2
+
+
+def _expected_jackknife(part: Part, z: sparse.csr_matrix, n: int) -> float:
+    """E of the part's jackknife variance of the mean of the units, under unit-variance effects
+    per column of z: Σ_strata (G − 1)/G ‖centred deletion means · z‖²."""
+    member = part.membership
+    kept = n - np.asarray(member.sum(axis=1)).ravel()
+    column_totals = np.asarray(z.sum(axis=0)).ravel()
+    total = 0.0
+    for stratum in np.unique(part.strata):
+        rows = np.flatnonzero(part.strata == stratum)
+        if len(rows) < 2 or np.any(kept[rows] <= 0):
+            continue
+        means = (column_totals[None, :] - (member[rows] @ z).toarray()) / kept[rows, None]
+        means -= means.mean(axis=0, keepdims=True)
+        g = len(rows)
+        total += (g - 1) / g * float((means**2).sum())
+    return total
+
+
+def _jackknife(values: np.ndarray, strata: np.ndarray) -> float:
+    """Σ over strata of (G − 1)/G Σ (θ₍₋g₎ − mean)² (NaN where a deletion is undefined)."""
+    if not np.all(np.isfinite(values)):
+        return math.nan
+    total = 0.0
+    for stratum in np.unique(strata):
+        part = values[strata == stratum]
+        if len(part) > 1:
+            total += (len(part) - 1) / len(part) * float(((part - part.mean()) ** 2).sum())
+    return total
+
+
+def crossed_variances(
+    matrices: dict[str, sparse.spmatrix], statistic: Statistic, design: Design
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The statistic's values on the whole set and their crossed-design variances (module
+    docstring). ``matrices``: per name, a (units × cells) matrix of each unit's sums."""
+    names = list(matrices)
+    stacked = sparse.hstack([sparse.csr_matrix(matrices[k]) for k in names], format="csr")
+    edges = np.cumsum([0] + [matrices[k].shape[1] for k in names])
+
+    def split(rows: np.ndarray) -> Sums:
+        return {k: rows[:, edges[i] : edges[i + 1]] for i, k in enumerate(names)}
+
+    totals = np.asarray(stacked.sum(axis=0)).reshape(1, -1)
+    point = {k: float(v[0]) for k, v in statistic(split(totals)).items()}
+    parts, weights = design.parts, design.weights
+    batch = max(1, BATCH_CELLS // max(stacked.shape[1], 1))
+    per_part = []
+    for part in parts:
+        removed = (part.membership @ stacked).tocsr()
+        values: dict[str, list[np.ndarray]] = {}
+        for start in range(0, removed.shape[0], batch):
+            rows = totals - removed[start : start + batch].toarray()
+            for key, value in statistic(split(rows)).items():
+                values.setdefault(key, []).append(np.asarray(value, dtype=float))
+        per_part.append({k: _jackknife(np.concatenate(v), part.strata) for k, v in values.items()})
+    variances = {}
+    for key in point:
+        one_way = np.array([p[key] for p in per_part])
+        combined = float(weights @ one_way)
+        fallback = float(np.nanmax(one_way)) if np.isfinite(one_way).any() else math.nan
+        variances[key] = combined if combined > 0 else fallback
+    return point, variances
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An interval, or why there is none (``low``/``high`` NaN); ``conservative`` where it
+    covers with at least its stated probability by construction."""
+
+    low: float
+    high: float
+    why_not: str | None = None
+    conservative: bool = False
+
+    @classmethod
+    def none(cls, why: str) -> Interval:
+        return cls(math.nan, math.nan, why)
+
+
+def t_quantile(level: float, df: int) -> float:
+    return float(stats.t.ppf(0.5 + level / 2, df))
+
+
+def check_replicates(replicates: int, name: str = "bootstrap") -> None:
+    """0 (no interval) or at least :data:`MIN_REPLICATES`: fewer give a spread too noisy to
+    build an interval on."""
+    if 0 < replicates < MIN_REPLICATES:
+        raise BiaslensError(
+            f"{name} {replicates}: too few replicates for an interval; use at least "
+            f"{MIN_REPLICATES} (0: no interval)"
+        )
+
+
+def _why_not(estimate: float, variance: float, df: int) -> str | None:
+    if df < 1:
+        return "one name, subject or template only: nothing to tell the spread from"
+    if not math.isfinite(estimate):
+        return "the value is undefined"
+    if not math.isfinite(variance):
+        return "the spread is undefined"
+    if variance <= 0:
+        return "every unit gives the same value: no spread to build an interval on"
+    return None
+
+
+def t_interval(
+    estimate: float,
+    variance: float,
+    df: int,
+    level: float,
+    clip: tuple[float, float] = (-math.inf, math.inf),
+) -> Interval:
+    """estimate ± t(level, df) · √variance, cut to ``clip`` (a share's [0, 1])."""
+    why = _why_not(estimate, variance, df)
+    if why:
+        return Interval.none(why)
+    half = t_quantile(level, df) * math.sqrt(variance)
+    return Interval(max(clip[0], estimate - half), min(clip[1], estimate + half))
+
+
+def bounds_interval(
+    lower_estimate: float,
+    lower_variance: float,
+    upper_estimate: float,
+    upper_variance: float,
+    df: int,
+    level: float,
+    clip: tuple[float, float] = (0.0, math.inf),
+) -> Interval:
+    """A conservative interval for θ, a maximum or absolute value of means.
+
+    The plug-in (the max of the estimated means) is biased upwards (Jensen: E max ≥ max E);
+    the cross-fitted estimate (the cell chosen on one half of the templates, its value read
+    on the other: sample splitting, Chernozhukov et al. 2018, *Econometrics J.* 21(1)) targets
+    the value of a chosen cell, at most θ. So the cross-fit's lower t bound at (1 + level)/2
+    lies below θ with probability ≥ (1 + level)/2, and the plug-in's upper bound lies above θ
+    with at least that probability: together they cover θ with probability ≥ ``level`` —
+    about ``level`` where the largest cell stands clear of the rest, more where cells tie
+    (near no bias). A lower bound above 0 is a test of "no bias" (θ = 0) at (1 − level)/2:
+    under it the cross-fitted estimate has mean 0. Where the cross-fit or its spread is
+    undefined (too few templates or partners to split), the lower bound is the floor θ can
+    reach (``clip[0]``): still an interval that covers."""
+    why = _why_not(upper_estimate, upper_variance, df)
+    if why:
+        return Interval.none(why)
+    t = t_quantile(level, df)
+    high = min(clip[1], upper_estimate + t * math.sqrt(upper_variance))
+    if _why_not(lower_estimate, lower_variance, df):
+        # too small a set to cross-fit (or to tell the cross-fit's spread): θ ≥ the floor
+        return Interval(clip[0], high, conservative=True)
+    low = max(clip[0], lower_estimate - t * math.sqrt(lower_variance))
+    return Interval(low, high, conservative=True)
+
+
+def ratio_interval(
+    numerators: np.ndarray,
+    denominators: np.ndarray,
+    design: Design,
+    level: float,
+    clip: tuple[float, float] = (-math.inf, math.inf),
+) -> tuple[float, Interval]:
+    """Σ a / Σ b over the units (one column each, or (units, cells) for many ratios at once:
+    then the first cell's) with its crossed-design t interval."""
+    values, intervals = ratio_intervals(
+        np.reshape(numerators, (len(numerators), -1)),
+        np.reshape(denominators, (len(denominators), -1)),
+        design,
+        level,
+        clip,
+    )
+    return float(values[0]), intervals[0]
+
+
+def ratio_intervals(
+    numerators: np.ndarray,
+    denominators: np.ndarray,
+    design: Design,
+    level: float,
+    clip: tuple[float, float] = (-math.inf, math.inf),
+) -> tuple[np.ndarray, list[Interval]]:
+    """Σ a / Σ b per cell (both (units, cells)) with the crossed-design t interval of each:
+    e.g. the biased continuations and all continuations of each name pair per (group, λ)."""
+    cells = numerators.shape[1]
+
+    def statistic(sums: Sums) -> dict[str, np.ndarray]:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = sums["a"] / np.where(sums["b"] > 0, sums["b"], np.nan)
+        return {str(c): ratio[:, c] for c in range(cells)}
+
+    point, variances = crossed_variances(
+        {"a": sparse.csr_matrix(numerators), "b": sparse.csr_matrix(denominators)},
+        statistic,
+        design,
+    )
+    values = np.array([point[str(c)] for c in range(cells)])
+    intervals = [
+        t_interval(point[str(c)], variances[str(c)], design.df, level, clip) for c in range(cells)
+    ]
+    return values, intervals

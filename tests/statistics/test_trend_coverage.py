@@ -1,0 +1,92 @@
+"""Coverage of SIB Method 1's slope interval (:mod:`biaslens.metrics.trend`): sentence frames ×
+30 W values, the per-W means' deviations from the line independent or AR(1) over W (a real
+SmolLM2 run's residuals have lag-1 autocorrelation ≈ .37), sentence frames with slopes of their
+own, and the female − male difference through the method's own fits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from biaslens.metrics.trend import trend_interval
+from tests.statistics.coverage import REPLICATIONS, covers, record
+
+W = np.arange(30, dtype=float)
+SLOPE = 0.05
+
+
+def _ar1(rho: float, rng) -> np.ndarray:
+    e = np.empty(len(W))
+    e[0] = rng.normal() / np.sqrt(1 - rho**2)
+    for t in range(1, len(W)):
+        e[t] = rho * e[t - 1] + rng.normal()
+    return e
+
+
+@pytest.mark.parametrize(
+    ("design", "rho", "sentences", "slope_sd", "cell_sd"),
+    [
+        ("independent W, one series", 0.0, 1, 0.0, 0.0),
+        ("AR(1) ρ = .4 over W, one series", 0.4, 1, 0.0, 0.0),
+        ("AR(1) ρ = .7 over W, one series", 0.7, 1, 0.0, 0.0),
+        ("AR(1) ρ = .4, 60 frames with slopes of their own", 0.4, 60, 0.05, 1.0),
+        ("independent W, 10 frames with slopes of their own", 0.0, 10, 0.1, 0.5),
+    ],
+)
+def test_the_slope_interval_covers(design, rho, sentences, slope_sd, cell_sd):
+    held, widths = [], []
+    for r in range(REPLICATIONS):
+        rng = np.random.default_rng(r)
+        slopes = SLOPE + slope_sd * rng.normal(size=sentences)
+        values = (slopes[:, None] * W + _ar1(rho, rng)[None, :]
+                  + cell_sd * rng.normal(size=(sentences, len(W))))  # fmt: skip
+        trend = trend_interval(values, W, 0.95, seed=r)
+        held.append(covers(trend.low, trend.high, SLOPE))
+        widths.append(trend.high - trend.low)
+    record(f"MGC slope, {design}", held, widths)
+
+
+def test_the_ols_t_interval_would_fail_the_autocorrelated_design():
+    """The check has teeth: the OLS t interval the slopes had covers about .81 at ρ = .4."""
+    from scipy import stats
+
+    held = []
+    for r in range(REPLICATIONS):
+        y = SLOPE * W + _ar1(0.4, np.random.default_rng(r))
+        fit = stats.linregress(W, y)
+        half = stats.t.ppf(0.975, len(W) - 2) * fit.stderr
+        held.append(abs(fit.slope - SLOPE) <= half)
+    assert np.mean(held) < 0.88
+
+
+def test_the_female_minus_male_slope_interval_covers_through_the_method_fits():
+    """sib-mgc's own path: per-sentence masses → fits and slopes tables; the female − male
+    slope's interval holds the true difference (0.03 − 0.01 pp per step, in probability
+    0.0002 per step) at the nominal rate, with 6 frames × 30 W and AR(1) W effects."""
+    from biaslens.metrics.sib import method1_fits, slope_summary
+
+    truth = 0.02  # percentage points per W step
+    frames = [("was", "a child"), ("is", "a kid"), ("became", "an adult"),
+              ("will be", "a teenager"), ("has been", "an adolescent"), ("becomes", "a grown up")]  # fmt: skip
+    held, widths = [], []
+    for r in range(REPLICATIONS):
+        rng = np.random.default_rng(r)
+        rows = []
+        shared = _ar1(0.4, rng) * 0.2  # percentage points
+        female = 20 + 0.03 * W + shared
+        male = 30 + 0.01 * W - shared
+        for verb, stage in frames:
+            own = rng.normal(0, 0.3, (2, len(W)))
+            for i, w in enumerate(W):
+                rows.append({"prompt": "A", "w_kind": "dates", "w_index": int(w), "w": str(w),
+                             "verb": verb, "life_stage": stage,
+                             "p_female": (female[i] + own[0, i]) / 100,
+                             "p_male": (male[i] + own[1, i]) / 100, "p_neutral": 0.01})  # fmt: skip
+        samples = pd.DataFrame(rows)
+        fits = method1_fits(samples, seed=r)
+        row = slope_summary(fits, None, samples=samples, seed=r).iloc[0]
+        held.append(covers(row.female_minus_male_ci_low, row.female_minus_male_ci_high, truth))
+        widths.append(row.female_minus_male_ci_high - row.female_minus_male_ci_low)
+        assert row.n == 30 and row.sentences == len(frames)
+    record("MGC female − male slope (method fits)", held, widths)
