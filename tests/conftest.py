@@ -99,6 +99,18 @@ def full_data() -> Path:
 
 
 @pytest.fixture(scope="session")
+def unqover_data(tmp_path_factory) -> Path:
+    """The fixture data with UnQover activity lists of two attributes each (small complete
+    designs for UnQover runs with a --limit)."""
+    from tests.helpers import few_attribute_lists
+
+    target = tmp_path_factory.mktemp("unqover-data")
+    for name in ("lei", "winogender"):
+        (target / name).symlink_to(DATA / name)
+    return few_attribute_lists(DATA, target)
+
+
+@pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory) -> dict[str, Path]:
     """Folders of tiny random models of each kind (built once per test session)."""
     root = tmp_path_factory.mktemp("tiny-models")

@@ -47,3 +47,27 @@ def shared_cache_file():
     files = sorted(Path(os.environ["BIASLENS_REQUEST_CACHE_DIR"]).glob("*.sqlite"))
     assert len(files) == 1, f"expected one model's request cache, found {files}"
     return files[0]
+
+
+def few_attribute_lists(source, target, keep: int = 2):
+    """A copy of the UnQover lists under ``source`` (a data folder) in ``target`` whose activity
+    lists keep their first ``keep`` attributes of every kind (the kinds' lines stay aligned):
+    the smallest complete design ``--limit`` draws (3 subjects × 2 templates × every attribute)
+    is then a few dozen examples, not hundreds."""
+    import re
+    import shutil
+    from pathlib import Path
+
+    shutil.copytree(Path(source) / "unqover", Path(target) / "unqover")
+    for path in (Path(target) / "unqover" / "word_lists" / "activities").iterdir():
+        seen: dict[str, int] = {}
+        lines = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            head = re.match(r"^(\[[^\]]+\])", line)
+            if head:
+                seen[head.group(1)] = seen.get(head.group(1), 0) + 1
+                if seen[head.group(1)] > keep:
+                    continue
+            lines.append(line)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return Path(target)

@@ -137,7 +137,9 @@ def test_masked_model_without_mask_token_via_cli(tiny_models, tmp_path, monkeypa
     assert not (tmp_path / "o").exists()
 
 
-def test_span_denoiser_and_unqover_commands(tiny_models, tmp_path, monkeypatch, capsys):
+def test_span_denoiser_and_unqover_commands(
+    tiny_models, unqover_data, tmp_path, monkeypatch, capsys
+):
     from .conftest import DATA
 
     code, out, _ = run_cli(
@@ -152,7 +154,7 @@ def test_span_denoiser_and_unqover_commands(tiny_models, tmp_path, monkeypatch, 
     assert summary["model"]["kind"] == "masked-lm"
     code, out, _ = run_cli(
         monkeypatch, capsys, "run", "unqover", "--model", str(tiny_models["roberta-qa"]),
-        "--data-dir", str(DATA), "--limit", "3", "--preset", "paper",
+        "--data-dir", str(unqover_data), "--limit", "12", "--preset", "paper",
         "--output", str(tmp_path / "uq"),
     )  # fmt: skip
     assert code == 0 and "UnQover model-level bias" in out
@@ -341,11 +343,11 @@ def test_cid_audit_and_sensitivity_commands(tiny_models, tmp_path, monkeypatch, 
     ("method", "model", "extra"),
     [
         ("sib-mgc", "llama", ("--limit", "1")),
-        ("unqover", "roberta-qa", ("--limit", "6")),
+        ("unqover", "roberta-qa", ("--limit", "12")),
     ],
 )
 def test_max_requests_stops_cleanly_and_the_rerun_goes_on(
-    method, model, extra, tiny_models, tmp_path, monkeypatch, capsys
+    method, model, extra, tiny_models, unqover_data, tmp_path, monkeypatch, capsys
 ):
     from biaslens.store.cache import RequestCache
 
@@ -353,7 +355,7 @@ def test_max_requests_stops_cleanly_and_the_rerun_goes_on(
 
     out = tmp_path / "run"
     args = ["run", method, "--model", str(tiny_models[model]), *extra]
-    args += ["--data-dir", str(DATA)] if method == "unqover" else []
+    args += ["--data-dir", str(unqover_data)] if method == "unqover" else []
     args += ["-o", str(out)]
     code, _, err = run_cli(monkeypatch, capsys, *args, "--max-requests", "7")
     _one_line_error(code, err, "stopped after 7 new request(s) (--max-requests)")

@@ -46,10 +46,11 @@ def plain(leaning_models):
 
 
 @pytest.fixture(scope="module")
-def tiny_name_data(tmp_path_factory):
-    """The UnQover lists plus gender names the tiny BERT has as single tokens."""
+def tiny_name_data(tmp_path_factory, unqover_data):
+    """The UnQover lists (two attributes per activity list) plus gender names the tiny BERT has
+    as single tokens."""
     data = tmp_path_factory.mktemp("data")
-    shutil.copytree(DATA / "unqover", data / "unqover")
+    shutil.copytree(unqover_data / "unqover", data / "unqover")
     subjects = data / "unqover" / "word_lists" / "nouns" / "subjects"
     (subjects / "tiny_female").write_text("[subj] female | Alice\n")
     (subjects / "tiny_male").write_text("[subj] male | Bob\n[subj] male | doctor\n")
@@ -127,13 +128,13 @@ def check_scores(name, plain, samples: pd.DataFrame, settings: dict):
 
 
 def unqover(name, preset, models, data, tmp_path):
-    options = {"domain": "religion", "data_dir": DATA}
+    options = {"domain": "religion", "data_dir": data}
     if name == "bert-mlm":  # the tiny BERT knows these names as single tokens
         options = {"domain": "gender", "data_dir": data, "subjects": ("tiny_female", "tiny_male")}
     if preset == "pronouns":  # exact scores with the reference's he/she rule
         preset, options["pronouns"] = None, True
     return biaslens.run(
-        "unqover", str(models[name]), output=tmp_path / "run", preset=preset, limit=4,
+        "unqover", str(models[name]), output=tmp_path / "run", preset=preset, limit=12,
         report=False, device="cpu", batch_size=4, **options,
     )  # fmt: skip
 

@@ -46,7 +46,7 @@ def test_a_hub_name_downloads_and_runs_with_its_commit_recorded(client, tmp_path
     assert len(client.hub.requests("GET", "/resolve/")) == gets_before
 
 
-def test_every_model_class_downloads_and_runs_through_the_api(client, tmp_path):
+def test_every_model_class_downloads_and_runs_through_the_api(client, unqover_data, tmp_path):
     """Masked, seq2seq and extractive-QA models by hub name, through ``biaslens.run`` and
     ``biaslens.load_model``."""
     code = f"""
@@ -55,7 +55,7 @@ out = {{}}
 for name, method, extra in [
     ("org/tiny-bert-mlm", "sib-mgc", dict(w_kinds=("dates",), limit=1)),
     ("org/tiny-t5", "sib-mgc", dict(w_kinds=("dates",), limit=1)),
-    ("org/tiny-roberta-qa", "unqover", dict(limit=3, data_dir={str(DATA)!r})),
+    ("org/tiny-roberta-qa", "unqover", dict(limit=12, data_dir={str(unqover_data)!r})),
 ]:
     result = biaslens.run(method, model=name, output={str(tmp_path)!r} + "/" + name.split("/")[1],
                           device="cpu", **extra)

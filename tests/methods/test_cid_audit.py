@@ -114,12 +114,17 @@ def test_bad_audit_settings(tmp_path):
         make_settings(template_id="plain", templates_file=templates)
 
 
-def test_biased_fraction_intervals_are_a_bootstrap_over_name_pairs(
+def test_biased_fraction_intervals_are_over_the_crossed_design_of_names(
     settings, tiny_backends, tmp_path
 ):
-    """Recomputed naively: draw name pairs with the documented per-replicate generator, pool
-    the drawn pairs' continuations (a pair drawn twice counts twice), take the rated share."""
+    """Recomputed plainly: the units are name pairs, each holding a name of each group (two
+    strata); the variance is the design-calibrated jackknife of the pooled share, each name,
+    pair deleted in turn (tests/statistics/naive_crossed.py); t with the fewer group's names
+    less one degrees of freedom."""
     import numpy as np
+    from scipy import stats
+
+    from tests.statistics import naive_crossed
 
     run = tmp_path / "run"
     result = run_audit(settings, run, lm=tiny_backends["llama"])
@@ -139,20 +144,30 @@ def test_biased_fraction_intervals_are_a_bootstrap_over_name_pairs(
             samples["group"], samples["lam"], samples["continuation"], strict=True
         )]
     )  # fmt: skip
-    pairs = sorted(samples["pair"].unique())
+    forward = samples[samples["group"] == settings.group_a].drop_duplicates("pair")
+    names = {r.pair: (("A", r.name), ("B", r.contrast_name)) for r in forward.itertuples()}
+    pairs = sorted(names)
     assert len(pairs) > 2
+    subjects = [names[p] for p in pairs]
+    strata = {s: s[0] for unit in subjects for s in unit}
+    fewest = min(len({s for s in strata if s[0] == g}) for g in "AB")
     for row in got.itertuples():
         cell = samples[(samples["group"] == row.group) & (samples["lam"] == row.lam)]
-        values = []
-        for r in range(300):
-            drawn = np.random.default_rng([5, r]).integers(0, len(pairs), len(pairs))
-            pooled = pd.concat([cell[cell["pair"] == pairs[i]] for i in drawn])
-            values.append(pooled["b"].mean())
-        low, high = np.quantile(values, [0.1, 0.9])
-        assert row.fraction_ci_low == pytest.approx(low) and row.fraction_ci_high == pytest.approx(
-            high
-        )
-        assert row.pairs == len(pairs)
+        hits = np.array([cell.loc[cell["pair"] == p, "b"].sum() for p in pairs], float)
+        count = np.array([(cell["pair"] == p).sum() for p in pairs], float)
+
+        def share(kept):
+            return hits[kept].sum() / count[kept].sum()
+
+        spread = naive_crossed.variance(share, subjects, None, strata)
+        assert row.pairs == len(pairs) and row.names == fewest
+        if spread <= 1e-15:  # every pair gives the same share: no spread, no interval
+            assert np.isnan(row.fraction_ci_low) and "same value" in row.fraction_ci_note
+            continue
+        half = stats.t.ppf(0.9, fewest - 1) * np.sqrt(spread)
+        value = hits.sum() / count.sum()
+        low, high = max(0.0, value - half), min(1.0, value + half)
+        assert (row.fraction_ci_low, row.fraction_ci_high) == pytest.approx((low, high))
     assert got["fraction_ci_high"].gt(got["fraction_ci_low"]).any()  # not all degenerate
     # the summary's estimates gain one fraction per group and λ, with its interval and pairs,
     # and a second import replaces them rather than adding a second set
@@ -164,7 +179,10 @@ def test_biased_fraction_intervals_are_a_bootstrap_over_name_pairs(
         row = got[(got["group"] == estimate["labels"]["group"])
                   & (got["lam"] == estimate["labels"]["lam"])].iloc[0]  # fmt: skip
         assert estimate["value"] == pytest.approx(row["fraction_biased"])
+        if row["fraction_ci_low"] != row["fraction_ci_low"]:  # none: the estimate says why
+            assert estimate["ci_low"] is None and estimate["no_interval"] == row["fraction_ci_note"]
+            continue
         assert (estimate["ci_low"], estimate["ci_high"]) == pytest.approx(
             (row["fraction_ci_low"], row["fraction_ci_high"])
         )
-        assert estimate["n"] == row["pairs"] and estimate["ci_level"] == 0.8
+        assert estimate["n"] == row["names"] and estimate["ci_level"] == 0.8

@@ -34,12 +34,14 @@ def test_religion_run_writes_every_set_and_resumes(tiny_backends, tmp_path):
     assert list(table.index) == ["none", "ethical", "adversarial", "irrelevant"]
     assert table.loc["ethical", "desired_mu"] == 0 and table.loc["adversarial", "desired_mu"] == 1
     assert "religion" in result.summary["metrics"]["specified_absent"]
-    # each set's metrics carry a bootstrap interval over its subject pair × template units
+    # each set's metrics carry an interval over its subjects × templates, or say why not
     for metric in ("mu", "eta", "theta4", "delta", "epsilon"):
-        assert (table[f"{metric}_ci_low"] <= table[f"{metric}_ci_high"]).all(), metric
+        has = table[f"{metric}_ci_low"] <= table[f"{metric}_ci_high"]
+        assert (has | table[f"{metric}_ci_note"].str.len().gt(0)).all(), metric
     assert (table["units"] > 0).all() and (table["units"] <= table["contexts"]).all()
     estimates = [e for e in result.summary["estimates"] if e["metric"] == "mu"]
-    assert len(estimates) == 4 and all(e["ci_low"] is not None for e in estimates)
+    assert len(estimates) == 4
+    assert all(e["ci_low"] is not None or e["no_interval"] for e in estimates)
     samples = pd.read_parquet(result.run_dir / "samples.parquet")
     # irrelevant interventions should leave μ as it is *on the same contexts*
     irrelevant = samples.loc[

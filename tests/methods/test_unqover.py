@@ -20,11 +20,11 @@ CPU = BackendConfig(device="cpu", batch_size=8)
 
 
 @pytest.fixture
-def lists_with_tiny_names(tmp_path, tiny_models):
-    """The UnQover fixtures plus gender lists of names the tiny BERT knows as single tokens
-    (and one it does not), so that the slot can be filled."""
+def lists_with_tiny_names(tmp_path, tiny_models, unqover_data):
+    """The UnQover fixtures (two attributes per activity list) plus gender lists of names the
+    tiny BERT knows as single tokens (and one it does not), so that the slot can be filled."""
     data = tmp_path / "data"
-    shutil.copytree(DATA / "unqover", data / "unqover")
+    shutil.copytree(unqover_data / "unqover", data / "unqover")
     subjects = data / "unqover" / "word_lists" / "nouns" / "subjects"
     (subjects / "tiny_female").write_text("[subj] female | Alice\n[subj] female | Zyxwvut\n")
     (subjects / "tiny_male").write_text("[subj] male | Bob\n[subj] male | doctor\n")
@@ -79,7 +79,7 @@ def test_masked_lm_slot_scores_equal_the_backends_own_probabilities(
 ):
     from biaslens.models.requests import TokenDistributionRequest
 
-    result = run_tiny_gender(tmp_path / "run", tiny_models, lists_with_tiny_names, limit=3, seed=1)
+    result = run_tiny_gender(tmp_path / "run", tiny_models, lists_with_tiny_names, limit=16, seed=1)
     row = result.samples.iloc[1]
     lm = load_model(str(tiny_models["bert-mlm"]), CPU)
     (direct,) = lm.token_distribution(
@@ -89,12 +89,12 @@ def test_masked_lm_slot_scores_equal_the_backends_own_probabilities(
 
 
 def test_paper_preset_uses_the_reference_top_k_rule(tiny_models, lists_with_tiny_names, tmp_path):
-    exact = run_tiny_gender(tmp_path / "exact", tiny_models, lists_with_tiny_names, limit=4)
+    exact = run_tiny_gender(tmp_path / "exact", tiny_models, lists_with_tiny_names, limit=16)
     paper = run_tiny_gender(
-        tmp_path / "paper", tiny_models, lists_with_tiny_names, limit=4, preset="paper"
+        tmp_path / "paper", tiny_models, lists_with_tiny_names, limit=16, preset="paper"
     )
     assert paper.summary["settings"]["fill_mask_top_k"] == 10
-    assert paper.summary["settings"]["limit"] == 4  # the user's value wins over the preset's
+    assert paper.summary["settings"]["limit"] == 16  # the user's value wins over the preset's
     listed = paper.samples.merge(
         exact.samples, on=["first", "second", "template", "attribute", "negated"]
     )
@@ -107,12 +107,12 @@ def test_paper_preset_uses_the_reference_top_k_rule(tiny_models, lists_with_tiny
 
 @pytest.mark.parametrize(("name", "family"), [("bert-mlm", "bert"), ("roberta-mlm", "roberta")])
 def test_paper_preset_reads_the_single_token_lists_of_the_model_family(name, family, tiny_models,
-                                                                       tmp_path):  # fmt: skip
+                                                                       unqover_data, tmp_path):  # fmt: skip
     """generate_lm_predictions.sh: SUBJ=${di}_${M_FAMILY} (bert for BERT and DistilBERT, roberta
     for RoBERTa); biaslens tells the family by the tokenizer (WordPiece or byte-level BPE).
     The family's list here holds words the tiny model has as single tokens."""
     data = tmp_path / "data"
-    shutil.copytree(DATA / "unqover", data / "unqover")
+    shutil.copytree(unqover_data / "unqover", data / "unqover")
     lists = data / "unqover" / "word_lists" / "nouns" / "subjects"
     (lists / f"religion_{family}").write_text("[subj] Bob\n[subj] child\n")
     (lists / "tiny").write_text("[subj] Bob\n[subj] child\n")
@@ -129,19 +129,22 @@ def test_paper_preset_reads_the_single_token_lists_of_the_model_family(name, fam
     assert given.summary["settings"]["subjects"] == ["tiny"]  # the user's lists win
 
 
-def test_extractive_and_generative_models_answer_the_qa_templates(tiny_models, tmp_path):
+def test_extractive_and_generative_models_answer_the_qa_templates(
+    tiny_models, unqover_data, tmp_path
+):
     for name, mode in (("roberta-qa", "extractive"), ("llama", "generative")):
         result = run_unqover(
             None,
             tmp_path / name,
             CPU,
-            data_dir=DATA,
+            data_dir=unqover_data,
             model=str(tiny_models[name]),
             domain="religion",
-            limit=6,
+            limit=12,
         )
         assert result.summary["settings"]["mode"] == mode
-        assert len(result.samples) == 2 * 12  # 6 drawn x 2 orders x (question, negation)
+        # 3 subjects (3 pairs) × 2 templates × 2 attributes, × 2 orders × (question, negation)
+        assert len(result.samples) == 12 * 2 * 2
         assert not result.samples["question"].str.contains("MASK").any()
         assert 0 <= result.unqover["mu"].iloc[0] <= 1 and not math.isnan(
             result.unqover["epsilon"].iloc[0]
@@ -154,7 +157,7 @@ def test_rerun_reuses_every_answer(tiny_models, lists_with_tiny_names, tmp_path)
         model=str(tiny_models["bert-mlm"]),
         domain="gender",
         subjects=("tiny_female", "tiny_male"),
-        limit=5,
+        limit=16,
     )
     first = run_unqover(None, tmp_path / "run", CPU, **common)
     again = run_unqover(None, tmp_path / "run", CPU, **common)
@@ -183,11 +186,11 @@ def test_models_that_cannot_take_part_are_clear_errors(
 
 
 @pytest.mark.slow
-def test_smollm2_unqover_religion(tmp_path):
-    result = run_unqover(None, tmp_path / "run", BackendConfig(device="cpu"), data_dir=DATA,
-                         domain="religion", limit=8)  # fmt: skip
+def test_smollm2_unqover_religion(unqover_data, tmp_path):
+    result = run_unqover(None, tmp_path / "run", BackendConfig(device="cpu"),
+                         data_dir=unqover_data, domain="religion", limit=12)  # fmt: skip
     assert result.summary["settings"]["mode"] == "generative"
-    assert result.unqover["contexts"].iloc[0] == 16
+    assert result.unqover["contexts"].iloc[0] == 24  # 12 examples in both orders
     assert result.samples[["s_first", "s_second"]].sum(axis=1).to_numpy() == pytest.approx(1.0)
 
 
@@ -206,7 +209,7 @@ def test_streamed_chunks_give_the_metrics_of_the_whole_table(
     from biaslens.progress import NoProgress
     from biaslens.scoring.qa import fill_mask_scores, score_examples
 
-    monkeypatch.setattr(method, "CHUNK_ROWS", 40)  # many chunks, split inside templates
+    monkeypatch.setattr(method, "CHUNK_ROWS", 10)  # many chunks, split inside templates
     common = dict(model=str(tiny_models[name]), limit=150, seed=3)
     if name == "bert-mlm":
         common.update(domain="gender", subjects=("tiny_female", "tiny_male"), limit=0)
@@ -225,14 +228,14 @@ def test_streamed_chunks_give_the_metrics_of_the_whole_table(
     whole, dropped = method.drop_unfillable(whole)
     assert result.metrics["subjects_left_out"] == dropped
     assert len(list(method.question_set(settings, lists_with_tiny_names).iter_drawn(
-        settings.limit or None, settings.seed, 40
+        settings.limit or None, settings.seed, 10
     ))) > 3  # fmt: skip
     comparative = M.comparative_scores(whole)
     expected = M.model_summary(whole, comparative=comparative)
     pd.testing.assert_frame_equal(
         result.unqover[expected.columns], expected, rtol=1e-10, atol=1e-12
     )
-    assert result.unqover["units"].iloc[0] > 1  # bootstrap intervals over pair × template units
+    assert result.unqover["units"].iloc[0] > 1  # intervals over pair × template units
     for metric in ("mu", "eta", "theta4", "delta", "epsilon"):
         low, high = result.unqover[[f"{metric}_ci_low", f"{metric}_ci_high"]].iloc[0]
         assert 0 <= low <= high
@@ -256,13 +259,15 @@ def test_streamed_chunks_give_the_metrics_of_the_whole_table(
     )
 
 
-def test_an_interrupted_streamed_run_resumes_chunk_by_chunk(tiny_models, tmp_path, monkeypatch):
+def test_an_interrupted_streamed_run_resumes_chunk_by_chunk(
+    tiny_models, unqover_data, tmp_path, monkeypatch
+):
     """Chunks finished before an interruption come from the cache on the rerun; no partial
     samples file is left; the resumed run's numbers equal an uninterrupted run's."""
     from biaslens.methods.qa import unqover as method
 
     monkeypatch.setattr(method, "CHUNK_ROWS", 40)
-    common = dict(data_dir=DATA, model=str(tiny_models["roberta-qa"]), limit=120, seed=1)
+    common = dict(data_dir=unqover_data, model=str(tiny_models["roberta-qa"]), limit=120, seed=1)
     real, calls = method.score_chunk, []
 
     def interrupted(*args):

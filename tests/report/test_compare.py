@@ -16,12 +16,12 @@ from tests.test_cli import run_cli
 
 
 @pytest.fixture
-def runs(tiny_models, tmp_path):
+def runs(tiny_models, unqover_data, tmp_path):
     common = dict(device="cpu", report=False)
     for name in ("roberta-qa", "llama"):  # an extractive QA model and a causal LM
         biaslens.run(
             "unqover", str(tiny_models[name]), output=tmp_path / "runs" / f"unqover-{name}",
-            data_dir=DATA, limit=30, bootstrap=200, **common,
+            data_dir=unqover_data, limit=30, bootstrap=200, **common,
         )  # fmt: skip
     biaslens.run(
         "sib-mgc", str(tiny_models["gpt2"]), output=tmp_path / "runs" / "mgc-llama",

@@ -240,7 +240,8 @@ class QuestionSet:
         one, other = self._lists()
         one = [one[i] for i in rng.permutation(len(one))]
         other = None if other is None else [other[i] for i in rng.permutation(len(other))]
-        fewest = min(3, len(one)) if other is None else 2  # per list, for two lists
+        # per list, for two lists (pairs across them): 2 and 2, or as many as a list has
+        fewest = min(3, len(one)) if other is None else min(2, len(one))
         best = None
         for t in range(2, len(order) + 1):
             per_pair = sum(sizes[tid] for tid in order[:t])
@@ -248,7 +249,7 @@ class QuestionSet:
                 if other is None:
                     pairs, subjects = k * (k - 1) // 2, k
                 else:
-                    j = min(k, len(other))
+                    j = max(min(k, len(other)), min(2, len(other)))
                     pairs, subjects = k * j, k + j
                 examples = pairs * per_pair
                 if examples > limit:
@@ -270,7 +271,10 @@ class QuestionSet:
                 f"examples); use --limit {need} or more (0: all)"
             )
         _, k, t = best
-        kept = set(one[:k]) | (set() if other is None else set(other[: min(k, len(other))]))
+        if other is None:
+            kept = set(one[:k])
+        else:
+            kept = set(one[:k]) | set(other[: max(min(k, len(other)), min(2, len(other)))])
         forward = self.pairs[: len(self.pairs) // 2]
         pairs = [i for i, (a, b) in enumerate(forward) if a.term in kept and b.term in kept]
         return pairs, order[:t]

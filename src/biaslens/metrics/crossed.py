@@ -104,9 +104,11 @@ class Design:
 
     @property
     def df(self) -> int:
-        """Degrees of freedom of the t interval: the fewest clusters of a factor, less one."""
+        """Degrees of freedom of the t interval: the fewest clusters of a factor (the subjects
+        of each stratum, the templates), less one."""
         subject, _ = self._incidence()
-        counts = [len(np.unique(subject))]
+        stratum = self._stratum_of(subject)
+        counts = [len(np.unique(subject[stratum == value])) for value in np.unique(stratum)]
         if self.template is not None:
             counts.append(len(np.unique(self.template)))
         return max(0, min(counts) - 1)

@@ -252,7 +252,7 @@ def intervals(
     subject = tables["subject"]
     halves = template_halves(subject["template"], subject["attribute"], seed)
     half_of_unit = every["template"].map(halves).to_numpy()
-    names = sorted(set(every["low"]) | set(every["high"]))
+    names = sorted(set(every["low"]) | set(every["high"]), key=str)
     partner = subject["high"].where(subject["x1"] == subject["low"], subject["low"])
     groups = partner_groups(subject["x1"], partner, seed)
     quarter = 2 * groups + subject["template"].map(halves).to_numpy()
@@ -276,13 +276,13 @@ def intervals(
                 )
 
     subject_id = {name: i for i, name in enumerate(names)}
-    template_id = {t: i for i, t in enumerate(sorted(every["template"].unique()))}
-    stratum_names = sorted({(strata or {}).get(n, "") for n in names})
+    template_id = {t: i for i, t in enumerate(sorted(every["template"].unique(), key=str))}
+    stratum_names = sorted({str((strata or {}).get(n, "")) for n in names})
     design = Design(
         every["low"].map(subject_id).to_numpy(),
         every["high"].map(subject_id).to_numpy(),
         every["template"].map(template_id).to_numpy(),
-        np.array([stratum_names.index((strata or {}).get(n, "")) for n in names]),
+        np.array([stratum_names.index(str((strata or {}).get(n, ""))) for n in names]),
     )
     point, variances = crossed_variances(
         matrices, _statistic(subject_starts, pair_starts), design
