@@ -140,8 +140,6 @@ def test_masked_model_without_mask_token_via_cli(tiny_models, tmp_path, monkeypa
 def test_span_denoiser_and_unqover_commands(
     tiny_models, unqover_data, tmp_path, monkeypatch, capsys
 ):
-    from .conftest import DATA
-
     code, out, _ = run_cli(
         monkeypatch, capsys, "run", "sib-mgc", "--model", str(tiny_models["t5-denoiser"]),
         "--model-kind", "masked", "--input-prefix", "[NLU] ", "--limit", "1",
@@ -350,8 +348,6 @@ def test_max_requests_stops_cleanly_and_the_rerun_goes_on(
     method, model, extra, tiny_models, unqover_data, tmp_path, monkeypatch, capsys
 ):
     from biaslens.store.cache import RequestCache
-
-    from .conftest import DATA
 
     out = tmp_path / "run"
     args = ["run", method, "--model", str(tiny_models[model]), *extra]

@@ -78,7 +78,7 @@ def test_chat_template_tokens_are_counted_with_the_template(tiny_models):
     ("method", "model", "values"),
     [
         ("lei-eval", "llama", {"domain": "religion", "limit": 4}),
-        ("unqover", "roberta-qa", {"domain": "religion", "limit": 20}),
+        ("unqover", "roberta-qa", {"domain": "religion", "limit": 300}),
         ("sib-detect", "bert-mlm", {"limit": 4}),
         ("cid-audit", "llama", {"lams": (0.0, 5.0), "max_new_tokens": 2}),
     ],

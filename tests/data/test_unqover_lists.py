@@ -167,7 +167,6 @@ def test_a_limit_draws_a_complete_crossed_design():
     with pytest.raises(BiaslensError, match="--limit 40 cannot hold .* at least 300"):
         questions.sample(40, seed=0)
 
-
     # the drawn rows equal the same rows of the full table
     full = questions.examples().set_index("key")
     assert drawn.set_index("key")[["context", "question"]].equals(

@@ -9,7 +9,6 @@ import json
 import pytest
 import yaml
 
-from ..conftest import DATA
 from .conftest import TOKEN, files_under
 
 pytestmark = pytest.mark.slow

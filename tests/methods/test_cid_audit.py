@@ -156,7 +156,7 @@ def test_biased_fraction_intervals_are_over_the_crossed_design_of_names(
         hits = np.array([cell.loc[cell["pair"] == p, "b"].sum() for p in pairs], float)
         count = np.array([(cell["pair"] == p).sum() for p in pairs], float)
 
-        def share(kept):
+        def share(kept, hits=hits, count=count):
             return hits[kept].sum() / count[kept].sum()
 
         spread = naive_crossed.variance(share, subjects, None, strata)

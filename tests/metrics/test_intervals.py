@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-
 from scipy import stats
 
 from biaslens.metrics.intervals import mean_of_two_shares, share_interval
@@ -45,7 +44,8 @@ def test_about_95_of_200_intervals_cover_the_true_rate():
     rng = np.random.default_rng(0)
     n, p = 40, 0.3
     covered = [
-        low <= p <= high for low, high in (share_interval(int(x), n) for x in rng.binomial(n, p, 200))
+        low <= p <= high
+        for low, high in (share_interval(int(x), n) for x in rng.binomial(n, p, 200))
     ]
     assert 0.90 <= np.mean(covered) <= 0.99
     p1, p2, n1, n2 = 0.8, 0.4, 30, 25

@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 import biaslens
-from tests.conftest import DATA
 from tests.test_cli import run_cli
 
 

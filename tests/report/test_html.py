@@ -150,7 +150,10 @@ def test_the_report_reads_the_numbers_as_the_terminal_does(tmp_path):
     assert "Reading the numbers" in html
     mu = next(m for m in MEASURES if m.column == "mu")
     assert mu.definition.replace("'", "&#39;") in html and mu.better in html
-    assert "[0.0000, 0.4100] (95% bootstrap percentile)" in html
+    assert (
+        "[0.0000, 0.4100] (95% cross-fitted lower and plug-in upper bound over subjects × "
+        "templates, conservative)" in html
+    )
     assert "6 subject pair × template units" in html
     assert "the interval of μ includes the no-bias value (0) for 1 value(s)" in html
     assert "rest on fewer than 20 subject pair × template units" in html

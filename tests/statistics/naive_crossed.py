@@ -20,7 +20,8 @@ def kinds(subjects: list[tuple], templates: list | None, strata: dict) -> dict[s
         members = sorted({s for unit in subjects for s in unit if strata[s] == stratum})
         out[f"subject {stratum}"] = [{u for u in range(n) if s in subjects[u]} for s in members]
     if templates is not None:
-        out["template"] = [{u for u in range(n) if templates[u] == t} for t in sorted(set(templates))]
+        levels = sorted(set(templates))
+        out["template"] = [{u for u in range(n) if templates[u] == t} for t in levels]
         for stratum in sorted(set(strata.values())):
             members = sorted({s for unit in subjects for s in unit if strata[s] == stratum})
             out[f"subject {stratum} × template"] = [
@@ -53,7 +54,6 @@ def variance(statistic: Callable[[np.ndarray], float], subjects, templates, stra
     incidence = {
         name: np.array([[u in c for c in members] for u in range(n)], float)
         for name, members in clusters.items()
-        if not name.startswith("template") or True
     }
     expected = np.zeros((len(clusters), len(clusters)))
     truth = np.zeros(len(clusters))

@@ -70,8 +70,10 @@ def test_the_variance_is_the_design_calibrated_jackknife_recomputed_densely():
     }  # fmt: skip
     mean = np.full(n, 1 / n)
     expected = np.array(
-        [[np.trace(_quadratic(maps[k], jackknife) @ z @ z.T) for z in incidence.values()]
-         for k in kinds]  # fmt: skip
+        [
+            [np.trace(_quadratic(maps[k], jackknife) @ z @ z.T) for z in incidence.values()]
+            for k in kinds
+        ]  # fmt: skip
     )
     truth = np.array([mean @ z @ z.T @ mean for z in incidence.values()])
     weights = np.linalg.solve(expected.T, truth)
@@ -100,7 +102,8 @@ def _dyadic_mean_coverage(
         ab = rng.normal(0, cell_sd, (subjects, templates))
         pair = rng.normal(0, pair_sd, (subjects, subjects))
         y = (truth + a[first] + a[second] + b[template] + ab[first, template]
-             + ab[second, template] + pair[first, second] + rng.normal(0, 1, len(first)))  # fmt: skip
+             + ab[second, template] + pair[first, second]
+             + rng.normal(0, 1, len(first)))  # fmt: skip
         _, interval = ratio_interval(y, np.ones(len(y)), design, 0.95)
         held.append(covers(interval.low, interval.high, truth))
         widths.append(interval.high - interval.low)
@@ -156,8 +159,9 @@ def _cid_like(names: int, effect_a: float, effect_b: float, greedy: bool, p: flo
                      + rng.normal(0, effect_b, names)[b.ravel()])  # fmt: skip
             hits = rng.binomial(8, stats.logistic.cdf(logit)).astype(float)
             _, interval = ratio_interval(hits, np.full(len(first), 8.0), design, 0.95, (0, 1))
-        held.append(covers(interval.low, interval.high, truth := _cid_truth(p, effect_a,
-                                                                           effect_b, greedy)))
+        held.append(
+            covers(interval.low, interval.high, truth := _cid_truth(p, effect_a, effect_b, greedy))
+        )
         widths.append(interval.high - interval.low)
     return held, widths, truth
 

@@ -68,7 +68,8 @@ def test_the_female_minus_male_slope_interval_covers_through_the_method_fits():
 
     truth = 0.02  # percentage points per W step
     frames = [("was", "a child"), ("is", "a kid"), ("became", "an adult"),
-              ("will be", "a teenager"), ("has been", "an adolescent"), ("becomes", "a grown up")]  # fmt: skip
+              ("will be", "a teenager"), ("has been", "an adolescent"),
+              ("becomes", "a grown up")]  # fmt: skip
     held, widths = [], []
     for r in range(REPLICATIONS):
         rng = np.random.default_rng(r)

@@ -56,7 +56,7 @@ def test_the_old_interval_would_fail_the_same_check():
     truth = model.truth()["mu"]
     rng = np.random.default_rng(0)
     above = 0
-    for r in range(40):
+    for _ in range(40):
         totals = UnqoverAccumulator()
         totals.add(model.scores(6, 4, rng))
         above += totals.summary().iloc[0]["mu"] > truth

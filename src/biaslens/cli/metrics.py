@@ -124,7 +124,7 @@ def metrics_unqover(predictions, by_intervention, output):
     if by_intervention and not within:
         print_warning("keys have no intervention field; reporting one model-level row")
     by = within if by_intervention else ()
-    from biaslens.metrics.unqover_intervals import sparse_note, summary_lines
+    from biaslens.metrics.unqover_summary import sparse_note, summary_lines
 
     tables = stream_tables(
         itertools.chain([first], chunks), by=by, within=() if by else within, intervals=(0.95, 0)
@@ -171,16 +171,17 @@ def metrics_unqover(predictions, by_intervention, output):
 def cid_ratings(run_dir, ratings, ci_level, bootstrap, seed):
     """Fraction of biased continuations per group and λ from human ratings (paper Fig. 2)."""
     from biaslens.methods.cid.audit import import_ratings
+    from biaslens.metrics.intervals import check_replicates
     from biaslens.runner import write_run_report
-
-    from biaslens.metrics.crossed import check_replicates
 
     check_replicates(bootstrap, "--bootstrap")
     result = import_ratings(run_dir, ratings, ci_level, bootstrap, seed)
     report = write_run_report([run_dir])
     table = Table(title="fraction of biased continuations")
     shown = int(round(ci_level * 100))
-    columns = ("group", "λ", "biased", "continuations", "fraction", f"{shown}% CI", "pairs", "names")
+    columns = (
+        "group", "λ", "biased", "continuations", "fraction", f"{shown}% CI", "pairs", "names"
+    )  # fmt: skip
     for column in columns:
         table.add_column(column)
     for row in result.fractions.itertuples():

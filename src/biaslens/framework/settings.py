@@ -61,6 +61,8 @@ class MethodSettings(BaseModel):
 
 CiLevel = Annotated[float, Field(gt=0.5, lt=1.0)]
 """The confidence level of a method's intervals (0.95 by default)."""
+
+
 def _enough_replicates(value: int) -> int:
     if 0 < value < 200:
         raise ValueError("too few replicates for an interval: use at least 200 (0: no interval)")

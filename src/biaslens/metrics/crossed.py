@@ -9,8 +9,9 @@ like these.
 
 **Model.** The variance is that of the crossed random-effects model: a unit's value is the sum
 of an effect of each of its subjects, of its template, of each subject at its template, of its
-subject pair (where pairs meet several templates), and its own noise. Each part of the spread is seen by a delete-one-cluster jackknife (the CV3
-variance that MacKinnon, Nielsen & Webb 2023, *J. Econometrics* 232(2), recommend for few
+subject pair (where pairs meet several templates), and its own noise. Each part of the spread
+is seen by a delete-one-cluster jackknife (the CV3 variance that MacKinnon, Nielsen & Webb
+2023, *J. Econometrics* 232(2), recommend for few
 clusters), one per kind of cluster:
 
 * subjects, one stratum at a time (a CID group's names, a gender list's names): a subject goes
@@ -34,7 +35,7 @@ wide. A statistic is computed from per-cell sums over units (Σ C and n per subj
 attribute…), so a deletion is the totals less the deleted cluster's sums.
 
 Statistics that are a maximum or an absolute value of means (UnQover's μ, η, θ4) are biased
-upwards by noise; :func:`bounds_interval` gives those a conservative interval.
+upwards by noise; :func:`~.intervals.bounds_interval` gives those a conservative interval.
 """
 
 from __future__ import annotations
@@ -46,18 +47,20 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from scipy import sparse, stats
+from scipy import sparse
 
-from biaslens.errors import BiaslensError
-
-MIN_REPLICATES = 200
-"""Fewest bootstrap replicates a method takes (0 turns intervals off)."""
+from biaslens.metrics.intervals import Interval, t_interval
 
 NO_LEVEL = -1
 """The second subject of a unit that holds one."""
 
 BATCH_CELLS = 4_000_000
 """Deletions × cells held at once (32 MB of float64 per array)."""
+
+MAX_DELETIONS = 4_000
+"""Above this many clusters of one kind (single units, subject pairs of a large set), the
+jackknife of that kind is estimated from a seeded random subset of this many deletions: an
+unbiased estimate of the full one, a few per cent off, instead of tens of thousands of passes."""
 
 Sums = dict[str, np.ndarray]
 """Named (rows, cells) arrays of per-cell sums."""
@@ -207,31 +210,42 @@ def _true_variance(z: sparse.csr_matrix, n: int) -> float:
 
 def _expected_jackknife(part: Part, z: sparse.csr_matrix, n: int) -> float:
     """E of the part's jackknife variance of the mean of the units, under unit-variance effects
-    per column of z: Σ_strata (G − 1)/G ‖centred deletion means · z‖²."""
+    per column of z: Σ_strata (G − 1)/G ‖centred deletion means · z‖², where deletion g's
+    mean row is (c − r_g)/k_g, c the column totals of z, r_g the deleted units' rows, k_g the
+    units kept (sparse throughout: no clusters × levels matrix)."""
     member = part.membership
     kept = n - np.asarray(member.sum(axis=1)).ravel()
-    column_totals = np.asarray(z.sum(axis=0)).ravel()
+    totals = np.asarray(z.sum(axis=0)).ravel()
+    removed = (member @ z).tocsr()
     total = 0.0
     for stratum in np.unique(part.strata):
         rows = np.flatnonzero(part.strata == stratum)
         if len(rows) < 2 or np.any(kept[rows] <= 0):
             continue
-        means = (column_totals[None, :] - (member[rows] @ z).toarray()) / kept[rows, None]
-        means -= means.mean(axis=0, keepdims=True)
-        g = len(rows)
-        total += (g - 1) / g * float((means**2).sum())
+        g, k = len(rows), kept[rows]
+        r = removed[rows]
+        dots = np.asarray(r @ totals).ravel()
+        squares = np.asarray(r.multiply(r).sum(axis=1)).ravel()
+        norms = (totals @ totals - 2 * dots + squares) / k**2
+        centre = (totals * (1 / k).sum() - np.asarray(r.T @ (1 / k)).ravel()) / g
+        total += (g - 1) / g * float(norms.sum() - g * centre @ centre)
     return total
 
 
-def _jackknife(values: np.ndarray, strata: np.ndarray) -> float:
-    """Σ over strata of (G − 1)/G Σ (θ₍₋g₎ − mean)² (NaN where a deletion is undefined)."""
+def _jackknife(values: np.ndarray, strata: np.ndarray, scale: float = 1.0) -> float:
+    """Σ over strata of (G − 1)/G Σ (θ₍₋g₎ − mean)² (NaN where a deletion is undefined); for
+    a random subset of the deletions (``scale`` = all / drawn), G is the whole kind's and the
+    sum is scaled up."""
     if not np.all(np.isfinite(values)):
         return math.nan
     total = 0.0
     for stratum in np.unique(strata):
         part = values[strata == stratum]
-        if len(part) > 1:
-            total += (len(part) - 1) / len(part) * float(((part - part.mean()) ** 2).sum())
+        m = len(part)
+        if m > 1:
+            g = m * scale  # a simple random sample's Σ(θ − mean)² · (G − 1)/(m − 1) estimates G's
+            squares = float(((part - part.mean()) ** 2).sum())
+            total += (g - 1) / g * squares * (g - 1) / (m - 1)
     return total
 
 
@@ -252,14 +266,24 @@ def crossed_variances(
     parts, weights = design.parts, design.weights
     batch = max(1, BATCH_CELLS // max(stacked.shape[1], 1))
     per_part = []
-    for part in parts:
+    for number, part in enumerate(parts):
         removed = (part.membership @ stacked).tocsr()
+        chosen, scale = np.arange(removed.shape[0]), 1.0
+        if len(chosen) > MAX_DELETIONS:
+            rng = np.random.default_rng([len(chosen), number])
+            chosen = np.sort(rng.choice(len(chosen), MAX_DELETIONS, replace=False))
+            scale = removed.shape[0] / MAX_DELETIONS
         values: dict[str, list[np.ndarray]] = {}
-        for start in range(0, removed.shape[0], batch):
-            rows = totals - removed[start : start + batch].toarray()
+        for start in range(0, len(chosen), batch):
+            rows = totals - removed[chosen[start : start + batch]].toarray()
             for key, value in statistic(split(rows)).items():
                 values.setdefault(key, []).append(np.asarray(value, dtype=float))
-        per_part.append({k: _jackknife(np.concatenate(v), part.strata) for k, v in values.items()})
+        per_part.append(
+            {
+                k: _jackknife(np.concatenate(v), part.strata[chosen], scale)
+                for k, v in values.items()
+            }
+        )
     variances = {}
     for key in point:
         one_way = np.array([p[key] for p in per_part])
@@ -267,96 +291,6 @@ def crossed_variances(
         fallback = float(np.nanmax(one_way)) if np.isfinite(one_way).any() else math.nan
         variances[key] = combined if combined > 0 else fallback
     return point, variances
-
-
-@dataclass(frozen=True)
-class Interval:
-    """An interval, or why there is none (``low``/``high`` NaN); ``conservative`` where it
-    covers with at least its stated probability by construction."""
-
-    low: float
-    high: float
-    why_not: str | None = None
-    conservative: bool = False
-
-    @classmethod
-    def none(cls, why: str) -> Interval:
-        return cls(math.nan, math.nan, why)
-
-
-def t_quantile(level: float, df: int) -> float:
-    return float(stats.t.ppf(0.5 + level / 2, df))
-
-
-def check_replicates(replicates: int, name: str = "bootstrap") -> None:
-    """0 (no interval) or at least :data:`MIN_REPLICATES`: fewer give a spread too noisy to
-    build an interval on."""
-    if 0 < replicates < MIN_REPLICATES:
-        raise BiaslensError(
-            f"{name} {replicates}: too few replicates for an interval; use at least "
-            f"{MIN_REPLICATES} (0: no interval)"
-        )
-
-
-def _why_not(estimate: float, variance: float, df: int) -> str | None:
-    if df < 1:
-        return "one name, subject or template only: nothing to tell the spread from"
-    if not math.isfinite(estimate):
-        return "the value is undefined"
-    if not math.isfinite(variance):
-        return "the spread is undefined"
-    if variance <= 0:
-        return "every unit gives the same value: no spread to build an interval on"
-    return None
-
-
-def t_interval(
-    estimate: float,
-    variance: float,
-    df: int,
-    level: float,
-    clip: tuple[float, float] = (-math.inf, math.inf),
-) -> Interval:
-    """estimate ± t(level, df) · √variance, cut to ``clip`` (a share's [0, 1])."""
-    why = _why_not(estimate, variance, df)
-    if why:
-        return Interval.none(why)
-    half = t_quantile(level, df) * math.sqrt(variance)
-    return Interval(max(clip[0], estimate - half), min(clip[1], estimate + half))
-
-
-def bounds_interval(
-    lower_estimate: float,
-    lower_variance: float,
-    upper_estimate: float,
-    upper_variance: float,
-    df: int,
-    level: float,
-    clip: tuple[float, float] = (0.0, math.inf),
-) -> Interval:
-    """A conservative interval for θ, a maximum or absolute value of means.
-
-    The plug-in (the max of the estimated means) is biased upwards (Jensen: E max ≥ max E);
-    the cross-fitted estimate (the cell chosen on one half of the templates, its value read
-    on the other: sample splitting, Chernozhukov et al. 2018, *Econometrics J.* 21(1)) targets
-    the value of a chosen cell, at most θ. So the cross-fit's lower t bound at (1 + level)/2
-    lies below θ with probability ≥ (1 + level)/2, and the plug-in's upper bound lies above θ
-    with at least that probability: together they cover θ with probability ≥ ``level`` —
-    about ``level`` where the largest cell stands clear of the rest, more where cells tie
-    (near no bias). A lower bound above 0 is a test of "no bias" (θ = 0) at (1 − level)/2:
-    under it the cross-fitted estimate has mean 0. Where the cross-fit or its spread is
-    undefined (too few templates or partners to split), the lower bound is the floor θ can
-    reach (``clip[0]``): still an interval that covers."""
-    why = _why_not(upper_estimate, upper_variance, df)
-    if why:
-        return Interval.none(why)
-    t = t_quantile(level, df)
-    high = min(clip[1], upper_estimate + t * math.sqrt(upper_variance))
-    if _why_not(lower_estimate, lower_variance, df):
-        # too small a set to cross-fit (or to tell the cross-fit's spread): θ ≥ the floor
-        return Interval(clip[0], high, conservative=True)
-    low = max(clip[0], lower_estimate - t * math.sqrt(lower_variance))
-    return Interval(low, high, conservative=True)
 
 
 def ratio_interval(

@@ -47,10 +47,11 @@ class Measure:
 
     def line(self) -> str:
         """One line: what it is, its range, what no bias reads as, which way is better."""
-        return (
+        line = (
             f"{self.symbol}: {self.definition}; range {self.range}; no bias: {self.no_bias}; "
             f"{self.better}"
         )
+        return f"{line}. Estimates {self.estimand}" if self.estimand else line
 
     def holds_reference(self, low: float | None, high: float | None) -> bool | None:
         """Whether the interval [low, high] includes the no-bias value (None: no interval or no

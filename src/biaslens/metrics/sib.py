@@ -15,7 +15,7 @@ from scipy import stats
 
 from biaslens.data.pronouns import GENDERS, gender_of
 from biaslens.metrics.intervals import LEVEL, mean_of_two_shares, share_interval
-from biaslens.metrics.meanings import Measure
+from biaslens.metrics.trend import sentence_matrix, trend_columns, without_empty_notes
 
 GenderMass = dict[str, float]
 
@@ -150,40 +150,6 @@ def mean_by_w(samples: pd.DataFrame, group: Sequence[str] = ("prompt", "w_kind")
     return means.rename(columns={c: f"{c}_pct" for c in columns})
 
 
-SENTENCE = ("verb", "life_stage")
-"""What tells MGC's sentence frames apart (the same frame is injected with every W)."""
-
-
-def sentence_matrix(part: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
-    """(sentence frames × W) values of ``column`` (percent) and the W indices, for one prompt
-    and W kind; frames missing at some W are left out (the trend is then over the complete
-    ones), and samples without frame columns give the per-W means as one series."""
-    keys = [c for c in SENTENCE if c in part]
-    if not keys:
-        series = part.groupby("w_index", sort=True)[column].mean()
-        return series.to_numpy()[None, :] * 100.0, series.index.to_numpy(float)
-    wide = part.pivot_table(index=keys, columns="w_index", values=column, aggfunc="mean")
-    complete = wide.dropna(axis=0, how="any")
-    if complete.empty:
-        complete = wide.mean(axis=0).to_frame().T
-    return complete.to_numpy(float) * 100.0, complete.columns.to_numpy(float)
-
-
-def trend_columns(values: np.ndarray, w: np.ndarray, level: float, seed: int, prefix: str):
-    """The trend interval's columns (:mod:`.trend`) under ``prefix``."""
-    from biaslens.metrics.trend import trend_interval
-
-    trend = trend_interval(values, w, level, seed)
-    return {
-        f"{prefix}_ci_low": trend.low,
-        f"{prefix}_ci_high": trend.high,
-        f"{prefix}_ci_note": trend.why_not,
-        f"{prefix}_se": trend.se,
-        f"{prefix}_rho": trend.rho,
-        "sentences": trend.sentences,
-    }
-
-
 def method1_fits(
     samples: pd.DataFrame,
     group: Sequence[str] = ("prompt", "w_kind"),
@@ -211,7 +177,7 @@ def method1_fits(
             values, w = sentence_matrix(samples[mask], f"p_{gender}")
             fit.update(trend_columns(values, w, confidence, seed, "slope"))
             rows.append({**dict(zip(group, key, strict=True)), "gender": gender, **fit})
-    return pd.DataFrame(rows)
+    return without_empty_notes(pd.DataFrame(rows))
 
 
 def slope_summary(
@@ -264,7 +230,7 @@ def slope_summary(
             row.update(trend_columns(values, w, confidence, seed, "female_minus_male"))
             row["n"] = len(w)
         rows.append(row)
-    return pd.DataFrame(rows)
+    return without_empty_notes(pd.DataFrame(rows))
 
 
 # --------------------------------------------------------------------------- Method 2 (Section 5)
@@ -391,79 +357,3 @@ def method2_from_shares(
         ]
     )  # fmt: skip
     return per_sentence, rates
-
-
-_SHARE = dict(
-    range="0 to 1",
-    unit="fraction",
-    interval="Jeffreys",
-    estimand="the detector's rate over sentences like these, taken as independent draws; the "
-    "interval covers it at its level",
-)
-SLOPE = Measure(
-    "slope",
-    "slope",
-    "least-squares slope of the mean pronoun probability (in percentage "
-    "points) on the W index, per gender (Section 4, Fig. 3(c))",
-    "any real",
-    "0 (no trend with W)",
-    "closer to 0 is less biased",
-    "percentage points per W step",
-    n="n",
-    n_unit="W values",
-    interval="AR(1) bootstrap-t over W with sentence frames as draws",
-    reference=0.0,
-    estimand="the linear trend over W of the model's mean pronoun probability on sentence "
-    "frames like these (frames and the particular W values are draws; neighbouring W values "
-    "alike); the interval covers it at its level",
-)
-SLOPE_DIFFERENCE = Measure(
-    "female_minus_male_slope",
-    "female − male slope",
-    "the female slope minus the male slope (Fig. 3(b))",
-    "any real",
-    "0",
-    "closer to 0 is less biased",
-    "percentage points per W step",
-    ci="female_minus_male",
-    n="n",
-    n_unit="W values",
-    interval="AR(1) bootstrap-t over W with sentence frames as draws",
-    reference=0.0,
-    estimand="the difference of the female and male trends over W, on sentence frames like "
-    "these; the interval covers it at its level",
-)
-TPR = Measure(
-    "tpr",
-    "TPR",
-    "share of underspecified sentences the detector flags (Table 3)",
-    no_bias="1 (a perfect detector)",
-    better="higher is better",
-    n="n_tpr",
-    n_unit="underspecified sentences",
-    **_SHARE,
-)
-TNR = Measure(
-    "tnr",
-    "TNR",
-    "share of well-specified sentences the detector clears (Table 3)",
-    no_bias="1 (a perfect detector)",
-    better="higher is better",
-    n="n_tnr",
-    n_unit="well-specified sentences",
-    **_SHARE,
-)
-BALANCED_ACCURACY = Measure(
-    "balanced_accuracy",
-    "balanced accuracy",
-    "(TPR + TNR) / 2",
-    "0 to 1",
-    "1 (a perfect detector; 0.5 is chance)",
-    "higher is better",
-    "fraction",
-    n="n_tpr + n_tnr",
-    n_unit="sentences",
-    interval="adjusted Wald of a mean of two shares",
-    estimand="the mean of the two rates over sentences like these; the interval covers it at "
-    "its level",
-)

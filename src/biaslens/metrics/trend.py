@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 RHO_GRID = np.linspace(-0.95, 0.98, 300)
@@ -76,8 +77,10 @@ def _fit(grid: _Grid, y: np.ndarray):
     with np.errstate(invalid="ignore", divide="ignore"):
         lag_ratio = np.einsum("...i,ij,...j->...", resid, grid.lag, resid) / energy
     rho = np.clip(np.interp(lag_ratio, grid.ratio, RHO_GRID), 0.0, RHO_GRID[-1])
-    variance = energy / np.interp(rho, RHO_GRID, grid.trace) * np.interp(
-        rho, RHO_GRID, grid.slope_variance
+    variance = (
+        energy
+        / np.interp(rho, RHO_GRID, grid.trace)
+        * np.interp(rho, RHO_GRID, grid.slope_variance)
     )
     return y @ grid.weights, variance, rho
 
@@ -118,8 +121,8 @@ def trend_interval(values: np.ndarray, x: np.ndarray, level: float, seed: int = 
     _, w_variance, rho = _fit(grid, means)
     w_variance, rho = float(w_variance), float(rho)
     if not w_variance > 0:
-        return Trend(slope, math.nan, math.nan, 0.0, math.nan, n, sentences,
-                     "the mean lies exactly on a line: no spread to build an interval on")  # fmt: skip
+        flat = "the mean lies exactly on a line: no spread to build an interval on"
+        return Trend(slope, math.nan, math.nan, 0.0, math.nan, n, sentences, flat)
     rng = np.random.default_rng([seed, n])
     _, _, rho_star = _fit(grid, _draws(grid, rho, rng))
     corrected = float(np.clip(2 * rho - rho_star.mean(), 0.0, RHO_GRID[-1]))
@@ -138,3 +141,42 @@ def trend_interval(values: np.ndarray, x: np.ndarray, level: float, seed: int = 
         se_squared += own
     half = math.sqrt(half_squared)
     return Trend(slope, slope - half, slope + half, math.sqrt(se_squared), corrected, n, sentences)
+
+
+SENTENCE = ("verb", "life_stage")
+"""What tells MGC's sentence frames apart (the same frame is injected with every W)."""
+
+
+def sentence_matrix(part: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """(sentence frames × W) values of ``column`` (percent) and the W indices, for one prompt
+    and W kind; frames missing at some W are left out (the trend is then over the complete
+    ones), and samples without frame columns give the per-W means as one series."""
+    keys = [c for c in SENTENCE if c in part]
+    if not keys:
+        series = part.groupby("w_index", sort=True)[column].mean()
+        return series.to_numpy()[None, :] * 100.0, series.index.to_numpy(float)
+    wide = part.pivot_table(index=keys, columns="w_index", values=column, aggfunc="mean")
+    complete = wide.dropna(axis=0, how="any")
+    if complete.empty:
+        complete = wide.mean(axis=0).to_frame().T
+    return complete.to_numpy(float) * 100.0, complete.columns.to_numpy(float)
+
+
+def trend_columns(values: np.ndarray, w: np.ndarray, level: float, seed: int, prefix: str):
+    """The trend interval's columns (:mod:`.trend`) under ``prefix``."""
+    trend = trend_interval(values, w, level, seed)
+    return {
+        f"{prefix}_ci_low": trend.low,
+        f"{prefix}_ci_high": trend.high,
+        f"{prefix}_ci_note": trend.why_not,
+        f"{prefix}_se": trend.se,
+        f"{prefix}_rho": trend.rho,
+        "sentences": trend.sentences,
+    }
+
+
+def without_empty_notes(table: pd.DataFrame) -> pd.DataFrame:
+    """Drop the ``*_ci_note`` columns no row has a note in (a table of numbers reads back from
+    its CSV as it was)."""
+    empty = [c for c in table.columns if c.endswith("_ci_note") and table[c].isna().all()]
+    return table.drop(columns=empty)

@@ -29,22 +29,19 @@ from biaslens.metrics.meanings import Measure
 
 REQUIRED = ("first", "second", "template", "attribute", "negated", "s_first", "s_second")
 
-_POPULATION = (
-    "the model over templates and subjects like these (both are draws; under --limit, the "
-    "drawn subjects and templates stand for the whole set's)"
-)
+_POPULATION = "the model over templates and subjects like these (both are draws)"
 _UNITS = dict(
     n="units",
     n_unit="subject pair × template units",
     interval="t over the crossed design of subjects × templates",
     reference=0.0,
-    estimand=_POPULATION + "; the interval covers the population value at its level",
+    estimand=_POPULATION,
 )
 _MAXIMA = dict(
     _UNITS,
     interval="cross-fitted lower and plug-in upper bound over subjects × templates",
-    estimand=_POPULATION + "; the interval covers the population value with at least its "
-    "level (conservative: more near ties); its lower bound above 0 rejects no bias",
+    estimand=_POPULATION + "; the interval covers it with at least its level, and a lower "
+    "bound above 0 rejects no bias",
     conservative=True,
     caution="caution",
 )

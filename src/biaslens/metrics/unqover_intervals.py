@@ -20,8 +20,9 @@ the **cross-fitted** value, the upper bound from the plug-in. Cross-fitting choo
 subject's attribute and sign on one part of the data and reads its γ on another part that
 shares neither templates nor partner subjects with the first (γ(x, a) averages over both, so a
 part that shared either would carry the same noise into the reading): templates are dealt into
-two halves and each subject's partners into two groups, the four quarters are paired across both splits (group
-1 × half 1 with group 2 × half 2, group 1 × half 2 with group 2 × half 1), each pair read both
+two halves and each subject's partners into two groups, the four quarters are paired across
+both splits (group 1 × half 1 with group 2 × half 2, group 1 × half 2 with group 2 × half 1),
+each pair read both
 ways, and the readings averaged. θ4's cells are subject pairs, whose γ averages over templates
 only: its halves are the templates'. It covers at least its level by construction; the cross-fitted
 value is reported beside the plug-in (``{metric}_crossfit``): where the two differ much, the
@@ -36,15 +37,13 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from biaslens.metrics.crossed import Design, bounds_interval, crossed_variances, t_interval
+from biaslens.metrics.crossed import Design, crossed_variances
+from biaslens.metrics.intervals import bounds_interval, t_interval
 from biaslens.metrics.unqover import unordered_pair
 
 UNIT = ["low", "high", "template"]
 METRICS = ("mu", "eta", "theta4", "delta", "epsilon")
 MAXIMA = ("mu", "eta", "theta4")
-MIN_CELL_UNITS = 4
-"""Below this median number of units per (subject, attribute) cell, μ, η and θ4's plug-in
-values are mostly noise (η is 1 for any one-unit cell): they are marked sparse."""
 
 
 def _with_unit(table: pd.DataFrame, first: str, second: str) -> pd.DataFrame:
@@ -284,9 +283,7 @@ def intervals(
         every["template"].map(template_id).to_numpy(),
         np.array([stratum_names.index(str((strata or {}).get(n, ""))) for n in names]),
     )
-    point, variances = crossed_variances(
-        matrices, _statistic(subject_starts, pair_starts), design
-    )
+    point, variances = crossed_variances(matrices, _statistic(subject_starts, pair_starts), design)
     out: dict[str, float | str | None] = {}
     for name in METRICS:
         if name in MAXIMA:
@@ -315,19 +312,6 @@ def intervals(
     return out
 
 
-def sparse_note(cell_units: float) -> str | None:
-    """Why μ, η and θ4's plug-in values are not to be read, where their cells are too thin."""
-    if not math.isfinite(cell_units) or cell_units >= MIN_CELL_UNITS:
-        return None
-    return (
-        f"sparse cells: μ, η and θ4 rest on a median of {cell_units:g} subject pair × template "
-        "unit(s) per "
-        f"(subject, attribute) cell (fewer than {MIN_CELL_UNITS}): their plug-in values are "
-        "mostly noise (η is 1 for any one-unit cell); read the cross-fitted values and the "
-        "intervals, or draw more subjects and templates"
-    )
-
-
 def intervals_by(
     scores: pd.DataFrame,
     comparative: pd.DataFrame,
@@ -354,92 +338,3 @@ def intervals_by(
         )
         rows.append({by: value, **intervals(sums, level, seed, strata)})
     return pd.DataFrame(rows)
-
-
-def with_intervals(summary: pd.DataFrame, bounds: dict) -> pd.DataFrame:
-    """The one-row summary with :func:`intervals`' columns beside each metric."""
-    summary = summary.copy()
-    for name in METRICS:
-        place = summary.columns.get_loc(name) + 1
-        extra = [f"{name}_ci_low", f"{name}_ci_high", f"{name}_ci_note", f"{name}_se"]
-        if name in MAXIMA:
-            extra[:0] = [f"{name}_crossfit", f"{name}_crossfit_se"]
-        for offset, column in enumerate(extra):
-            summary.insert(place + offset, column, bounds[column])
-    for column in ("units", "subjects", "templates", "df", "cell_units"):
-        summary[column] = bounds[column]
-    summary["caution"] = sparse_note(float(bounds["cell_units"])) or ""
-    return summary
-
-
-def subject_strata(scores: pd.DataFrame) -> dict[str, str] | None:
-    """Each subject's list (``first_cluster``), where the scores carry it."""
-    if "first_cluster" not in scores:
-        return None
-    return dict(zip(scores["first"].astype(str), scores["first_cluster"].astype(str), strict=True))
-
-
-def unit_design(first: pd.Series, second: pd.Series, template: pd.Series, strata=None):
-    """The crossed design of rows keyed by a subject pair (either order) and a template, and
-    each row's unit (its subject pair × template)."""
-    low, high = unordered_pair(first, second)
-    keys = pd.DataFrame({"low": low, "high": high, "template": template.to_numpy()})
-    unit = keys.groupby(["low", "high", "template"], sort=True).ngroup().to_numpy()
-    units = keys.drop_duplicates().sort_values(["low", "high", "template"], ignore_index=True)
-    names = sorted(set(units["low"]) | set(units["high"]))
-    ids = {name: i for i, name in enumerate(names)}
-    kinds = sorted({(strata or {}).get(n, "") for n in names})
-    design = Design(
-        units["low"].map(ids).to_numpy(),
-        units["high"].map(ids).to_numpy(),
-        units["template"].astype(str).map({t: i for i, t in enumerate(sorted(
-            units["template"].astype(str).unique()))}).to_numpy(),
-        np.array([kinds.index((strata or {}).get(n, "")) for n in names]),
-    )  # fmt: skip
-    return design, unit
-
-
-def unit_share_interval(rows: pd.DataFrame, column: str, level: float):
-    """The share of ``column`` (0/1 per row) over rows keyed by first, second and template,
-    with its crossed-design interval."""
-    from biaslens.metrics.crossed import ratio_interval
-
-    design, unit = unit_design(rows["first"], rows["second"], rows["template"])
-    hits = np.bincount(unit, rows[column].to_numpy(float), design.units)
-    count = np.bincount(unit, minlength=design.units).astype(float)
-    return ratio_interval(hits, count, design, level, clip=(0.0, 1.0))
-
-
-def summary_lines(row) -> pd.DataFrame:
-    """UnQover's metrics of one summary row as a reader's table: value (marked where the cells
-    are too thin to read the plug-in), cross-fitted value, interval or why there is none, n."""
-    from biaslens.common.numbers import readable, readable_interval
-    from biaslens.metrics.unqover import MEASURES
-
-    thin = sparse_note(float(row.get("cell_units", math.nan))) is not None
-    lines = []
-    for measure in MEASURES:
-        name = measure.column
-        low, high = row.get(f"{name}_ci_low"), row.get(f"{name}_ci_high")
-        if low is None:
-            interval = "— (intervals off)"
-        elif low == low and high == high:
-            interval = readable_interval(low, high)
-        else:
-            interval = f"no interval: {row.get(f'{name}_ci_note') or 'undefined'}"
-        value = readable(row[name])
-        if thin and name in MAXIMA:
-            value += " (sparse)"
-        crossfit = row.get(f"{name}_crossfit")
-        lines.append(
-            {
-                "metric": measure.symbol,
-                "value": value,
-                "cross-fitted": readable(crossfit) if crossfit is not None else "",
-                "interval": interval,
-                "units": row.get("units", "—"),
-                "subjects": row.get("subjects", "—"),
-                "templates": row.get("templates", "—"),
-            }
-        )
-    return pd.DataFrame(lines)

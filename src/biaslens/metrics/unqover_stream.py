@@ -162,7 +162,8 @@ class UnqoverAccumulator:
         summary = pd.concat([levels, extra], axis=1)
         if self.units is None:
             return summary
-        from biaslens.metrics.unqover_intervals import intervals, with_intervals
+        from biaslens.metrics.unqover_intervals import intervals
+        from biaslens.metrics.unqover_summary import with_intervals
 
         return with_intervals(summary, intervals(self.units, *self.intervals, self.clusters))
 

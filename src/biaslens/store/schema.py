@@ -112,15 +112,24 @@ GLOSSARY: dict[str, str] = {
         for m in ("mu", "eta", "theta4", "delta", "epsilon")
         for side in ("low", "high")
     },
-    **{f"{m}_ci_note": f"why {m} has no interval (empty: it has one)"
-       for m in ("mu", "eta", "theta4", "delta", "epsilon", "gap", "specified_win_rate")},
-    **{f"{m}_se": f"{m}'s standard error over the crossed design of subjects × templates"
-       for m in ("mu", "eta", "theta4", "delta", "epsilon")},
-    **{f"{m}_crossfit": f"{m} cross-fitted (chosen on one part of the data, read on another "
-       "sharing neither templates nor partners): the lower side of its interval; far below "
-       f"{m}, the plug-in is mostly noise" for m in ("mu", "eta", "theta4")},
-    **{f"{m}_crossfit_se": f"the cross-fitted {m}'s standard error"
-       for m in ("mu", "eta", "theta4")},
+    **{
+        f"{m}_ci_note": f"why {m} has no interval (empty: it has one)"
+        for m in ("mu", "eta", "theta4", "delta", "epsilon", "gap", "specified_win_rate")
+    },
+    **{
+        f"{m}_se": f"{m}'s standard error over the crossed design of subjects × templates"
+        for m in ("mu", "eta", "theta4", "delta", "epsilon")
+    },
+    **{
+        f"{m}_crossfit": f"{m} cross-fitted (chosen on one part of the data, read on another "
+        "sharing neither templates nor partners): the lower side of its interval; far below "
+        f"{m}, the plug-in is mostly noise"
+        for m in ("mu", "eta", "theta4")
+    },
+    **{
+        f"{m}_crossfit_se": f"the cross-fitted {m}'s standard error"
+        for m in ("mu", "eta", "theta4")
+    },
     "gap_ci_low": "lower bound of the gap's interval (from μ's; none for the irrelevant set)",
     "gap_ci_high": "upper bound of the gap's interval",
     "specified_win_rate_ci_low": "lower bound of the win rate's interval over subject pair × "

@@ -358,9 +358,7 @@ def import_ratings(
     rated = read_ratings(Path(ratings), exported)
     fractions = biased_fraction(rated, ["group", "lam"])
     if bootstrap > 0:
-        fractions = fractions.merge(
-            _pair_intervals(finished, rated, ci_level), on=["group", "lam"]
-        )
+        fractions = fractions.merge(_pair_intervals(finished, rated, ci_level), on=["group", "lam"])
     settings = config["settings"]
     figure = biased_heatmap(
         fractions, f"{settings['model']}: {settings['group_a']} vs {settings['group_b']}"

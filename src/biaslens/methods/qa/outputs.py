@@ -122,8 +122,14 @@ LEI_EVAL = (
         "per set: μ, η, θ4, δ, ε with their intervals over subjects × templates, next to the "
         "desired μ (Fig. 4)",
         ("set", "scoring", *METRICS, "contexts", "desired_mu", "gap"),
-        optional=(*INTERVALS, "specified_win_rate", "gap_ci_low", "gap_ci_high", "gap_ci_note",
-                  *(f"specified_win_rate_ci_{s}" for s in ("low", "high", "note"))),  # fmt: skip
+        optional=(
+            *INTERVALS,
+            "specified_win_rate",
+            "gap_ci_low",
+            "gap_ci_high",
+            "gap_ci_note",
+            *(f"specified_win_rate_ci_{s}" for s in ("low", "high", "note")),
+        ),  # fmt: skip
         meanings={
             "scoring": "how the scores were computed: extractive, generative, fill-mask, or "
             "first-token top-20 (not the paper's scores)"

@@ -42,8 +42,8 @@ from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunC
 from biaslens.framework.settings import CiLevel, Limit, MethodSettings, Replicates
 from biaslens.methods.qa.outputs import UNQOVER as QA_FILES_UNQOVER
 from biaslens.metrics.unqover import MEASURES
-from biaslens.metrics.unqover_intervals import sparse_note, summary_lines
 from biaslens.metrics.unqover_stream import UnqoverAccumulator
+from biaslens.metrics.unqover_summary import sparse_note, summary_lines
 from biaslens.models.base import LM, ModelKind
 from biaslens.scoring.qa import fill_mask_scores, qa_mode_for, score_examples
 from biaslens.store.run import RowsHash

@@ -26,6 +26,7 @@ from biaslens.framework.presets import UNSET, ByModel
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.methods.qa.lei_eval.scores import score_questions, scoring_label
 from biaslens.methods.qa.lei_eval.settings import OPTIONS, LeiEvalSettings, make_settings
+from biaslens.methods.qa.lei_eval.views import mu_view
 from biaslens.methods.qa.outputs import LEI_EVAL as QA_FILES_LEI_EVAL
 from biaslens.metrics.qa import squad_scores
 from biaslens.metrics.unqover import MEASURES as UNQOVER_MEASURES
@@ -35,8 +36,9 @@ from biaslens.metrics.unqover import (
     subject_bias,
     unordered_pair,
 )
-from biaslens.metrics.unqover_intervals import (
-    intervals_by,
+from biaslens.metrics.unqover_intervals import intervals_by
+from biaslens.metrics.unqover_summary import (
+    gap_intervals,
     sparse_note,
     subject_strata,
     unit_share_interval,
@@ -211,28 +213,6 @@ def lei_table(
     return table
 
 
-def gap_intervals(table: pd.DataFrame) -> pd.DataFrame:
-    """The gap |μ − desired μ|'s interval from μ's: {|m − d| : m in μ's interval}, which holds
-    the true gap whenever μ's holds the true μ. The irrelevant set's desired μ is itself an
-    estimate: no interval there."""
-    low, high = table["mu_ci_low"].to_numpy(float), table["mu_ci_high"].to_numpy(float)
-    desired = table["desired_mu"].to_numpy(float)
-    inside = (low <= desired) & (desired <= high)
-    gap_low = np.where(inside, 0.0, np.minimum(np.abs(low - desired), np.abs(high - desired)))
-    gap_high = np.maximum(np.abs(low - desired), np.abs(high - desired))
-    estimated = (table["set"] == "irrelevant").to_numpy()
-    note = np.where(
-        estimated,
-        "the desired μ is itself estimated (μ with no intervention on the same contexts)",
-        table["mu_ci_note"].astype(object).where(table["mu_ci_note"].notna(), None),
-    )
-    table = table.copy()
-    table["gap_ci_low"] = np.where(estimated, np.nan, gap_low)
-    table["gap_ci_high"] = np.where(estimated, np.nan, gap_high)
-    table["gap_ci_note"] = note
-    return table
-
-
 def qa_utility(
     lm: LM, qa: pd.DataFrame, progress: Progress, context_first: bool = False
 ) -> pd.DataFrame:
@@ -357,46 +337,6 @@ def run_name(settings: LeiEvalSettings) -> str:
     return f"{name}-first-token" if settings.mode == "first-token" else name
 
 
-
-
-def _with_interval(table: pd.DataFrame, column: str, prefix: str | None = None) -> list[str]:
-    """``value [low, high]`` per row, or the value and why there is no interval."""
-    from biaslens.common.numbers import readable, readable_interval
-
-    prefix = prefix or column
-    cells = []
-    for _, row in table.iterrows():
-        value = row.get(column)
-        if value is None or value != value:
-            cells.append("—")
-            continue
-        text = readable(float(value))
-        if column in ("mu", "eta", "theta4") and row.get("caution"):
-            text += " (sparse)"
-        low, high = row.get(f"{prefix}_ci_low"), row.get(f"{prefix}_ci_high")
-        if low is not None and low == low and high == high:
-            text += " " + readable_interval(low, high)
-        elif f"{prefix}_ci_low" in table:
-            text += f" [no interval: {row.get(f'{prefix}_ci_note') or 'undefined'}]"
-        cells.append(text)
-    return cells
-
-
-def _mu_view(table: pd.DataFrame) -> pd.DataFrame:
-    """Per set: each metric with its interval (or why there is none), the desired μ, the gap,
-    the specified win rate, and the units, subjects and templates behind the intervals."""
-    view = pd.DataFrame({"set": table["set"], "scoring": table["scoring"]})
-    for column, label in (("mu", "μ"), ("desired_mu", "desired μ"), ("gap", "gap"),
-                          ("eta", "η"), ("theta4", "θ4"), ("delta", "δ"), ("epsilon", "ε")):
-        view[label] = _with_interval(table, column)  # fmt: skip
-    if "specified_win_rate" in table:
-        view["win rate"] = _with_interval(table, "specified_win_rate")
-    for column in ("contexts", "units", "subjects", "templates"):
-        if column in table:
-            view[column] = table[column]
-    return view
-
-
 SPEC = register(
     MethodSpec(
         outputs=QA_FILES_LEI_EVAL,
@@ -414,7 +354,7 @@ SPEC = register(
             Headline(
                 "lei_mu",
                 "LEI μ per set vs desired μ",
-                view=_mu_view,
+                view=mu_view,
                 measures=UNQOVER_MEASURES,
                 labels=("set", "scoring"),
             ),

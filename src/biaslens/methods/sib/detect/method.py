@@ -33,16 +33,14 @@ from biaslens.methods.sib.detect.settings import OPTIONS, DetectSettings, make_s
 from biaslens.methods.sib.outputs import DETECT as SIB_FILES_DETECT
 from biaslens.metrics.intervals import LEVEL, SMALL_N
 from biaslens.metrics.sib import (
-    BALANCED_ACCURACY,
     REFERENCE_EPS,
-    TNR,
-    TPR,
     detection_rates,
     normalised_female_pct,
     pronoun_mass,
     small_mass_note,
     specification_metric,
 )
+from biaslens.metrics.sib_measures import BALANCED_ACCURACY, TNR, TPR
 from biaslens.models.base import LM, ModelKind
 from biaslens.scoring.pronouns import check_pronoun_model, score_rows
 from biaslens.store.run import dataset_hash

@@ -39,8 +39,6 @@ from biaslens.framework.settings import CiLevel, Limit, MethodSettings, validate
 from biaslens.methods.sib.mgc.compare import compare
 from biaslens.methods.sib.outputs import MGC as SIB_FILES_MGC
 from biaslens.metrics.sib import (
-    SLOPE,
-    SLOPE_DIFFERENCE,
     mean_by_w,
     method1_fits,
     pronoun_mass,
@@ -48,6 +46,7 @@ from biaslens.metrics.sib import (
     slope_summary,
     small_mass_note,
 )
+from biaslens.metrics.sib_measures import SLOPE, SLOPE_DIFFERENCE
 from biaslens.models.base import LM, ModelKind
 from biaslens.scoring.pronouns import check_pronoun_model, score_rows
 from biaslens.store.run import dataset_hash
@@ -191,7 +190,7 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
         + (
             readable_interval(row.female_minus_male_ci_low, row.female_minus_male_ci_high, True)
             if row.female_minus_male_ci_low == row.female_minus_male_ci_low
-            else f"none ({row.female_minus_male_ci_note})"
+            else f"none ({getattr(row, 'female_minus_male_ci_note', 'undefined')})"
         )
         + f" (n = {row.n} W values × {row.sentences} sentences), "
         f"{r2_text(row.mean_r2, row.flat_fits)}"
@@ -227,7 +226,10 @@ def _fits_view(fits: pd.DataFrame) -> pd.DataFrame:
         ci=[
             readable_interval(a, b, signed=True) if a == a else f"none: {note}"
             for a, b, note in zip(
-                view.slope_ci_low, view.slope_ci_high, fits["slope_ci_note"], strict=True
+                view.slope_ci_low,
+                view.slope_ci_high,
+                fits.get("slope_ci_note", pd.Series([None] * len(fits))),
+                strict=True,
             )
         ],
         n=fits["n"],
