@@ -49,6 +49,10 @@ VARIANTS = {
 MIN_SHARE_WITH_MASS = 0.2
 """Top-5 scoring must see pronouns in at least this share of inputs: no 0 compared with 0."""
 
+LEANING_FRAME = dict(limit=1, seed=2)
+"""--limit 1 keeps one sentence frame at every date; seed 2 draws a frame the leaning models
+rank pronouns on at half the dates (conftest: every 8th MGC sentence, every 24th prompted)."""
+
 
 def load_plain(folder, kind: str, style: str | None):
     """The model and tokenizer straight from transformers (not through biaslens)."""
@@ -141,7 +145,7 @@ def check_mgc(result, masses, kind: str) -> float:
 @pytest.mark.parametrize("name", CLASSES)
 def test_sib_mgc_numbers_recomputed(name, variant, leaning_models, tmp_path):
     result, masses = run("sib-mgc", name, variant, leaning_models, tmp_path, w_kinds=("dates",),
-                         limit=1)  # fmt: skip
+                         **LEANING_FRAME)  # fmt: skip
     kind = CLASSES[name][0]
     if kind == "masked":
         assert tuple(result.settings["prompts"]) == ("mask",)
@@ -162,7 +166,7 @@ def test_the_mgc_check_fails_when_top_5_scoring_drops_a_pronoun(leaning_models, 
 
     monkeypatch.setattr(scoring, "mass_top_k", without_they)
     result, masses = run("sib-mgc", "bert-mlm", "paper", leaning_models, tmp_path,
-                         w_kinds=("dates",), limit=1)  # fmt: skip
+                         w_kinds=("dates",), **LEANING_FRAME)  # fmt: skip
     with pytest.raises(AssertionError, match="neutral"):
         check_mgc(result, masses, "masked")
 
@@ -173,7 +177,7 @@ def test_the_mgc_check_fails_when_a_prompt_is_reworded(leaning_models, tmp_path,
     template, slot = mgc.PROMPTS["B"]
     monkeypatch.setitem(mgc.PROMPTS, "B", (template.replace("missing", "absent"), slot))
     result, masses = run("sib-mgc", "llama", "paper", leaning_models, tmp_path,
-                         w_kinds=("dates",), limit=1)  # fmt: skip
+                         w_kinds=("dates",), **LEANING_FRAME)  # fmt: skip
     with pytest.raises(AssertionError, match="absent"):
         check_mgc(result, masses, "causal")
 
