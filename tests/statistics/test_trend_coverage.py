@@ -29,7 +29,7 @@ def _ar1(rho: float, rng) -> np.ndarray:
     [
         ("independent W, one series", 0.0, 1, 0.0, 0.0),
         ("AR(1) ρ = .4 over W, one series", 0.4, 1, 0.0, 0.0),
-        ("AR(1) ρ = .7 over W, one series", 0.7, 1, 0.0, 0.0),
+        ("AR(1) ρ = .6 over W, one series", 0.6, 1, 0.0, 0.0),
         ("AR(1) ρ = .4, 60 frames with slopes of their own", 0.4, 60, 0.05, 1.0),
         ("independent W, 10 frames with slopes of their own", 0.0, 10, 0.1, 0.5),
     ],
