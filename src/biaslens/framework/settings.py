@@ -64,8 +64,12 @@ CiLevel = Annotated[float, Field(gt=0.5, lt=1.0)]
 
 
 def _enough_replicates(value: int) -> int:
-    if 0 < value < 200:
-        raise ValueError("too few replicates for an interval: use at least 200 (0: no interval)")
+    from biaslens.metrics.intervals import MIN_REPLICATES
+
+    if 0 < value < MIN_REPLICATES:
+        raise ValueError(
+            f"too few replicates for an interval: use at least {MIN_REPLICATES} (0: no interval)"
+        )
     return value
 
 
