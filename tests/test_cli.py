@@ -269,7 +269,7 @@ def test_multi_value_options_take_space_separated_values():
     def parsed(path, *args):
         command = app
         for word in path:
-            command = command.commands[word]
+            command = command.get_command(None, word)
         return command.make_context(path[-1], list(args)).params
 
     pair = ("--x", "a", "--x-prime", "b")

@@ -81,7 +81,10 @@ def load_runs(*patterns: str | Path):
     and listed in ``frame.attrs["skipped"]``."""
     from biaslens.report.runs_frame import load_runs as _load
 
-    return _load(list(patterns))
+    flat: list = []
+    for pattern in patterns:  # load_runs("a", "b") and load_runs(["a", "b"]) alike
+        flat += list(pattern) if isinstance(pattern, (list, tuple, set)) else [pattern]
+    return _load(flat)
 
 
 def load_model(

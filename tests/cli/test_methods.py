@@ -119,7 +119,9 @@ def test_every_registered_method_has_exactly_its_declared_options():
             backend | {"--dry-run", "--cache-dir", "--no-cache"} if spec.needs_model else set()
         )
         expected = declared | runner | compared | asks_model
-        given = {opt for p in run.commands[name].params for opt in p.opts + p.secondary_opts}
+        given = {
+            opt for p in run.get_command(None, name).params for opt in p.opts + p.secondary_opts
+        }
         assert given == expected, name
 
 

@@ -47,9 +47,11 @@ def qa_models(leaning_models, tiny_models, tiny_name_data, tmp_path_factory) -> 
         subjects=("tiny_female", "tiny_male"),
     )  # fmt: skip
     samples = pd.read_parquet(drawn.run_dir / "samples.parquet")
-    texts = sorted({f"{c} {q}" for c, q in zip(samples["context"], samples["question"])})
-    return {**leaning_models,
-            "bert-mlm": leaning_copy(tiny_models["bert-mlm"], root / "bert-mlm", "mlm", [texts])}
+    texts = sorted(set(samples["context"] + " " + samples["question"]))
+    return {
+        **leaning_models,
+        "bert-mlm": leaning_copy(tiny_models["bert-mlm"], root / "bert-mlm", "mlm", [texts]),
+    }
 
 
 @pytest.fixture(scope="module")

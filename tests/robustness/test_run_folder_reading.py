@@ -124,9 +124,9 @@ def test_a_deeply_nested_run_file_is_one_line(run, file):
 @pytest.mark.parametrize(
     ("file", "change", "message"),
     [
-        ("summary.json", {"requests": "ab"}, "requests must be a dict or NoneType, got str"),
-        ("summary.json", {"notes": 5}, "notes must be a list or NoneType, got int"),
-        ("summary.json", {"metrics": []}, "metrics must be a dict, got list"),
+        ("summary.json", {"requests": "ab"}, "requests must be an object or null, got str 'ab'"),
+        ("summary.json", {"notes": 5}, "notes must be a list or null, got int 5"),
+        ("summary.json", {"metrics": []}, r"metrics must be an object, got list \[\]"),
         ("config.yaml", {"method": ["x"]}, "method must be text, got list"),
         ("config.yaml", {"settings": None}, "settings must be a mapping, got NoneType"),
     ],

@@ -37,9 +37,11 @@ def group(name: str, help: str) -> click.Group:
     return click.Group(name, help=help, no_args_is_help=True, context_settings=CONTEXT)
 
 
-app = group(
+app = methods.RootGroup(
     "biaslens",
-    "biaslens: audit language models for social bias and spurious correlations by intervening "
+    no_args_is_help=True,
+    context_settings=CONTEXT,
+    help="biaslens: audit language models for social bias and spurious correlations by intervening "
     "on their inputs and measuring how their outputs move.\n\nStart with `biaslens run sib-mgc "
     "--model default` (SIB Method 1 on the MGC set with the offline SmolLM2-135M-Instruct).",
 )
@@ -53,11 +55,13 @@ app.params.append(
         help="Print the version and exit.",
     )
 )
-run_group = group("run", "Run a method and write a run directory.")
+run_group = methods.RunGroup(
+    "run", help="Run a method and write a run directory.", no_args_is_help=True,
+    context_settings=CONTEXT,
+)  # fmt: skip
 metrics_group = group("metrics", "Score stored model outputs.")
 app.add_command(run_group)
 app.add_command(metrics_group)
-methods.register(app, run_group)
 metrics.register(app, metrics_group)
 reports.register(app)
 catalog.register(app, group)

@@ -25,14 +25,60 @@ from biaslens.framework.options import option_default
 from biaslens.framework.settings import SettingError
 
 
-def register(root: click.Group, run: click.Group) -> None:
-    """Add ``biaslens run METHOD`` for every registered method, and the methods' shortcuts."""
-    from biaslens.framework.registry import methods
+class RunGroup(click.Group):
+    """``biaslens run``: a command per method, built when it is asked for (a built-in method's
+    command imports no plug-in); listing them (``run --help``) finds the plug-ins' too."""
 
-    for spec in methods().values():
-        run.add_command(method_command(spec))
-        if spec.shortcut:
-            root.add_command(method_command(spec, shortcut=True))
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from biaslens.framework.registry import methods
+
+        return sorted(set(self.commands) | set(methods()))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands:
+            spec = _method_named(name)
+            if spec is None:
+                return None
+            self.add_command(method_command(spec))
+        return self.commands[name]
+
+
+class RootGroup(click.Group):
+    """The ``biaslens`` group: its own commands, and the methods' shortcuts (``biaslens
+    cid``), a built-in's found without importing any plug-in."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from biaslens.framework.registry import methods
+
+        shortcuts = {spec.shortcut for spec in methods().values() if spec.shortcut}
+        return sorted(set(self.commands) | shortcuts)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.commands:
+            return self.commands[name]
+        from biaslens.framework.registry import built_in_methods, methods
+
+        for found in (built_in_methods, methods):
+            for spec in found().values():
+                if spec.shortcut == name:
+                    self.add_command(method_command(spec, shortcut=True))
+                    return self.commands[name]
+        return None
+
+
+def _method_named(name: str):
+    """The method called ``name``; None for no such name; a one-line error for a plug-in that
+    would have it but could not be loaded."""
+    from biaslens.common import plugins
+    from biaslens.framework.registry import get_method
+
+    try:
+        return get_method(name)
+    except BiaslensError:
+        broken = plugins.failures(plugins.METHODS).get(name)
+        if broken:
+            raise BiaslensError(broken) from None
+        return None
 
 
 def _runner_options(spec, shortcut: bool) -> list[Option]:

@@ -36,6 +36,10 @@ def report(run_dirs, output, max_samples):
     console.print(f"report: {path}")
 
 
+MAX_PRINTED_ROWS = 60
+"""The most rows ``compare`` prints (compare.csv holds all)."""
+
+
 @declared_command(
     "compare",
     Argument("runs", multiple=True, help="Run folders, folders of runs or glob patterns."),
@@ -60,7 +64,12 @@ def compare(runs, output):
     from biaslens.common import atomic
     from biaslens.common.files import make_dir
     from biaslens.errors import BiaslensError
-    from biaslens.report.runs_frame import comparison_figure, comparison_table, load_runs
+    from biaslens.report.runs_frame import (
+        MAX_PLOTTED,
+        comparison_figure,
+        comparison_table,
+        load_runs,
+    )
 
     runs = list(runs)
     with warnings.catch_warnings():  # the skipped folders are printed below
@@ -70,15 +79,25 @@ def compare(runs, output):
         print_warning(f"skipped {folder}: {reason}")
     if frame.empty:
         raise BiaslensError("no finished run with headline values among " + " ".join(runs))
-    print_table("Headline values by model", comparison_table(frame))
+    table = comparison_table(frame)
+    title = "Headline values by model"
+    if len(table) > MAX_PRINTED_ROWS:
+        title += f" (the first {MAX_PRINTED_ROWS} of {len(table)} rows: all in compare.csv)"
+    print_table(title, table.head(MAX_PRINTED_ROWS))
     make_dir(output, "comparison folder")
     atomic.write_csv(output / "compare.csv", frame)
+    console.print(f"table: {output / 'compare.csv'}")
     figure = comparison_figure(frame)
+    if figure is None:
+        (output / "compare.png").unlink(missing_ok=True)  # not an older comparison's plot
+        console.print(
+            f"plot: none ({len(frame)} values are more than a plot can show: {MAX_PLOTTED})"
+        )
+        return
     try:
         atomic.write_figure(output / "compare.png", figure)
     finally:
         plt.close(figure)
-    console.print(f"table: {output / 'compare.csv'}")
     console.print(f"plot: {output / 'compare.png'}")
 
 

@@ -9,7 +9,7 @@ brought down by memory.
 
 from __future__ import annotations
 
-import os
+import re
 import stat
 from pathlib import Path
 
@@ -24,13 +24,11 @@ MAX_LINE_CHARS = 1_000_000
 
 
 def max_input_bytes() -> int:
-    value = os.environ.get(MAX_INPUT_BYTES_ENV)
-    if value is None:
-        return DEFAULT_MAX_INPUT_BYTES
-    try:
-        return max(1, int(value))
-    except ValueError:
-        raise BiaslensError(f"{MAX_INPUT_BYTES_ENV}={value!r} is not a number of bytes") from None
+    from biaslens.common.env import number_from_env
+
+    return number_from_env(
+        MAX_INPUT_BYTES_ENV, DEFAULT_MAX_INPUT_BYTES, int, 1, what="a number of bytes"
+    )
 
 
 def _size(n: int) -> str:
@@ -89,6 +87,9 @@ def read_text(path: Path | str, what: str = "file", max_line: int | None = MAX_L
             f"{path}:{line}: not UTF-8 text (byte 0x{raw[error.start]:02x} at offset "
             f"{error.start}); the {what} must be a text file"
         ) from None
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise BiaslensError(f"{path}:{line}: a NUL character; the {what} must be a text file")
     if max_line is not None and len(text) > max_line:
         for number, line in enumerate(text.split("\n"), start=1):
             if len(line) > max_line:
@@ -154,6 +155,19 @@ def make_dir(path: Path | str, what: str = "output folder") -> Path:
     except OSError as error:
         raise BiaslensError(f"cannot create {what} {path}: {error.strerror or error}") from None
     return path
+
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+"""Control characters (all but tab and line ends): never part of a name, a word or a label."""
+
+
+def check_plain_text(value: str, where: str) -> str:
+    """``value`` without control characters (a NUL from a YAML escape, a terminal escape); else
+    one line naming ``where``."""
+    found = CONTROL.search(value)
+    if found:
+        raise BiaslensError(f"{where}: {value!r} holds the control character {found.group()!r}")
+    return value
 
 
 def read_models_file(path: Path) -> list[str]:

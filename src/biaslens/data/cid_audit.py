@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from biaslens.common.files import read_text
+from biaslens.common.files import check_plain_text, read_text
 from biaslens.common.structured import load_yaml
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.errors import BiaslensError
@@ -58,7 +58,7 @@ def load_name_groups(path: Path | str | None = None) -> dict[str, NameGroup]:
             raise BiaslensError(f"{where}: field 'names' must be a non-empty list")
         if any(not isinstance(n, str) or not n.strip() for n in names):
             raise BiaslensError(f"{where}: field 'names' holds a blank or non-text name")
-        cleaned = tuple(n.strip() for n in names)
+        cleaned = tuple(check_plain_text(n.strip(), f"{where}: a name") for n in names)
         repeated = sorted({n for n in cleaned if cleaned.count(n) > 1})
         if repeated:
             raise BiaslensError(

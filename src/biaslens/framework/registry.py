@@ -56,24 +56,45 @@ def _import_built_in() -> tuple[str, ...]:
     return tuple(names)
 
 
+def built_in_methods() -> dict[str, MethodSpec]:
+    """The methods biaslens ships, by name, without importing any plug-in."""
+    _import_built_in()
+    return {
+        name: spec
+        for name, spec in sorted(_METHODS.items())
+        if getattr(spec.body, "__module__", "").startswith(BUILT_IN + ".")
+    }
+
+
 def methods() -> dict[str, MethodSpec]:
     """Every registered method by name: the built-in ones, then the plug-ins' and those
     registered elsewhere, each group in name order (whatever order their modules were imported
     in). A plug-in's entry point names a module that registers its method, or a
-    :class:`MethodSpec` (registered here)."""
-    _import_built_in()
-    for loaded in plugins.load(plugins.METHODS).values():
-        if isinstance(loaded, MethodSpec) and _METHODS.get(loaded.name) is not loaded:
+    :class:`MethodSpec` (registered here); one under a built-in's name is left out (built-ins
+    always win), with a warning."""
+    built_in = built_in_methods()
+    for name, loaded in plugins.load(plugins.METHODS).items():
+        if not isinstance(loaded, MethodSpec) or _METHODS.get(loaded.name) is loaded:
+            continue
+        if loaded.name in _METHODS:
+            plugins.refuse(
+                plugins.METHODS, name, f"its method {loaded.name!r} takes a built-in "
+                "method's name: it is not used",
+            )  # fmt: skip
+            continue
+        try:
             register(loaded)
-
-    def place(spec: MethodSpec) -> tuple[bool, str]:
-        module = getattr(spec.body, "__module__", "")
-        return (not module.startswith(BUILT_IN + "."), spec.name)
-
-    return {spec.name: spec for spec in sorted(_METHODS.values(), key=place)}
+        except ValueError as error:
+            plugins.refuse(plugins.METHODS, name, str(error))
+    return {**built_in, **{n: s for n, s in sorted(_METHODS.items()) if n not in built_in}}
 
 
 def get_method(name: str) -> MethodSpec:
+    """The method called ``name``: a built-in one without importing any plug-in; else the
+    plug-in's (or why the plug-in that would have it could not be loaded)."""
+    built_in = built_in_methods()
+    if name in built_in:
+        return built_in[name]
     known = methods()
     if name not in known:
         broken = plugins.failures(plugins.METHODS).get(name)

@@ -27,7 +27,9 @@ def load_sentence_encoder(name: str = "minilm", device: str = "cpu", offline: bo
         ) from None
     path = encoder_folder(name, offline)
     try:
-        return SentenceTransformer(str(path), device=device, local_files_only=True)
+        return SentenceTransformer(
+            str(path), device=device, local_files_only=True, trust_remote_code=False
+        )
     except (OSError, ValueError) as error:
         raise BiaslensError(f"cannot load sentence encoder {name!r}: {error}") from None
 

@@ -55,7 +55,8 @@ def load_runs(patterns) -> pd.DataFrame:
         if "estimates" not in summary:
             skipped.append((str(folder), "written by a biaslens without estimates; rerun it"))
             continue
-        model = (summary.get("model") or {}).get("name") or "—"
+        model = summary.get("model") or {}
+        model = (model if isinstance(model, str) else model.get("name")) or "—"
         settings = json.dumps(summary.get("settings", {}), sort_keys=True)
         for estimate in summary["estimates"]:
             labels = ", ".join(f"{k}={v}" for k, v in estimate.get("labels", {}).items())
@@ -73,9 +74,16 @@ def load_runs(patterns) -> pd.DataFrame:
     return frame
 
 
+MAX_WIDE_COLUMNS = 8
+"""Beyond this many models (columns), :func:`comparison_table` is long: a row per value."""
+MAX_PLOTTED = 120
+"""The most values :func:`comparison_figure` draws (a figure of more is unreadable)."""
+
+
 def comparison_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Model × headline value: one row per (method, metric, labels), one column per run's model
-    with ``value [low, high]`` (n)."""
+    with ``value [low, high]`` (n); beyond :data:`MAX_WIDE_COLUMNS` models, long (a row per
+    model and value: method, metric, labels, model, value)."""
     from biaslens.common.numbers import readable, readable_interval
 
     def cell(row) -> str:
@@ -91,6 +99,9 @@ def comparison_table(frame: pd.DataFrame) -> pd.DataFrame:
         return text
 
     shown = frame.assign(cell=frame.apply(cell, axis=1), column=_column_names(frame))
+    if shown["column"].nunique() > MAX_WIDE_COLUMNS:
+        long = shown[["method", "symbol", "labels", "column", "cell"]]
+        return long.rename(columns={"column": "model", "cell": "value"}).reset_index(drop=True)
     wide = shown.pivot_table(
         index=["method", "symbol", "labels"], columns="column", values="cell", aggfunc="first",
         sort=False,
@@ -99,20 +110,39 @@ def comparison_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _column_names(frame: pd.DataFrame) -> pd.Series:
-    """The model's name; where one method has two runs of a model, their run folders too (runs
-    of one model under different methods share its column: their rows differ)."""
+    """The model's name; where one method has two runs of a model, with as much of each run's
+    path as tells them apart (two folders both called ``run`` get their parents too; runs of
+    one model under different methods share its column: their rows differ)."""
     runs = frame.groupby(["method", "model"])["run"].nunique()
     shared = {model for (_, model), count in runs.items() if count > 1}
+    tails = {}
+    for model in shared:
+        paths = sorted(set(frame.loc[frame["model"] == model, "run"]))
+        tails.update(_distinct_tails(paths))
     return frame.apply(
-        lambda r: f"{r['model']} ({Path(r['run']).name})" if r["model"] in shared else r["model"],
+        lambda r: f"{r['model']} ({tails[r['run']]})" if r["model"] in shared else r["model"],
         axis=1,
     )
 
 
+def _distinct_tails(paths: list[str]) -> dict[str, str]:
+    """Each path's shortest tail of folder names that no other of ``paths`` shares."""
+    parts = {path: Path(path).parts for path in paths}
+    longest = max(len(p) for p in parts.values())
+    for depth in range(1, longest + 1):
+        tails = {path: "/".join(p[-depth:]) for path, p in parts.items()}
+        if len(set(tails.values())) == len(tails):
+            return tails
+    return {path: path for path in paths}
+
+
 def comparison_figure(frame: pd.DataFrame):
-    """One panel per metric: each run's value and interval (a forest plot)."""
+    """One panel per metric: each run's value and interval (a forest plot); None beyond
+    :data:`MAX_PLOTTED` values (the table holds them)."""
     import matplotlib.pyplot as plt
 
+    if len(frame) > MAX_PLOTTED:
+        return None
     metrics = list(dict.fromkeys(zip(frame["method"], frame["symbol"], strict=True)))
     figure, axes = plt.subplots(
         len(metrics), 1, figsize=(8, 1.2 + 0.35 * len(frame) + 0.6 * len(metrics)), squeeze=False

@@ -71,6 +71,8 @@ def plan_method(
             )
             try:
                 spec.body(context, settings)
+            except BiaslensError:  # what the run would refuse too: the same verdict
+                raise
             except Exception as error:  # placeholders are not answers: later stages may balk
                 if not planner.requests:
                     raise

@@ -69,10 +69,9 @@ def model_cache_file(folder: Path, identity) -> Path:
 
 
 def busy_timeout() -> float:
-    try:
-        return max(0.0, float(os.environ.get(BUSY_TIMEOUT_ENV, "60")))
-    except ValueError:
-        return 60.0
+    from biaslens.common.env import number_from_env
+
+    return number_from_env(BUSY_TIMEOUT_ENV, 60.0, float, 0, 86400, "a number of seconds")
 
 
 def is_busy(error: Exception) -> bool:

@@ -8,6 +8,7 @@ first access, so opening a run with millions of samples costs nothing until they
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,6 +180,8 @@ def run_files(folder: Path, pattern: str) -> list[Path]:
 
 
 SUMMARY_TYPES = {
+    "method": (str,),
+    "estimates": (list, type(None)),
     "metrics": (dict,),
     "settings": (dict,),
     "requests": (dict, type(None)),
@@ -188,11 +191,47 @@ SUMMARY_TYPES = {
 }
 
 
+ESTIMATE_TYPES = {
+    "metric": (str,),
+    "symbol": (str, type(None)),
+    "labels": (dict, type(None)),
+    "value": (int, float, type(None)),
+    "ci_low": (int, float, type(None)),
+    "ci_high": (int, float, type(None)),
+    "ci_level": (int, float, type(None)),
+    "n": (int, float, type(None)),
+}
+"""The fields of each estimate that readers compute with, and their types."""
+
+
 def check_summary_types(path: Path, summary: dict) -> None:
-    """The fields a report reads, of the types biaslens writes (a wrong type is one line)."""
+    """The fields a report, ``compare`` or ``load_runs`` reads, of the types biaslens writes (a
+    wrong type is one line naming the field); a non-finite number in an estimate (``NaN``
+    written by hand or another tool) reads as missing, never as a number."""
+    if "method" not in summary:
+        raise BiaslensError(f"{path}: no method; not a biaslens run summary")
     for name, kinds in SUMMARY_TYPES.items():
         if name in summary and not isinstance(summary[name], kinds):
             raise BiaslensError(
-                f"{path}: {name} must be a {' or '.join(k.__name__ for k in kinds)}, got "
-                f"{type(summary[name]).__name__}"
+                f"{path}: {name} must be {_kinds(kinds)}, got {_kind(summary[name])}"
             )
+    for index, estimate in enumerate(summary.get("estimates") or ()):
+        where = f"{path}: estimates[{index}]"
+        if not isinstance(estimate, dict):
+            raise BiaslensError(f"{where} must be an object, got {_kind(estimate)}")
+        for name, kinds in ESTIMATE_TYPES.items():
+            value = estimate.get(name)
+            if isinstance(value, bool) or (value is not None and not isinstance(value, kinds)):
+                raise BiaslensError(f"{where}.{name} must be {_kinds(kinds)}, got {value!r:.60}")
+            if isinstance(value, float) and not math.isfinite(value):
+                estimate[name] = None
+
+
+def _kinds(kinds: tuple[type, ...]) -> str:
+    names = {"dict": "an object", "list": "a list", "str": "text", "int": "a number",
+             "float": "a number", "NoneType": "null"}  # fmt: skip
+    return " or ".join(dict.fromkeys(names.get(k.__name__, k.__name__) for k in kinds))
+
+
+def _kind(value: object) -> str:
+    return f"{type(value).__name__} {value!r:.60}"

@@ -123,8 +123,14 @@ def read_config(root: Path) -> dict[str, Any]:
 
 
 def check_format_version(path: Path, version: Any) -> None:
-    """A run file written by a newer biaslens (or without a version) is a clear error."""
-    if not isinstance(version, int) or version > FORMAT_VERSION:
+    """A run file written by a newer biaslens is a clear error, and so is one without a
+    version or with one no biaslens writes (a whole number from 1)."""
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise BiaslensError(
+            f"{path}: format_version {version!r} is not a biaslens run format (a whole number "
+            f"from 1; this biaslens writes {FORMAT_VERSION}): not a biaslens run file"
+        )
+    if version > FORMAT_VERSION:
         raise BiaslensError(
             f"{path}: run format {version!r} is newer than this biaslens understands "
             f"({FORMAT_VERSION}); upgrade biaslens"

@@ -17,8 +17,10 @@ regular, inlined upload), ``POST /api/validate-yaml`` (a card's header, accepted
 
 Errors carry the ``X-Error-Code`` header the client maps them by (``RepoNotFound``,
 ``RevisionNotFound``, ``EntryNotFound``, ``GatedRepo``). Faults for tests: a gated repo that needs
-a bearer token, transfers dropped after N bytes, stalled responses, 5xx answers. Every request is
-logged (method, path, ``Range``, whether a token came) for assertions; tokens themselves are not.
+a bearer token, transfers dropped after N bytes, stalled responses, 5xx answers, and a hostile
+server's answers (a commit sha, ETag or listed path that is a path outside the cache). Every
+request is logged (method, path, ``Range``, whether a token came) for assertions; tokens
+themselves are not.
 """
 
 from __future__ import annotations
@@ -74,6 +76,12 @@ class HubFaults:
     """Seconds every API answer waits before its first byte."""
     server_errors: int = 0
     """How many API calls are answered 503 before the server recovers."""
+    commit: str | None = None
+    """A hostile server: the commit sha every answer names (API ``sha``, ``X-Repo-Commit``)."""
+    etag: str | None = None
+    """A hostile server: the ``ETag`` of every file."""
+    listed: tuple[str, ...] = ()
+    """A hostile server: file paths listed beside the repo's own (``../../x``)."""
 
 
 def folder_files(folder: Path) -> dict[str, bytes]:
@@ -255,6 +263,8 @@ class _Handler(BaseHTTPRequestHandler):
         if found is None:
             return
         sha, files = found
+        sha = self.hub.faults.commit or sha
+        files = {**dict.fromkeys(self.hub.faults.listed, b"x"), **files}
         if kind == "tree":
             listing = [
                 {
@@ -294,8 +304,8 @@ class _Handler(BaseHTTPRequestHandler):
             status = 206
         body = data[start:]
         self.send_response(status)
-        self.send_header("X-Repo-Commit", sha)
-        self.send_header("ETag", f'"{hashlib.sha256(data).hexdigest()}"')
+        self.send_header("X-Repo-Commit", self.hub.faults.commit or sha)
+        self.send_header("ETag", f'"{self.hub.faults.etag or hashlib.sha256(data).hexdigest()}"')
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Accept-Ranges", "bytes")
         if status == 206:

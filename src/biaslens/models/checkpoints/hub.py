@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from biaslens.common.env import number_from_env
 from biaslens.errors import BiaslensError, quoted
+from biaslens.models.checkpoints import hub_answers
 
 RETRIES_ENV = "BIASLENS_HUB_RETRIES"
 BACKOFF_ENV = "BIASLENS_HUB_BACKOFF"
@@ -155,8 +157,10 @@ def fetch(
             f"unknown {what} {quoted(name)}: not a registered name (see `biaslens models list`), "
             "not a local folder, and not a hub model name (org/name)"
         )
+    hub_answers.check_revision(revision, label)
     if is_offline(offline):
         return _cached(repo_id, revision, label)
+    hub_answers.install()
     try:
         info = _with_retries(label, lambda: _model_info(repo_id, revision))
     except _Unreachable as unreachable:
@@ -166,18 +170,36 @@ def fetch(
             raise BiaslensError(str(unreachable)) from None
         print(f"note: {unreachable}; using the cached snapshot {folder.name}", file=sys.stderr)
         return folder
-    files = [sibling.rfilename for sibling in info.siblings or ()]
+    commit = hub_answers.check_commit(info.sha, label)
+    files = [hub_answers.check_repo_path(s.rfilename, label) for s in info.siblings or ()]
     ignore = _ignore_patterns(files, label)
     from huggingface_hub import snapshot_download
 
-    print(f"Fetching {label} at commit {info.sha[:12]} from the hub...", file=sys.stderr)
+    print(f"Fetching {label} at commit {commit[:12]} from the hub...", file=sys.stderr)
+    # The commit, not the revision: every file of one commit, and no second answer naming
+    # another (a branch moved meanwhile, or a server changing its story).
     folder = _with_retries(
         label,
         lambda: _progress_shown(
-            lambda: snapshot_download(repo_id, revision=revision, ignore_patterns=ignore)
+            lambda: snapshot_download(repo_id, revision=commit, ignore_patterns=ignore)
         ),
     )
+    if revision != commit:
+        _remember_revision(Path(folder), revision or "main", commit)
     return Path(folder)
+
+
+def _remember_revision(snapshot: Path, revision: str, commit: str) -> None:
+    """``refs/<revision>`` of the repo's cache folder names ``commit``, as huggingface_hub
+    writes it, so that the revision is found offline (``revision`` is checked: a ref name)."""
+    from biaslens.common.atomic import write_bytes
+
+    refs = snapshot.parent.parent / "refs"
+    target = refs / revision
+    if refs.resolve() not in target.resolve().parents:  # pragma: no cover - checked before
+        raise BiaslensError(f"revision {revision!r} is not a branch, tag or commit name")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_bytes(target, commit.encode())
 
 
 def _model_info(repo_id: str, revision: str | None):
@@ -226,8 +248,8 @@ class _Unreachable(BiaslensError):
 
 def _with_retries(label: str, call: Callable[[], _T]) -> _T:
     """``call()`` with hub errors turned into one line; transient ones retried with back-off."""
-    attempts = max(1, int(os.environ.get(RETRIES_ENV) or DEFAULT_RETRIES))
-    delay = float(os.environ.get(BACKOFF_ENV) or DEFAULT_BACKOFF)
+    attempts = number_from_env(RETRIES_ENV, DEFAULT_RETRIES, int, 1, 100, "a number of tries")
+    delay = number_from_env(BACKOFF_ENV, DEFAULT_BACKOFF, float, 0, 3600, "a number of seconds")
     for attempt in range(1, attempts + 1):
         try:
             return call()

@@ -112,8 +112,51 @@ def local_folder(name_or_path: str, revision: str | None = None, offline: bool =
     return hub.fetch(name_or_path, revision, offline=offline)
 
 
+def refuse_custom_code(folder: Path) -> None:
+    """A model whose config or tokenizer needs code from its own repository (an ``auto_map``
+    for a type transformers does not ship) is refused with one line naming the file that
+    would run: biaslens never runs a model repository's code (every load passes
+    ``trust_remote_code=False``, so transformers never asks either)."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    for name in ("config.json", "tokenizer_config.json"):
+        try:
+            data = json.loads((Path(folder) / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        auto_map = data.get("auto_map") if isinstance(data, dict) else None
+        if not isinstance(auto_map, dict) or not auto_map:
+            continue
+        model_type = json.loads((Path(folder) / "config.json").read_text()).get("model_type")
+        if name == "config.json" and model_type in CONFIG_MAPPING:
+            continue  # transformers' own class of this type loads it; the repo's code is unused
+        if name == "tokenizer_config.json" and not _needs_tokenizer_code(data):
+            continue
+        entry = next(iter(auto_map.values()))
+        entry = entry[0] if isinstance(entry, list) and entry else entry
+        module = str(entry).split("--")[-1].rsplit(".", 1)[0]
+        raise BiaslensError(
+            f"{folder}: its {name} asks to run the repository's own code ({module}.py, by "
+            "auto_map); biaslens never runs code from a model repository: use a model of a "
+            "type transformers ships"
+        )
+
+
+def _needs_tokenizer_code(tokenizer_config: dict) -> bool:
+    import transformers
+
+    name = str(tokenizer_config.get("tokenizer_class") or "")
+    return (
+        bool(name)
+        and not hasattr(transformers, name)
+        and not hasattr(transformers, name.removesuffix("Fast"))
+    )
+
+
 def load_or_refuse(what: str, folder: Path, load):
     """``load()``, with a file it cannot read turned into one line naming ``folder``."""
+    import pickle
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -121,6 +164,11 @@ def load_or_refuse(what: str, folder: Path, load):
     except (OSError, ValueError, RuntimeError, KeyError, TypeError) as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise BiaslensError(f"{folder}: cannot load the {what} ({message[:300]})") from None
+    except pickle.UnpicklingError:
+        raise BiaslensError(
+            f"{folder}: the {what} are a pickle holding more than tensors, which would run code "
+            "on loading; biaslens loads weights only (convert them to *.safetensors)"
+        ) from None
     except Exception as error:  # safetensors raises its own error type for damaged files
         if type(error).__name__ in ("SafetensorError", "HeaderTooLarge", "DeserializeError"):
             raise BiaslensError(
@@ -134,7 +182,11 @@ def load_tokenizer(folder: Path):
     """The tokenizer saved in ``folder``; a damaged or missing one is a one-line error."""
     from transformers import AutoTokenizer
 
-    return load_or_refuse("tokenizer", Path(folder), lambda: AutoTokenizer.from_pretrained(folder))
+    return load_or_refuse(
+        "tokenizer",
+        Path(folder),
+        lambda: AutoTokenizer.from_pretrained(folder, trust_remote_code=False),
+    )
 
 
 def locate_model(
@@ -158,8 +210,9 @@ def locate_model(
         ) from None
     if not (folder / "config.json").is_file():
         raise BiaslensError(f"{folder}: no config.json; not a transformers model folder")
+    refuse_custom_code(folder)
     model_config = load_or_refuse(
-        "model config", folder, lambda: AutoConfig.from_pretrained(folder)
+        "model config", folder, lambda: AutoConfig.from_pretrained(folder, trust_remote_code=False)
     )
     kind = detect_kind(model_config, model_kind)
     if not weight_files(folder):

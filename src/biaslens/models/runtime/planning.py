@@ -178,6 +178,10 @@ def planning_model(name: str, config: BackendConfig) -> PlanningLM:
     tokenizer = None
     if planned.tokenizer_folder is not None:
         tokenizer = load_tokenizer(planned.tokenizer_folder)
+        if config.chat and getattr(tokenizer, "chat_template", None):
+            from biaslens.models.runtime.tokenization import check_chat
+
+            check_chat(tokenizer, planned.kind, config, name)  # the run's verdict on --chat
     identity = ModelIdentity(
         name=name, kind=planned.kind, fingerprint="dry-run", backend=config.backend
     )

@@ -37,14 +37,27 @@ def chat_texts(tokenizer, texts: Sequence[str], system: str = "") -> list[str]:
     """Each text as a user message (after ``system``, if given) in the tokenizer's chat
     template, the assistant's turn opened: what a chat model reads before it answers."""
     before = [{"role": "system", "content": system}] if system else []
-    return [
-        tokenizer.apply_chat_template(
-            [*before, {"role": "user", "content": text}],
-            add_generation_prompt=True,
-            tokenize=False,
-        )
-        for text in texts
-    ]
+    try:
+        return [
+            tokenizer.apply_chat_template(
+                [*before, {"role": "user", "content": text}],
+                add_generation_prompt=True,
+                tokenize=False,
+            )
+            for text in texts
+        ]
+    except Exception as error:  # noqa: BLE001 - a template's own error (jinja2, its sandbox)
+        raise BiaslensError(template_refusal(tokenizer, error, bool(system))) from None
+
+
+def template_refusal(tokenizer, error: BaseException, system: bool) -> str:
+    """One line: which chat template refused, and what it said (a template that raises, such as
+    Gemma's on a system message, or one its sandbox stopped)."""
+    name = getattr(tokenizer, "name_or_path", "") or "the model"
+    said = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+    kind = type(error).__name__
+    hint = " (it may not take a system message: drop --system)" if system else ""
+    return f"{name}: its chat template refused the prompt{hint}: {kind}: {said}".rstrip(": ")
 
 
 def check_chat(tokenizer, kind, config, name: str) -> None:
@@ -69,6 +82,7 @@ def check_chat(tokenizer, kind, config, name: str) -> None:
             f"{name!r} has no chat template (no chat_template in its tokenizer files): --chat "
             "needs an instruct or chat model"
         )
+    chat_texts(tokenizer, ["A question."], config.system)  # a template that refuses: said now
 
 
 def chat_identity(config) -> tuple[tuple[str, str], ...]:

@@ -153,7 +153,9 @@ def load_parts(
     model, loading_info = load_or_refuse(
         "model weights",
         folder,
-        lambda: auto_class.from_pretrained(folder, dtype=dtype, output_loading_info=True),
+        lambda: auto_class.from_pretrained(
+            folder, dtype=dtype, output_loading_info=True, trust_remote_code=False
+        ),
     )
     unused = check_loaded_tensors(folder, model, model_config, loading_info, config)
     check_finite_weights(folder, model)

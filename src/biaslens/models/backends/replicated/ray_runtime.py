@@ -17,7 +17,7 @@ import subprocess
 import sys
 from contextlib import contextmanager
 
-from biaslens.common.env import seconds_from_env
+from biaslens.common.env import number_from_env, seconds_from_env
 from biaslens.errors import BiaslensError
 from biaslens.models.base import LM
 from biaslens.models.config import BackendConfig
@@ -60,7 +60,7 @@ def connect(address: str | None = None):
             probe(address)
             ray.init(address=address, **options)
         else:
-            megabytes = int(os.environ.get(OBJECT_STORE_ENV, "256"))
+            megabytes = number_from_env(OBJECT_STORE_ENV, 256, int, 75, what="a number of MiB")
             with _loopback_only():
                 ray.init(object_store_memory=megabytes * 1024**2, **options)
     except (ConnectionError, RuntimeError, ValueError, SystemExit) as error:

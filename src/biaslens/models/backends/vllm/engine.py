@@ -136,14 +136,16 @@ def load_vllm(
         local_folder,
         model_fingerprint,
         model_source,
+        refuse_custom_code,
         weights_sha256,
     )
 
     config = config or BackendConfig(backend="vllm")
     vllm, _ = _import_vllm()
     folder = local_folder(name_or_path, config.revision, config.offline)
+    refuse_custom_code(folder)
     try:
-        kind = detect_kind(AutoConfig.from_pretrained(folder))
+        kind = detect_kind(AutoConfig.from_pretrained(folder, trust_remote_code=False))
     except (OSError, ValueError) as error:
         raise BiaslensError(f"{folder}: cannot load the model config ({error})") from None
     if kind != ModelKind.CAUSAL:
@@ -156,11 +158,16 @@ def load_vllm(
     if config.chat:
         from transformers import AutoTokenizer
 
-        check_chat(AutoTokenizer.from_pretrained(folder), kind, config, name_or_path)
+        check_chat(
+            AutoTokenizer.from_pretrained(folder, trust_remote_code=False),
+            kind,
+            config,
+            name_or_path,
+        )
     device = "cpu" if config.device in ("cpu",) else config.device
     on_cpu = device == "cpu" or not _cuda_available()
     dtype = config.dtype if config.dtype != "auto" else ("float32" if on_cpu else "auto")
-    options = {"enforce_eager": on_cpu, **config.engine_options}
+    options = {"enforce_eager": on_cpu, **config.engine_options, "trust_remote_code": False}
     if config.batch_size != "auto":
         options.setdefault("max_num_seqs", int(config.batch_size))
     try:
