@@ -31,8 +31,9 @@ def flags_of(command: click.Command, path: str = "biaslens") -> dict[str, list[s
             + (" (switch)" if param.is_flag else "")
         )
     found[path] = sorted(shown)
-    for name, sub in sorted(getattr(command, "commands", {}).items()):
-        found.update(flags_of(sub, f"{path} {name}"))
+    if isinstance(command, click.Group):  # commands built when asked for count too
+        for name in sorted(command.list_commands(None)):
+            found.update(flags_of(command.get_command(None, name), f"{path} {name}"))
     return found
 
 

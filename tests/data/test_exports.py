@@ -24,10 +24,19 @@ def load(folder, fmt: str, cache) -> pd.DataFrame:
 
     if fmt == "hf":
         return datasets.load_from_disk(str(folder / "data")).to_pandas()
-    kind, name = ("parquet", "data.parquet") if fmt == "parquet" else ("json", "data.jsonl")
-    return datasets.load_dataset(
-        kind, data_files=str(folder / name), split="train", cache_dir=str(cache)
-    ).to_pandas()
+    kind, name = ("parquet", "train.parquet") if fmt == "parquet" else ("json", "train.jsonl")
+    ways = [  # every usual way of loading a folder laid out as a hub dataset repo
+        dict(path=kind, data_files=str(folder / "data" / name)),
+        dict(path=kind, data_dir=str(folder)),
+        dict(path=str(folder)),
+    ]
+    frames = [
+        datasets.load_dataset(**way, split="train", cache_dir=str(cache / str(i))).to_pandas()
+        for i, way in enumerate(ways)
+    ]
+    for frame in frames[1:]:
+        pd.testing.assert_frame_equal(frame, frames[0])
+    return frames[0]
 
 
 def comparable(frame: pd.DataFrame) -> list[dict]:
@@ -64,13 +73,15 @@ def test_a_set_reads_back_as_the_rows_a_run_uses(name, fmt, tmp_path):
 def test_the_exported_rows_are_the_builders_in_order(tmp_path):
     """What a run reads: MGC from its template, a LEI split as read_split gives it."""
     export_set(exports.exportable("mgc"), tmp_path / "mgc", "jsonl")
-    lines = (tmp_path / "mgc" / "data.jsonl").read_text().splitlines()
+    lines = (tmp_path / "mgc" / "data" / "train.jsonl").read_text().splitlines()
     first = json.loads(lines[0])
     assert len(lines) == 3000 and first["sentence"] == "In 1801, [MASK] was a child."
     assert [json.loads(line)["id"] for line in lines] == list(mgc.build_mgc()["id"])
     export_set(exports.exportable("lei-religion-train_64"), tmp_path / "lei", "parquet", DATA)
     split = lei.read_split(lei.split_path("religion/train_64", DATA / "lei"))
-    assert list(pd.read_parquet(tmp_path / "lei" / "data.parquet")["key"]) == list(split["key"])
+    assert list(pd.read_parquet(tmp_path / "lei" / "data" / "train.parquet")["key"]) == list(
+        split["key"]
+    )
 
 
 def test_bad_requests_are_one_line(tmp_path):
@@ -101,10 +112,12 @@ def test_an_interrupted_export_leaves_nothing_that_loads(tmp_path, monkeypatch):
         export_set(failing, tmp_path / "new")
     assert list(tmp_path.iterdir()) == []  # neither the set nor its staging folder
     export_set(entry, tmp_path / "old")
-    before = (tmp_path / "old" / "data.parquet").read_bytes()
+    before = (tmp_path / "old" / "data" / "train.parquet").read_bytes()
     with pytest.raises(KeyboardInterrupt):
         export_set(failing, tmp_path / "old", overwrite=True)
-    assert (tmp_path / "old" / "data.parquet").read_bytes() == before  # the finished set stays
+    assert (
+        tmp_path / "old" / "data" / "train.parquet"
+    ).read_bytes() == before  # the finished set stays
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old"]
 
 

@@ -72,7 +72,8 @@ def test_the_largest_seed_runs(tiny_models, tmp_path):
         ({"lam": 1e31}, "λ must be <= 1e\\+30"),
         ({"lam": float("inf")}, "λ must be <= 1e\\+30"),
         ({"lam": float("nan")}, "λ must be >= 0"),
-        ({"lam": 5.0, "do_sample": True, "temperature": 1e-7}, "temperature must be .* >= 1e-06"),
+        ({"lam": 5.0, "do_sample": True, "temperature": 1e-7}, "temperature must be .* from 1e-06"),
+        ({"lam": 5.0, "do_sample": True, "temperature": 1e308}, "temperature .* to 1e\\+06"),
         ({"lam": 5.0, "seed": -1}, "seed must be an integer from 0 to 2\\*\\*32 - 1"),
     ],
 )
@@ -91,6 +92,12 @@ def test_the_extremes_in_range_sample_without_overflow(tiny_backends):
     greedy = ContrastiveGenerateRequest("In 1901, she", "In 1901, he", lam=1e30, max_new_tokens=3)
     sampled, argmax = tiny_backends["llama"].contrastive_generate([request, greedy])
     assert sampled.text == argmax.text  # at T = 1e-6 a draw is the arg-max
+    hottest = ContrastiveGenerateRequest(
+        "In 1901, she", "In 1901, he", lam=1e30, max_new_tokens=3, do_sample=True,
+        temperature=1e6, seed=1,
+    )  # fmt: skip
+    [drawn] = tiny_backends["llama"].contrastive_generate([hottest])  # no inf/NaN in the draw
+    assert drawn.text
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ run folder's. A new method needs no edit here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -44,16 +45,26 @@ class RunGroup(click.Group):
 
 
 class RootGroup(click.Group):
-    """The ``biaslens`` group: its own commands, and the methods' shortcuts (``biaslens
-    cid``), a built-in's found without importing any plug-in."""
+    """The ``biaslens`` group: its own commands, those built when asked for (:meth:`add_lazy`:
+    a command whose options come from the backends, plug-ins' included), and the methods'
+    shortcuts (``biaslens cid``), a built-in's found without importing any plug-in."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy: dict[str, Callable[[], click.Command]] = {}
+
+    def add_lazy(self, name: str, build: Callable[[], click.Command]) -> None:
+        self.lazy[name] = build
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         from biaslens.framework.registry import methods
 
         shortcuts = {spec.shortcut for spec in methods().values() if spec.shortcut}
-        return sorted(set(self.commands) | shortcuts)
+        return sorted(set(self.commands) | set(self.lazy) | shortcuts)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy and name not in self.commands:
+            self.add_command(self.lazy[name]())
         if name in self.commands:
             return self.commands[name]
         from biaslens.framework.registry import built_in_methods, methods

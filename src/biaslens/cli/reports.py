@@ -5,8 +5,6 @@ from __future__ import annotations
 import ipaddress
 from pathlib import Path
 
-import click
-
 from biaslens.cli.backends import backend_config, backend_params
 from biaslens.cli.params import command, declared_command, to_click
 from biaslens.cli.render import console, print_warning
@@ -134,7 +132,9 @@ def app(**values) -> None:
     uvicorn.run(create_app(lm, host=host, port=port), host=host, port=port, log_level="warning")
 
 
-def register(root: click.Group) -> None:
+def register(root) -> None:
     root.add_command(report)
     root.add_command(compare)
-    root.add_command(command("app", app, [*(to_click(o) for o in APP_OPTIONS), *backend_params()]))
+    root.add_lazy(  # its backend options include the plug-ins': built when asked for
+        "app", lambda: command("app", app, [*(to_click(o) for o in APP_OPTIONS), *backend_params()])
+    )

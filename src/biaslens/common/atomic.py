@@ -13,6 +13,7 @@ import io
 import json
 import math
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -67,14 +68,26 @@ def atomic_file(path: Path) -> Iterator[io.BufferedWriter]:
             os.unlink(tmp)
         if write_failure(error):
             raise BiaslensError(
-                f"cannot write {path}: {error.strerror}; nothing was replaced (free disk space, "
-                "then run the same command again)"
+                f"cannot write {path}: {error.strerror}; nothing was replaced "
+                f"({write_remedy(error.errno)}, then run the same command again)"
             ) from None
         raise
 
 
-WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
-"""A full disk or quota, a file size limit, a read-only or failing file system."""
+WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO, errno.EACCES,
+                errno.EPERM}  # fmt: skip
+"""A full disk or quota, a file size limit, a read-only, forbidden or failing file system."""
+
+
+def write_remedy(code: int | None) -> str:
+    """What to do about a write the file system refused with ``errno`` ``code``."""
+    if code in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return "the folder is read-only or not writable by you: make it writable or use another"
+    if code == errno.EFBIG:
+        return "the file system's file size limit was reached: use another folder"
+    if code == errno.EIO:
+        return "the disk failed to write: check or repair the file system"
+    return "free disk space"
 
 
 def write_failure(error: BaseException) -> bool:
@@ -196,3 +209,28 @@ def write_figure(path: Path, figure) -> None:
 def json_records(table) -> list[dict[str, Any]]:
     """A table's rows as JSON-safe dicts (NaN and ±inf become null)."""
     return json_safe(table.to_dict(orient="records"))
+
+
+def staging_folder(folder: Path) -> Path:
+    """An empty folder beside ``folder`` to build its new contents in (for
+    :func:`replace_folder`)."""
+    staging = folder.parent / f".{folder.name}.partial-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    return staging
+
+
+def replace_folder(staging: Path, folder: Path) -> None:
+    """Put the finished ``staging`` folder at ``folder``: an old ``folder`` is moved aside
+    first and deleted only once the new one is in place (a failure before leaves it as it
+    was)."""
+    old = folder.parent / f".{folder.name}.old-{os.getpid()}"
+    if folder.exists():
+        folder.rename(old)
+    try:
+        staging.rename(folder)
+    except BaseException:
+        if old.exists() and not folder.exists():
+            old.rename(folder)
+        raise
+    shutil.rmtree(old, ignore_errors=True)

@@ -6,6 +6,10 @@ MAX_LAMBDA = 1e30
 temperature, and p̃ is the arg-max of Δ at float precision long before it."""
 MIN_TEMPERATURE = 1e-6
 """The smallest sampling temperature (below it, sampling is greedy decoding)."""
+MAX_TEMPERATURE = 1e6
+"""The largest sampling temperature: beyond it sampling is uniform over the top-K tokens at
+float precision, and a larger one overflows float32 (1e308 is ``inf`` there, and ``-inf / inf``
+is NaN in the sampling distribution)."""
 
 
 def lambda_problem(value: object) -> str | None:
@@ -25,10 +29,11 @@ def temperature_problem(value: object) -> str | None:
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
-        or not MIN_TEMPERATURE <= value < float("inf")
+        or not MIN_TEMPERATURE <= value <= MAX_TEMPERATURE
     ):
         return (
-            f"temperature must be a finite number >= {MIN_TEMPERATURE:g} (below, sampling is "
-            f"greedy decoding), got {value!r}"
+            f"temperature must be a number from {MIN_TEMPERATURE:g} (below, sampling is greedy "
+            f"decoding) to {MAX_TEMPERATURE:g} (above, it is uniform over the top-K), got "
+            f"{value!r}"
         )
     return None

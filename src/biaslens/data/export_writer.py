@@ -1,17 +1,18 @@
 """Writing a probe set (:mod:`biaslens.data.exports`) or a run's samples where others load them.
 
-A set becomes a folder with its data (``data.parquet``, ``data.jsonl``, or a
-``datasets.save_to_disk`` folder), a dataset card (``README.md``, with the YAML header the
-Hugging Face hub reads) and ``biaslens.json`` (rows, columns, sha256, biaslens version). The
-folder is built beside its destination and renamed into place only when complete, so an
-interrupted export never leaves a set that loads half-written; an existing folder with
-anything in it is replaced only on request.
+A set becomes a folder laid out as a dataset repo on the Hugging Face hub is: its data under
+``data/`` (``data/train.parquet``, ``data/train.jsonl``, or a ``datasets.save_to_disk`` folder
+``data/``), a dataset card (``README.md``, with the YAML header the hub reads) and
+``biaslens.json`` (rows, columns, sha256, biaslens version), so that every usual way of loading
+it works: ``load_dataset(FOLDER)``, ``load_dataset("parquet", data_dir=FOLDER)``,
+``data_files=FOLDER/data/train.parquet``. The folder is built beside its destination and
+renamed into place only when complete, so an interrupted export never leaves a set that loads
+half-written, and an old set (replaced only on request) goes only once the new one is whole.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,11 +129,10 @@ def export_set(
     folder = Path(folder)
     check_destination(folder, overwrite)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = folder.parent / f".{folder.name}.partial-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
+    staging = atomic.staging_folder(folder)
     try:
-        parquet = staging / "data.parquet"
+        (staging / "data").mkdir()
+        parquet = staging / "data" / "train.parquet"
         with atomic.append_parquet(parquet) as appender:
             columns: list[str] = []
             for chunk in entry.chunks(data_dir):
@@ -140,38 +140,32 @@ def export_set(
                 appender.write(chunk)
             rows = appender.rows
         if fmt == "jsonl":
-            _write_jsonl(parquet, staging / "data.jsonl")
+            _write_jsonl(parquet, staging / "data" / "train.jsonl")
             parquet.unlink()
-            data = staging / "data.jsonl"
+            data = staging / "data" / "train.jsonl"
         elif fmt == "hf":
-            data = _write_hf(parquet, staging)
-            parquet.unlink()
+            moved = parquet.rename(staging / "train.parquet")
+            (staging / "data").rmdir()
+            data = _write_hf(moved, staging)
+            moved.unlink()
         else:
             data = parquet
         sha256 = _sha256(data)
         (staging / "README.md").write_text(
-            card(entry, data.name, fmt, rows, columns, sha256), encoding="utf-8"
+            card(entry, data.relative_to(staging).as_posix(), fmt, rows, columns, sha256),
+            encoding="utf-8",
         )
         atomic.write_json(
             staging / "biaslens.json",
             {"name": entry.name, "format": fmt, "rows": rows, "columns": columns,
-             "data": data.name, "sha256": sha256, "biaslens_version": __version__,
-             "source": entry.source, "license": entry.license},
+             "data": data.relative_to(staging).as_posix(), "sha256": sha256,
+             "biaslens_version": __version__, "source": entry.source, "license": entry.license},
         )  # fmt: skip
-        _replace(staging, folder)
+        atomic.replace_folder(staging, folder)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return ExportedSet(folder, rows, columns, sha256)
-
-
-def _replace(staging: Path, folder: Path) -> None:
-    """Put the finished ``staging`` folder at ``folder`` (an old one goes only after)."""
-    old = folder.parent / f".{folder.name}.old-{os.getpid()}"
-    if folder.exists():
-        folder.rename(old)
-    staging.rename(folder)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def push_to_hub(folder: Path | str, repo_id: str, private: bool = False) -> str:

@@ -36,11 +36,11 @@ def setting_keywords(spec) -> set[str]:
     return known
 
 
-def keywords_from_names(spec, values: dict[str, Any], also: set[str] = frozenset()) -> dict:
+def keywords_from_names(spec, values: dict[str, Any], also=frozenset()) -> dict:
     """``values`` by settings keyword: a keyword stays, a CLI name becomes its option's keyword
     (a single value of a several-valued option becomes a one-item tuple, a switch its setting);
     any other name is refused with the nearest names (``also``: other names the caller knows,
-    offered as suggestions)."""
+    offered as suggestions, or a function giving them: read only for a refusal)."""
     keywords = setting_keywords(spec)
     by_flag = {
         name: option
@@ -56,7 +56,8 @@ def keywords_from_names(spec, values: dict[str, Any], also: set[str] = frozenset
             continue
         option = by_flag.get(name)
         if option is None:
-            raise unknown_setting(spec, name, keywords | set(by_flag) | set(also))
+            known = also() if callable(also) else also
+            raise unknown_setting(spec, name, keywords | set(by_flag) | set(known))
         if option.sets is not None:
             if value:
                 result.setdefault(option.keyword, option.sets)

@@ -22,7 +22,7 @@ from biaslens.framework.spec import (  # noqa: F401 - the names a method module 
     MethodSpec,
     RunContext,
 )
-from biaslens.models.config import BackendConfig
+from biaslens.models.registry import built_in_keywords
 
 BUILT_IN = "biaslens.methods"
 """The package whose modules are the built-in methods (each registers its own)."""
@@ -36,7 +36,7 @@ def register(spec: MethodSpec) -> MethodSpec:
     backend's batch size and leave the method's setting at its default without a word)."""
     if spec.name in _METHODS and _METHODS[spec.name] is not spec:
         raise ValueError(f"method {spec.name!r} registered twice")
-    collisions = sorted(set(spec.settings.model_fields) & BackendConfig.keywords())
+    collisions = sorted(set(spec.settings.model_fields) & built_in_keywords())
     if collisions:
         raise ValueError(
             f"method {spec.name!r}: setting(s) {collisions} share their name with backend "
@@ -87,6 +87,11 @@ def methods() -> dict[str, MethodSpec]:
         except ValueError as error:
             plugins.refuse(plugins.METHODS, name, str(error))
     return {**built_in, **{n: s for n, s in sorted(_METHODS.items()) if n not in built_in}}
+
+
+def find_method(name: str) -> MethodSpec | None:
+    """The method called ``name`` (a built-in one without importing any plug-in), or None."""
+    return built_in_methods().get(name) or methods().get(name)
 
 
 def get_method(name: str) -> MethodSpec:

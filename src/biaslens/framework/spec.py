@@ -160,7 +160,7 @@ class MethodSpec:
         (and the model's ``details``) are given; otherwise they are chosen once the model is
         loaded (:meth:`for_model`)."""
         values = {k: v for k, v in values.items() if v is not None}
-        values = keywords_from_names(self, values, BackendConfig.keywords())
+        values = keywords_from_names(self, values, BackendConfig.keywords)
         preset_values = self._preset(preset)
         merged = {k: v for k, v in preset_values.items() if not isinstance(v, ByModel)}
         merged.update(values)

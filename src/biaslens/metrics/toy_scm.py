@@ -15,6 +15,18 @@ def selection_probability(alpha: float) -> float:
     return float(stats.norm.sf(2 * alpha / scale))
 
 
+MIN_FOR_CORRELATION = 3
+"""Fewer selected units give no correlation (two points always lie on a line)."""
+
+
+def pearson(x: pd.Series, y: pd.Series) -> float:
+    """Pearson's r; NaN (without numpy's warnings) for fewer than
+    :data:`MIN_FOR_CORRELATION` points or a constant variable."""
+    if len(x) < MIN_FOR_CORRELATION or x.nunique() < 2 or y.nunique() < 2:
+        return float("nan")
+    return float(np.corrcoef(x, y)[0, 1])
+
+
 def toy_summary(sample: pd.DataFrame) -> dict[str, float]:
     """Selected fraction and Pearson correlations of W–G and X–Y, before and after selection."""
     selected = sample[sample["S"]]
@@ -22,8 +34,18 @@ def toy_summary(sample: pd.DataFrame) -> dict[str, float]:
         "n": int(len(sample)),
         "selected": int(len(selected)),
         "selected_fraction": float(sample["S"].mean()),
-        "corr_WG_all": float(np.corrcoef(sample["W"], sample["G"])[0, 1]),
-        "corr_WG_selected": float(np.corrcoef(selected["W"], selected["G"])[0, 1]),
-        "corr_XY_all": float(np.corrcoef(sample["X"], sample["Y"])[0, 1]),
-        "corr_XY_selected": float(np.corrcoef(selected["X"], selected["Y"])[0, 1]),
+        "corr_WG_all": pearson(sample["W"], sample["G"]),
+        "corr_WG_selected": pearson(selected["W"], selected["G"]),
+        "corr_XY_all": pearson(sample["X"], sample["Y"]),
+        "corr_XY_selected": pearson(selected["X"], selected["Y"]),
     }
+
+
+def too_few_selected(task: str, summary: dict) -> str | None:
+    """A note where selection kept too few units for the selected correlations."""
+    if summary["selected"] >= MIN_FOR_CORRELATION:
+        return None
+    return (
+        f"{task}: selection kept {summary['selected']} of {summary['n']} units, too few for a "
+        f"correlation after selection (it needs {MIN_FOR_CORRELATION}); raise --n"
+    )

@@ -278,6 +278,19 @@ def options_of(backend: RegisteredBackend) -> tuple[BackendOption, ...]:
     return tuple({o.keyword: o for o in taken}.values())
 
 
+def known_backends() -> tuple[RegisteredBackend, ...]:
+    """The backends found so far: the built-in ones, and the plug-ins' once something needed
+    them (this imports no plug-in)."""
+    found = _FOUND[1]
+    return tuple(found.found.values()) if found is not None else _built_in()
+
+
+def built_in_keywords() -> set[str]:
+    """The keywords of the built-in backends' options (``backend`` too), read without
+    importing any plug-in."""
+    return {"backend", *_options({b.name: b for b in _built_in()})}
+
+
 def declared_options() -> dict[str, tuple[BackendOption, tuple[str, ...]]]:
     """Every backend option, by keyword, with the backends that take it (every backend's and
     the wrappers' are taken by all). Several backends that take one option share its

@@ -12,6 +12,7 @@ import pandas as pd  # noqa: E402
 
 from biaslens.data.pronouns import GENDERS  # noqa: E402
 from biaslens.metrics.sib import confidence_band, r2_text  # noqa: E402
+from biaslens.metrics.toy_scm import pearson  # noqa: E402
 
 GENDER_COLORS = {"female": "tab:red", "male": "tab:blue", "neutral": "tab:gray"}
 
@@ -67,13 +68,14 @@ def toy_scm_figure(samples: pd.DataFrame, max_points: int = 4000):
         data = samples[samples["task"] == task]
         for ax, (x, y, selected) in zip(row, panels, strict=True):
             part = data[data["S"]] if selected else data
-            r = np.corrcoef(part[x], part[y])[0, 1]
+            r = pearson(part[x], part[y])
             shown = part.iloc[:max_points]
             ax.scatter(
                 shown[x], shown[y], s=3, alpha=0.4, color="tab:orange" if selected else "tab:blue"
             )
             which = "selected (S=1)" if selected else "all"
-            ax.set_title(f"{task}: {x} vs {y}, {which}\nr = {r:+.2f}", fontsize=9)
+            said = f"r = {r:+.2f}" if r == r else f"r: none ({len(part)} points)"
+            ax.set_title(f"{task}: {x} vs {y}, {which}\n{said}", fontsize=9)
             ax.set_xlabel(x)
             ax.set_ylabel(y)
             ax.grid(alpha=0.3)

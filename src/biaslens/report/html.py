@@ -177,10 +177,10 @@ def _reading(view: RunView) -> dict:
     """The run's headline values in words: each metric's meaning, a table of values with their
     intervals and n, and the warnings the terminal prints (few units, no bias inside)."""
     from biaslens.framework.estimates import interval_notes, meanings
-    from biaslens.framework.registry import methods
+    from biaslens.framework.registry import find_method
 
     estimates = [e for e in view.summary.get("estimates") or [] if isinstance(e, dict)]
-    spec = methods().get(view.method)
+    spec = find_method(view.method)
     if not estimates:
         return {"meanings": [], "table": None, "notes": []}
     rows = []

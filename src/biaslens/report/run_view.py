@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from biaslens.framework.registry import methods
+from biaslens.framework.registry import find_method
 from biaslens.store.result import RunResult
 
 REPORT_SAMPLE_ROWS = 50_000
@@ -64,7 +64,7 @@ def load_run(root: Path | str) -> RunView:
     """The run in ``root`` with its headline tables (most important first) and samples."""
     result = RunResult.load(root)
     view = RunView(result)
-    spec = methods().get(result.method)
+    spec = find_method(result.method)
     for headline in spec.headlines if spec else ():
         if headline.table in result.tables:
             view.tables[headline.table] = (

@@ -103,7 +103,8 @@ def run_settings(
         # the run records the model that answers, not the settings' default name
         settings = settings.model_copy(update={"model": lm.identity.name})
         backend = loaded_backend_config(lm, backend)
-    backend = backend or BackendConfig()
+    if spec.needs_model:  # a method without a model has no backend (and imports no plug-in)
+        backend = backend or BackendConfig()
     progress = progress or NoProgress()
     if output is not None:
         check_output_method(Path(output), spec.name)

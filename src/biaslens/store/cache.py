@@ -101,9 +101,17 @@ def failure(path: Path, error: sqlite3.Error) -> BiaslensError:
             f"{path}: the request cache is damaged ({error}); rerun the same command: the file "
             "is then moved aside and a new one started"
         )
+    code = (getattr(error, "sqlite_errorcode", None) or 0) & 0xFF
+    read_only = code in (8, 14) or "readonly" in str(error) or "unable to open" in str(error)
+    remedy = (
+        "the cache folder is read-only or not writable by you: make it writable, or point "
+        f"--cache-dir or {REQUEST_CACHE_ENV} elsewhere (or --no-cache)"
+        if read_only
+        else "free disk space (or repair the file system)"
+    )
     return BiaslensError(
-        f"{path}: cannot use the request cache ({error}); the answers it holds are kept: free "
-        "disk space (or repair the file system), then rerun the same command to resume"
+        f"{path}: cannot use the request cache ({error}); the answers it holds are kept: "
+        f"{remedy}, then rerun the same command to resume"
     )
 
 

@@ -24,7 +24,7 @@ PACKAGES = (
 
 def package_versions() -> dict[str, str | None]:
     """Python, :data:`PACKAGES` and the packages the backends declare (those installed)."""
-    from biaslens.models.registry import backends, wrappers
+    from biaslens.models.registry import known_backends
 
     versions: dict[str, str | None] = {"python": platform.python_version()}
     for name in PACKAGES:
@@ -32,7 +32,7 @@ def package_versions() -> dict[str, str | None]:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
-    declared = [p for b in (*backends().values(), *wrappers()) for p in b.packages]
+    declared = [p for b in known_backends() for p in b.packages]  # those of the run's too
     for name in dict.fromkeys(declared):
         if name not in versions:
             try:

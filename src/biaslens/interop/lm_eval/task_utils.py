@@ -5,9 +5,16 @@ source text lm-eval imports from the task folder, written there as it is."""
 
 LOAD = '''import json
 import math
+import sys
 from pathlib import Path
 
 import datasets
+
+
+def cannot(metric, why):
+    """NaN for a metric these docs cannot give, and one line on stderr saying why."""
+    print(f"biaslens: {metric} cannot be computed: {why}", file=sys.stderr)
+    return float("nan")
 
 
 def load_data(**_kwargs):
@@ -55,6 +62,9 @@ def slope(items):
     for w, value in items:
         by_w.setdefault(w, []).append(100.0 * value)
     x = sorted(by_w)
+    if len(x) < 2:
+        return cannot("the slope", f"the docs scored hold {len(x)} W value(s) and a slope "
+                      "needs 2 or more (a larger --limit)")
     y = [sum(by_w[w]) / len(by_w[w]) for w in x]
     mx, my = sum(x) / len(x), sum(y) / len(y)
     sxx = sum((a - mx) ** 2 for a in x)
@@ -95,12 +105,18 @@ def _verdicts(items):
 
 def tpr(items):
     flags = [flagged for well, flagged in _verdicts(items) if not well]
-    return sum(flags) / len(flags) if flags else float("nan")
+    if not flags:
+        return cannot("TPR", "no under-specified sentence with pronoun mass at both dates "
+                      "among the docs scored (a larger --limit)")
+    return sum(flags) / len(flags)
 
 
 def tnr(items):
     flags = [flagged for well, flagged in _verdicts(items) if well]
-    return sum(not f for f in flags) / len(flags) if flags else float("nan")
+    if not flags:
+        return cannot("TNR", "no well-specified sentence with pronoun mass at both dates "
+                      "among the docs scored (a larger --limit)")
+    return sum(not f for f in flags) / len(flags)
 '''
 )
 
@@ -125,22 +141,29 @@ def process_results(doc, results):
     return {f"{metric}_{doc['set']}": item for metric in ("mu", "eta", "theta4")}
 
 
-def _summary(items):
+def _metric(items, name):
     import pandas as pd
+    from biaslens.errors import BiaslensError
     from biaslens.metrics.unqover import model_summary
 
-    return model_summary(pd.DataFrame(items), within=("intervention_id",)).iloc[0]
+    try:
+        value = float(model_summary(pd.DataFrame(items), within=("intervention_id",)).iloc[0][name])
+    except (BiaslensError, KeyError, ValueError, IndexError) as error:
+        return cannot(name, f"{type(error).__name__}: {str(error)[:200]}")
+    if math.isnan(value):
+        return cannot(name, "no question of these docs has both its forms scored (a larger --limit)")
+    return value
 
 
 def mu(items):
-    return float(_summary(items)["mu"])
+    return _metric(items, "mu")
 
 
 def eta(items):
-    return float(_summary(items)["eta"])
+    return _metric(items, "eta")
 
 
 def theta4(items):
-    return float(_summary(items)["theta4"])
+    return _metric(items, "theta4")
 '''
 )

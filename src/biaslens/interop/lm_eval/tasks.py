@@ -47,6 +47,7 @@ def mgc_task(folder: Path, limit: int | None, prompt: str, w_kind: str, seed: in
         raise BiaslensError(f"unknown prompt {prompt!r}; choose from {', '.join(mgc.PROMPTS)}")
     settings = make_settings(w_kinds=(w_kind,), limit=limit, seed=seed, prompts=(prompt,))
     _, rows = build_rows(settings, (prompt,))
+    rows = spanning_order(rows)
     name = "biaslens_mgc"
     task = _task_folder(folder, name, rows, lm_eval_utils.MGC,
                         ("id", "prompt", "w_kind", "w", "w_index", "input"))  # fmt: skip
@@ -58,6 +59,34 @@ def mgc_task(folder: Path, limit: int | None, prompt: str, w_kind: str, seed: in
                 f"{limit}): exact pronoun masses of a causal LM; slopes in pp per W step.",
                 metrics)  # fmt: skip
     return task
+
+
+def spanning_order(rows):
+    """MGC rows in rounds, each round one input at every W value, the W values of a round in
+    an order that spreads them over the range (the two ends first, then halves, quarters…):
+    ``lm_eval --limit N``, which keeps the first N docs, then keeps inputs at many W values
+    (the slope needs two at least), not all at the first one."""
+    rows = rows.reset_index(drop=True)
+    values = sorted(rows["w_index"].unique())
+    spread = {w: rank for rank, w in enumerate(_spread(values))}
+    round_ = rows.groupby("w_index").cumcount()
+    order = sorted(rows.index, key=lambda i: (round_[i], spread[rows.at[i, "w_index"]]))
+    return rows.loc[order].reset_index(drop=True)
+
+
+def _spread(values: list) -> list:
+    """``values`` with the ends first, then the middles of the gaps left, recursively."""
+    if len(values) <= 2:
+        return list(values)
+    chosen, gaps = [values[0], values[-1]], [(0, len(values) - 1)]
+    while gaps:
+        low, high = gaps.pop(0)
+        if high - low < 2:
+            continue
+        middle = (low + high) // 2
+        chosen.append(values[middle])
+        gaps += [(low, middle), (middle, high)]
+    return chosen
 
 
 def detect_task(folder: Path, limit: int | None, data_dir: Path | None) -> Path:
@@ -181,14 +210,21 @@ def export_tasks(
             f"request types); tasks exist for: {', '.join(EXPORTERS)}"
         )
     folder = Path(folder)
-    if folder.is_dir() and any(folder.iterdir()):
-        if not overwrite:
-            raise BiaslensError(f"{folder} exists and is not empty: pass --overwrite to replace it")
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    if folder.exists() and not folder.is_dir():
+        raise BiaslensError(f"{folder} is a file, not a folder")
+    if folder.is_dir() and any(folder.iterdir()) and not overwrite:
+        raise BiaslensError(f"{folder} exists and is not empty: pass --overwrite to replace it")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = atomic.staging_folder(folder)  # an old export stays until the new one is whole
     makers = {
-        "sib-mgc": lambda: mgc_task(folder, limit, prompt, w_kind),
-        "sib-detect": lambda: detect_task(folder, limit, data_dir),
-        "lei-eval": lambda: lei_task(folder, limit, domain, data_dir),
+        "sib-mgc": lambda: mgc_task(staging, limit, prompt, w_kind),
+        "sib-detect": lambda: detect_task(staging, limit, data_dir),
+        "lei-eval": lambda: lei_task(staging, limit, domain, data_dir),
     }
-    return [makers[method]() for method in methods]
+    try:
+        tasks = [makers[method]().name for method in methods]
+        atomic.replace_folder(staging, folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return [folder / name for name in tasks]

@@ -15,6 +15,7 @@ import hashlib
 import pandas as pd
 from pydantic import Field, field_validator
 
+from biaslens.common.decoding_limits import MAX_TEMPERATURE, MIN_TEMPERATURE
 from biaslens.common.seeds import MAX_SEED, Seed
 from biaslens.framework import options as O
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
@@ -36,7 +37,7 @@ class PairSettings(MethodSettings):
     decoding: DecodingSettings = DecodingSettings()
     one_way: bool = Field(default=False, description="only CID(x; x')")
     sample: bool = Field(default=False, description="sample from p̃ instead of greedy")
-    temperature: float = Field(default=1.0, gt=0)
+    temperature: float = Field(default=1.0, ge=MIN_TEMPERATURE, le=MAX_TEMPERATURE)
     seed: Seed = 0
 
     @field_validator("x", "x_prime")
@@ -95,7 +96,13 @@ OPTIONS = (
     O.Option("stop", help="Stop strings.", multiple=True, commas=False),
     O.Option("one_way", help="Only CID(x; x'), not CID(x'; x).", type=bool),
     O.Option("sample", help="Sample from p̃ instead of greedy.", type=bool),
-    O.Option("temperature", help="Sampling temperature.", type=float, minimum=1e-6),
+    O.Option(
+        "temperature",
+        help="Sampling temperature.",
+        type=float,
+        minimum=MIN_TEMPERATURE,
+        maximum=MAX_TEMPERATURE,
+    ),  # fmt: skip
     O.Option("seed", help="Sampling seed.", type=int, minimum=0, maximum=MAX_SEED),
 )
 

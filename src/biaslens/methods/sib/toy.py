@@ -15,7 +15,7 @@ from biaslens.framework import options as O
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.framework.settings import MethodSettings, validated
 from biaslens.methods.sib.outputs import TOY as SIB_FILES_TOY
-from biaslens.metrics.toy_scm import selection_probability, toy_summary
+from biaslens.metrics.toy_scm import selection_probability, too_few_selected, toy_summary
 
 METHOD = "sib-toy"
 GAMMAS = {"well-specified": 1.0, "unspecified": 0.0}
@@ -34,13 +34,15 @@ def make_settings(**values) -> ToySettings:
 def run(ctx: RunContext, settings: ToySettings) -> MethodOutput:
     from biaslens.plots.sib import toy_scm_figure
 
-    samples, rows = [], []
+    samples, rows, notes = [], [], []
     for offset, (task, gamma) in enumerate(GAMMAS.items()):
         sample = sample_toy_scm(settings.n, gamma, settings.alpha, settings.seed + offset)
         sample.insert(0, "task", task)
         sample.insert(1, "gamma", gamma)
         samples.append(sample)
-        rows.append({"task": task, "gamma": gamma, **toy_summary(sample)})
+        summary = toy_summary(sample)
+        rows.append({"task": task, "gamma": gamma, **summary})
+        notes += [note for note in [too_few_selected(task, summary)] if note]
     table = pd.DataFrame(rows)
     all_samples = pd.concat(samples, ignore_index=True)
     return MethodOutput(
@@ -51,6 +53,7 @@ def run(ctx: RunContext, settings: ToySettings) -> MethodOutput:
         tables={"toy_summary": table},
         samples={"samples": all_samples},
         figures={"toy_scm": toy_scm_figure(all_samples)},
+        notes=notes,
     )
 
 
