@@ -118,3 +118,14 @@ def test_simplified_file_errors(tmp_path):
     bad.write_text("occupation\ttemplate\texcluded_because\nchef\tThe $OCCUPATION said so.\t\n")
     with pytest.raises(BiaslensError, match="exactly one pronoun slot"):
         winogender.load_simplified_templates(bad)
+
+
+def test_a_download_without_the_network_says_what_works_offline(tmp_path):
+    """Port 9 on the loopback answers nothing: a machine without the internet, as seen by
+    urllib (no test reaches a network)."""
+    with pytest.raises(BiaslensError) as error:
+        sources.download("winogender", tmp_path, base_url="http://127.0.0.1:9/")
+    message = str(error.value)
+    assert message.startswith("cannot fetch http://127.0.0.1:9/") and "\n" not in message
+    assert "--data-dir DIR or BIASLENS_DATA_DIR=DIR" in message and "winogender/" in message
+    assert not (tmp_path / "winogender").exists()

@@ -128,3 +128,22 @@ def test_three_hundred_runs_give_a_long_capped_table_and_no_giant_plot(toy_run, 
     assert len(done.stdout.encode()) < 40_000, len(done.stdout)
     assert not (tmp_path / "cmp" / "compare.png").exists()
     assert len(pd.read_csv(tmp_path / "cmp" / "compare.csv")) == len(frame)
+
+
+def test_a_report_of_a_glob_skips_an_interrupted_run_with_a_line(toy_run, tmp_path):
+    from biaslens.report.html import write_report
+
+    good = copy_run(toy_run, tmp_path / "runs" / "good")
+    broken = copy_run(toy_run, tmp_path / "runs" / "interrupted")
+    (broken / "summary.json").unlink()  # stopped before it finished
+    with pytest.warns(UserWarning, match=f"skipped {broken}"):
+        page = write_report([good, broken], tmp_path / "report.html")
+    assert page.is_file() and "good" in page.read_text()
+    with pytest.raises(biaslens.BiaslensError, match="summary"):
+        write_report([broken], tmp_path / "alone.html")  # one run given alone: an error
+    folders = sorted(str(p) for p in (tmp_path / "runs").glob("*"))
+    done = subprocess.run(
+        [sys.executable, "-m", "biaslens", "report", *folders, "-o", str(tmp_path / "cli.html")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0 and "skipped" in done.stderr and "interrupted" in done.stderr

@@ -173,7 +173,7 @@ def download_archive(spec: RemoteArchive, folder: Path, url: str | None = None) 
             with urllib.request.urlopen(url, timeout=120) as response, open(archive, "wb") as out:
                 shutil.copyfileobj(response, out)
         except OSError as error:
-            raise BiaslensError(f"cannot fetch {url}: {error}") from None
+            raise fetch_failed(url, spec.name, error) from None
         kept = staging / "kept"
         try:
             with tarfile.open(archive) as tar:
@@ -206,6 +206,16 @@ def download_archive(spec: RemoteArchive, folder: Path, url: str | None = None) 
     return folder
 
 
+def fetch_failed(url: str, name: str, error: OSError) -> BiaslensError:
+    """A download that failed, in one line with what works without the network: a local copy
+    of the public sets given by ``--data-dir`` or ``$BIASLENS_DATA_DIR``."""
+    reason = getattr(error, "reason", None) or error
+    return BiaslensError(
+        f"cannot fetch {url} ({reason}); offline, point biaslens at a local copy of the public "
+        f"sets holding {name}/ with --data-dir DIR or {ENV_DATA_DIR}=DIR"
+    )
+
+
 def download(name: str, explicit: Path | str | None = None, base_url: str | None = None) -> Path:
     """Fetch dataset ``name`` (pinned URLs), verify every sha256, store atomically."""
     if name in ARCHIVES:
@@ -220,7 +230,7 @@ def download(name: str, explicit: Path | str | None = None, base_url: str | None
             with urllib.request.urlopen(url, timeout=60) as response:
                 payload = response.read()
         except OSError as error:
-            raise BiaslensError(f"cannot fetch {url}: {error}") from None
+            raise fetch_failed(url, name, error) from None
         actual = hashlib.sha256(payload).hexdigest()
         if actual != expected:
             raise BiaslensError(f"{url}: sha256 {actual} does not match the pinned {expected}")

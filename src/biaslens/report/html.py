@@ -12,6 +12,7 @@ import base64
 import math
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -339,8 +340,20 @@ def write_report(
     run_dirs: list[Path | str], output: Path | str | None = None, max_samples: int = 50
 ) -> Path:
     """Load, render and write (atomically) ``report.html``; by default into the only run
-    directory, or the current folder for several runs."""
-    views = [load_run(d) for d in run_dirs]
+    directory, or the current folder for several runs. Of several, a folder that is not a
+    finished run (interrupted, foreign) is skipped with a warning naming it, as ``compare``
+    does; one given alone is an error."""
+    if len(run_dirs) == 1:
+        views = [load_run(run_dirs[0])]
+    else:
+        views = []
+        for folder in run_dirs:
+            try:
+                views.append(load_run(folder))
+            except BiaslensError as error:
+                warnings.warn(f"skipped {folder}: {error}", stacklevel=2)
+        if not views:
+            raise BiaslensError("no finished run among " + " ".join(map(str, run_dirs)))
     if output is None:
         output = Path(run_dirs[0]) / "report.html" if len(views) == 1 else Path("report.html")
     output = Path(output)
