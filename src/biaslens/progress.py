@@ -8,6 +8,7 @@ file, a pipe or a notebook, where bars would show nothing until the end.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -74,9 +75,12 @@ class RichProgress:
 
 
 class PlainProgress:
-    """One plain line per task every ``interval`` seconds and when it completes:
+    """A plain line every ``interval`` seconds from the start, and when a task completes:
     ``description: 120/1,800 (7%) 6.3 req/s, 0:00:19 elapsed, eta 0:04:27`` (no bars, no
-    cursor movement: readable in a log file)."""
+    cursor movement: readable in a log file). The rate and the time left are measured from a
+    task's first answered batch (a model still loading or warming up does not count) and shown
+    from its second; before any task, a line says the run is starting. Lines between ticks come
+    from :meth:`beat`, which :meth:`running` calls from a thread of its own."""
 
     def __init__(
         self,
@@ -87,31 +91,85 @@ class PlainProgress:
         self._stream = stream
         self.interval = interval
         self._clock = clock
+        self._lock = threading.Lock()
+        self._started = clock()
+        self._last_line = self._started
+        self._current: dict | None = None
+
+    @classmethod
+    @contextmanager
+    def running(
+        cls, interval: float = 5.0, stream: TextIO | None = None
+    ) -> Iterator[PlainProgress]:
+        """A progress that writes a line at least every ``interval`` seconds while the block
+        runs, ticks or not (model loading, data reading, a long first batch)."""
+        progress = cls(stream, interval)
+        stop = threading.Event()
+
+        def heartbeat() -> None:
+            while not stop.wait(max(interval, 0.1)):
+                progress.beat()
+
+        thread = threading.Thread(target=heartbeat, name="progress", daemon=True)
+        thread.start()
+        try:
+            yield progress
+        finally:
+            stop.set()
+            thread.join(timeout=5)
 
     def task(self, description: str, total: int, unit: str = "req") -> Tick:
-        start = self._clock()
-        state = {"done": 0, "shown": start}
+        now = self._clock()
+        state = {"description": description, "total": total, "unit": unit, "start": now,
+                 "done": 0, "shown": now, "first": None}  # fmt: skip
+        with self._lock:
+            self._current = state
 
         def tick(n: int) -> None:
-            state["done"] += n
-            now = self._clock()
-            finished = state["done"] >= total
-            if finished or now - state["shown"] >= self.interval:
-                state["shown"] = now
-                self._write(description, state["done"], total, unit, now - start)
+            with self._lock:
+                state["done"] += n
+                now = self._clock()
+                if state["first"] is None:
+                    state["first"] = (now, state["done"])
+                finished = state["done"] >= total
+                if finished or now - state["shown"] >= self.interval:
+                    state["shown"] = now
+                    self._write_task(state, now)
 
         return tick
 
-    def _write(self, description: str, done: int, total: int, unit: str, elapsed: float) -> None:
-        rate = done / elapsed if elapsed > 0 else 0.0
-        eta = _clock_time((total - done) / rate) if rate > 0 and done < total else "—"
+    def beat(self) -> None:
+        """A line if none came for ``interval`` seconds: the task under way, or that the run
+        is starting (loading the model and its data)."""
+        with self._lock:
+            now = self._clock()
+            if now - self._last_line < self.interval:
+                return
+            state = self._current
+            if state is not None and state["done"] < state["total"]:
+                state["shown"] = now
+                self._write_task(state, now)
+            else:
+                elapsed = _clock_time(now - self._started)
+                what = "working" if state is not None else "starting (model and data)"
+                self._print(f"{what}: {elapsed} elapsed")
+
+    def _write_task(self, state: dict, now: float) -> None:
+        done, total, unit = state["done"], state["total"], state["unit"]
         share = f" ({100 * done / total:.0f}%)" if total else ""
-        line = (
-            f"{description}: {done:,}/{total:,}{share} {rate:.1f} {unit}/s, "
-            f"{_clock_time(elapsed)} elapsed, eta {eta}"
-        )
-        stream = self._stream or sys.stderr
-        print(line, file=stream, flush=True)
+        line = f"{state['description']}: {done:,}/{total:,}{share}"
+        first = state["first"]
+        if first is not None and now > first[0] and done > first[1]:
+            rate = (done - first[1]) / (now - first[0])
+            eta = _clock_time((total - done) / rate) if done < total else "—"
+            line += f" {rate:.1f} {unit}/s, {_clock_time(now - state['start'])} elapsed, eta {eta}"
+        else:
+            line += f", {_clock_time(now - state['start'])} elapsed"
+        self._print(line)
+
+    def _print(self, line: str) -> None:
+        self._last_line = self._clock()
+        print(line, file=self._stream or sys.stderr, flush=True)
 
 
 def _clock_time(seconds: float) -> str:

@@ -62,3 +62,43 @@ def test_a_progress_interval_that_is_no_duration_is_named(monkeypatch):
         monkeypatch.setenv("BIASLENS_PROGRESS_INTERVAL", value)
         with pytest.raises(BiaslensError, match="BIASLENS_PROGRESS_INTERVAL=.*0 or more"):
             with_progress(lambda progress: None)  # captured output: not a terminal
+
+
+def test_a_line_comes_every_interval_from_the_start_ticks_or_not():
+    """Before any task (the model loading), during a long first batch, and between ticks:
+    a line whenever none came for the interval; rate and eta only from a second batch on
+    (the first, with the warm-up in it, would give a wild eta)."""
+    stream, clock = io.StringIO(), Clock()
+    progress = PlainProgress(stream, interval=5.0, clock=clock)
+    for _ in range(12):  # 12 s of model loading, a beat every second
+        clock.now += 1.0
+        progress.beat()
+    tick = progress.task("MGC exact (m)", 1800)
+    clock.now += 30.0
+    progress.beat()  # the first batch is still running
+    tick(100)  # the first batch, 30 s with its warm-up
+    clock.now += 5.0
+    tick(100)  # then 20 a second
+    clock.now += 6.0
+    progress.beat()
+    assert stream.getvalue().splitlines() == [
+        "starting (model and data): 0:00:05 elapsed",
+        "starting (model and data): 0:00:10 elapsed",
+        "MGC exact (m): 0/1,800 (0%), 0:00:30 elapsed",
+        "MGC exact (m): 200/1,800 (11%) 20.0 req/s, 0:00:35 elapsed, eta 0:01:20",
+        "MGC exact (m): 200/1,800 (11%) 9.1 req/s, 0:00:41 elapsed, eta 0:02:56",
+    ]
+
+
+def test_a_piped_run_speaks_from_its_start(tiny_models, tmp_path):
+    """The first line comes before the first request is answered (the model is loading)."""
+    env = {**os.environ, "BIASLENS_PROGRESS_INTERVAL": "0.05"}
+    done = subprocess.run(
+        [sys.executable, "-m", "biaslens", "run", "sib-mgc", "--model", str(tiny_models["llama"]),
+         "--limit", "1", "--w", "dates", "-o", str(tmp_path / "run")],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "elapsed" in line]
+    assert lines[0].startswith("starting (model and data): "), lines[:3]
+    assert any(line.startswith("MGC exact") for line in lines)

@@ -163,8 +163,8 @@ def with_progress(work: Callable):
 
     if not console.is_terminal:
         interval = seconds_from_env(PROGRESS_INTERVAL_ENV, 5.0, allow_zero=True)
-        with collected_warnings():
-            return work(PlainProgress(interval=interval))
+        with collected_warnings(), PlainProgress.running(interval) as progress:
+            return work(progress)
     with collected_warnings(), RichProgress.open() as progress:
         return work(progress)
 
