@@ -89,7 +89,9 @@ def read_text(path: Path | str, what: str = "file", max_line: int | None = MAX_L
         ) from None
     if "\x00" in text:
         line = text[: text.index("\x00")].count("\n") + 1
-        raise BiaslensError(f"{path}:{line}: a NUL character; the {what} must be a text file")
+        raise BiaslensError(
+            f"{path}:{line}: a control character ('\\x00'); the {what} must be a text file"
+        )
     if max_line is not None and len(text) > max_line:
         for number, line in enumerate(text.split("\n"), start=1):
             if len(line) > max_line:
