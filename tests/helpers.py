@@ -71,3 +71,12 @@ def few_attribute_lists(source, target, keep: int = 2):
             lines.append(line)
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return Path(target)
+
+
+def message_lines(err: str) -> list[str]:
+    """The non-blank lines of a command's stderr less its progress lines (a piped run prints
+    ``… 0:00:05 elapsed[, eta …]`` every few seconds, however long it takes to fail)."""
+    import re
+
+    progress = re.compile(r"^.+: .*\d+:\d\d:\d\d elapsed(, eta \S+)?$")
+    return [line for line in err.strip().splitlines() if line.strip() and not progress.match(line)]

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from biaslens import cli
-from tests.helpers import shared_cache_file
+from tests.helpers import message_lines, shared_cache_file
 
 
 def run_cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
@@ -64,7 +64,7 @@ def test_models_and_datasets_list(monkeypatch, capsys):
 def _one_line_error(code, err, expected):
     assert code == 2
     assert "Traceback" not in err
-    lines = [line for line in err.strip().splitlines() if line.strip()]
+    lines = message_lines(err)
     assert len(lines) == 1 and lines[0].startswith("error:"), err
     assert expected in err.replace("\n", " ")
 

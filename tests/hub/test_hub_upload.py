@@ -19,7 +19,7 @@ def test_an_exported_set_is_pushed_as_a_dataset_repo(client, tmp_path):
     repo = client.hub.repos["datasets/org/sib-simplified"]
     pushed = repo.commits[repo.refs["main"]]
     local = {p.relative_to(folder).as_posix(): p.read_bytes() for p in files_under(folder)}
-    assert pushed == local and set(local) == {"README.md", "biaslens.json", "data.parquet"}
+    assert pushed == local and set(local) == {"README.md", "biaslens.json", "data/train.parquet"}
     assert TOKEN not in done.stdout + done.stderr
     posts = client.hub.requests("POST")
     assert posts and all(r["token"] for r in posts)
@@ -36,5 +36,5 @@ def test_no_login_or_offline_is_one_line_and_keeps_the_set(client, tmp_path, env
                       "org/other", **env)  # fmt: skip
     assert done.returncode != 0
     assert len(done.error_lines) == 1 and expected in done.error_lines[0]
-    assert (folder / "data.parquet").is_file()  # the export itself is finished and kept
+    assert (folder / "data" / "train.parquet").is_file()  # the export itself is finished and kept
     assert "datasets/org/other" not in client.hub.repos

@@ -12,11 +12,12 @@ import time
 
 import pytest
 
+from tests.helpers import message_lines
 from tests.test_cli import run_cli
 
 
 def _one_line_error(code, err, expected, folder=None):
-    lines = [line for line in err.strip().splitlines() if line.strip()]
+    lines = message_lines(err)
     assert code == 2, err
     assert len(lines) == 1 and lines[0].startswith("error:"), err
     assert expected in lines[0], err
@@ -111,7 +112,7 @@ def test_output_paths_that_cannot_hold_a_run(output, monkeypatch, capsys, tmp_pa
     code, _, err = run_cli(
         monkeypatch, capsys, "run", "sib-toy", "--n", "200", "-o", str(output(tmp_path))
     )
-    lines = err.strip().splitlines()
+    lines = message_lines(err)
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error:"), err
     assert (tmp_path / "a-file").read_text() == "mine"
 
@@ -180,7 +181,7 @@ def test_ctrl_c_prints_how_to_resume_and_the_rerun_resumes(tiny_models, tmp_path
     assert "interrupted: finished requests are kept in the run's cache" in err
     assert "Traceback" not in err
     assert not (tmp_path / "run" / "summary.json").exists()
-    rerun = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    rerun = subprocess.run(args, env=env, capture_output=True, text=True, timeout=900)
     assert rerun.returncode == 0, rerun.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["requests"]["cached"] > 0 and summary["requests"]["computed"] > 0

@@ -18,7 +18,7 @@ import pytest
 from biaslens.errors import BiaslensError
 from biaslens.models import BackendConfig, load_model
 from biaslens.models.backends.replicated.ray_runtime import admit, probe
-from tests.helpers import import_ray
+from tests.helpers import import_ray, message_lines
 
 GB = 10**9
 
@@ -123,7 +123,7 @@ def test_the_cli_with_an_unreachable_ray_address_is_one_line(tiny_models, tmp_pa
         capture_output=True, text=True, env=env, timeout=300,
     )  # fmt: skip
     assert done.returncode != 0, done.stderr
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    lines = message_lines(done.stderr)
     assert len(lines) == 1 and f"cannot join Ray at {address}" in lines[0], done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "run").exists()
 

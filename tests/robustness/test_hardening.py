@@ -18,11 +18,12 @@ from hypothesis import strategies as st
 from biaslens.errors import BiaslensError
 from tests.conftest import DATA
 from tests.conftest import SERVED_NAME as NAME
+from tests.helpers import message_lines
 from tests.test_cli import run_cli
 
 
 def one_line_error(code, err, expected=None):
-    lines = [line for line in err.strip().splitlines() if line.strip()]
+    lines = message_lines(err)
     assert code == 2, err
     assert len(lines) == 1 and lines[0].startswith("error:"), err
     assert "Traceback" not in err

@@ -51,9 +51,10 @@ def _bounds(minimum: float | None, maximum: float | None) -> str:
 def seconds_from_env(name: str, default: float, allow_zero: bool = False) -> float:
     """A number of seconds from ``$name`` (``default`` when unset): positive and finite, or 0
     too where ``allow_zero``."""
-    value = number_from_env(name, default, float, 0.0, what="a number of seconds")
-    if value == 0 and not allow_zero:
-        raise BiaslensError(f"{name}={os.environ.get(name)!r}: give a positive number of seconds")
+    kind = "a number of seconds (0 or more)" if allow_zero else "a positive number of seconds"
+    value = number_from_env(name, default, float, what=kind)
+    if value < 0 or (value == 0 and not allow_zero):
+        raise BiaslensError(f"{name}={os.environ.get(name)!r}: give {kind}")
     return value
 
 
