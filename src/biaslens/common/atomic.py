@@ -211,26 +211,29 @@ def json_records(table) -> list[dict[str, Any]]:
     return json_safe(table.to_dict(orient="records"))
 
 
-def staging_folder(folder: Path) -> Path:
-    """An empty folder beside ``folder`` to build its new contents in (for
-    :func:`replace_folder`)."""
+@contextmanager
+def staged_folder(folder: Path) -> Iterator[Path]:
+    """An empty folder beside ``folder`` to build its new contents in; when the block ends
+    without an error it takes ``folder``'s place (an old ``folder`` is moved aside first and
+    deleted only once the new one is in place), else it is removed and ``folder`` stays as it
+    was."""
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
     staging = folder.parent / f".{folder.name}.partial-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    return staging
-
-
-def replace_folder(staging: Path, folder: Path) -> None:
-    """Put the finished ``staging`` folder at ``folder``: an old ``folder`` is moved aside
-    first and deleted only once the new one is in place (a failure before leaves it as it
-    was)."""
-    old = folder.parent / f".{folder.name}.old-{os.getpid()}"
-    if folder.exists():
-        folder.rename(old)
+    staging.mkdir()
     try:
-        staging.rename(folder)
+        yield staging
+        old = folder.parent / f".{folder.name}.old-{os.getpid()}"
+        if folder.exists():
+            folder.rename(old)
+        try:
+            staging.rename(folder)
+        except BaseException:
+            if old.exists() and not folder.exists():
+                old.rename(folder)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
     except BaseException:
-        if old.exists() and not folder.exists():
-            old.rename(folder)
+        shutil.rmtree(staging, ignore_errors=True)
         raise
-    shutil.rmtree(old, ignore_errors=True)

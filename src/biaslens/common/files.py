@@ -9,8 +9,8 @@ brought down by memory.
 
 from __future__ import annotations
 
-import re
 import stat
+import unicodedata
 from pathlib import Path
 
 from biaslens.errors import BiaslensError
@@ -159,16 +159,18 @@ def make_dir(path: Path | str, what: str = "output folder") -> Path:
     return path
 
 
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-"""Control characters (all but tab and line ends): never part of a name, a word or a label."""
+def control_character(text: str) -> str | None:
+    """The first control character in ``text`` (Unicode category Cc, tab aside), or None:
+    never part of a name, a word or a label."""
+    return next((c for c in text if unicodedata.category(c) == "Cc" and c != "\t"), None)
 
 
 def check_plain_text(value: str, where: str) -> str:
     """``value`` without control characters (a NUL from a YAML escape, a terminal escape); else
     one line naming ``where``."""
-    found = CONTROL.search(value)
-    if found:
-        raise BiaslensError(f"{where}: {value!r} holds the control character {found.group()!r}")
+    found = control_character(value)
+    if found is not None:
+        raise BiaslensError(f"{where}: {value!r} holds the control character {found!r}")
     return value
 
 

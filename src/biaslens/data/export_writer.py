@@ -128,11 +128,10 @@ def export_set(
             ) from None
     folder = Path(folder)
     check_destination(folder, overwrite)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = atomic.staging_folder(folder)
-    try:
-        (staging / "data").mkdir()
-        parquet = staging / "data" / "train.parquet"
+    with atomic.staged_folder(folder) as staging:
+        # a save_to_disk folder is data/ itself: its parquet source is written beside it
+        parquet = staging / ("train.parquet" if fmt == "hf" else "data/train.parquet")
+        parquet.parent.mkdir(exist_ok=True)
         with atomic.append_parquet(parquet) as appender:
             columns: list[str] = []
             for chunk in entry.chunks(data_dir):
@@ -140,14 +139,12 @@ def export_set(
                 appender.write(chunk)
             rows = appender.rows
         if fmt == "jsonl":
-            _write_jsonl(parquet, staging / "data" / "train.jsonl")
-            parquet.unlink()
             data = staging / "data" / "train.jsonl"
+            _write_jsonl(parquet, data)
+            parquet.unlink()
         elif fmt == "hf":
-            moved = parquet.rename(staging / "train.parquet")
-            (staging / "data").rmdir()
-            data = _write_hf(moved, staging)
-            moved.unlink()
+            data = _write_hf(parquet, staging)
+            parquet.unlink()
         else:
             data = parquet
         sha256 = _sha256(data)
@@ -161,10 +158,6 @@ def export_set(
              "data": data.relative_to(staging).as_posix(), "sha256": sha256,
              "biaslens_version": __version__, "source": entry.source, "license": entry.license},
         )  # fmt: skip
-        atomic.replace_folder(staging, folder)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return ExportedSet(folder, rows, columns, sha256)
 
 

@@ -4,11 +4,10 @@ and how questions are built from them)."""
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from biaslens.common.files import read_text
+from biaslens.common.files import control_character, read_text
 from biaslens.errors import BiaslensError
 
 
@@ -65,7 +64,7 @@ def read_lines(path: Path) -> list[tuple[int, str]]:
     for number, raw in enumerate(read_text(path, "word list").splitlines(), start=1):
         text = raw.strip()
         if text and not text.startswith("#"):
-            control = next((c for c in text if unicodedata.category(c) == "Cc" and c != "\t"), None)
+            control = control_character(text)
             if control is not None:
                 raise BiaslensError(
                     f"{path}:{number}: a control character ({control!r}) in {text[:60]!r}; a "

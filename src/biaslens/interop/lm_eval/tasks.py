@@ -25,11 +25,11 @@ return span distributions); lei-train (training); CID's contrastive decoding.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from biaslens.common import atomic
 from biaslens.data import mgc
+from biaslens.data.export_writer import check_destination
 from biaslens.data.pronouns import GENDER_WORDS
 from biaslens.errors import BiaslensError
 from biaslens.interop.lm_eval import task_utils as lm_eval_utils
@@ -210,21 +210,12 @@ def export_tasks(
             f"request types); tasks exist for: {', '.join(EXPORTERS)}"
         )
     folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise BiaslensError(f"{folder} is a file, not a folder")
-    if folder.is_dir() and any(folder.iterdir()) and not overwrite:
-        raise BiaslensError(f"{folder} exists and is not empty: pass --overwrite to replace it")
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = atomic.staging_folder(folder)  # an old export stays until the new one is whole
-    makers = {
-        "sib-mgc": lambda: mgc_task(staging, limit, prompt, w_kind),
-        "sib-detect": lambda: detect_task(staging, limit, data_dir),
-        "lei-eval": lambda: lei_task(staging, limit, domain, data_dir),
-    }
-    try:
+    check_destination(folder, overwrite)
+    with atomic.staged_folder(folder) as staging:  # an old export stays until this one is whole
+        makers = {
+            "sib-mgc": lambda: mgc_task(staging, limit, prompt, w_kind),
+            "sib-detect": lambda: detect_task(staging, limit, data_dir),
+            "lei-eval": lambda: lei_task(staging, limit, domain, data_dir),
+        }
         tasks = [makers[method]().name for method in methods]
-        atomic.replace_folder(staging, folder)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return [folder / name for name in tasks]

@@ -119,16 +119,17 @@ def refuse_custom_code(folder: Path) -> None:
     ``trust_remote_code=False``, so transformers never asks either)."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
+    files = {}
     for name in ("config.json", "tokenizer_config.json"):
         try:
-            data = json.loads((Path(folder) / name).read_text(encoding="utf-8"))
+            files[name] = json.loads((Path(folder) / name).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
+    for name, data in files.items():
         auto_map = data.get("auto_map") if isinstance(data, dict) else None
         if not isinstance(auto_map, dict) or not auto_map:
             continue
-        model_type = json.loads((Path(folder) / "config.json").read_text()).get("model_type")
-        if name == "config.json" and model_type in CONFIG_MAPPING:
+        if name == "config.json" and data.get("model_type") in CONFIG_MAPPING:
             continue  # transformers' own class of this type loads it; the repo's code is unused
         if name == "tokenizer_config.json" and not _needs_tokenizer_code(data):
             continue
