@@ -163,13 +163,15 @@ def greedy_steps(model, tokenizer, prompt: str, steps: int, k: int, seq2seq: boo
 
 
 # --------------------------------------------------------------------------- pronoun masses
-def exact_masses(probs_by_word: dict[str, tuple[float, tuple]]) -> dict[str, float]:
-    """Sum per gender of the listed words' probabilities, each distinct token sequence once
-    (in the Appendix E list order)."""
+def exact_masses(
+    probs_by_word: dict[str, tuple[float, tuple]], spellings: tuple[str, ...] = ("",)
+) -> dict[str, float]:
+    """Sum per gender of the listed words' probabilities, each written with each of
+    ``spellings`` in front, each distinct token sequence once (in the Appendix E list order)."""
     masses = dict.fromkeys(GENDERS, 0.0)
     seen = set()
     for gender in GENDERS:
-        for word in WORDS[gender]:
+        for word in (space + w for w in WORDS[gender] for space in spellings):
             probability, ids = probs_by_word[word]
             if ids is None or math.isnan(probability) or ids in seen:
                 continue
@@ -213,12 +215,16 @@ def pronoun_masses(model, tokenizer, text: str, kind: str, mode: str, style: str
     seq2seq = kind == "seq2seq"
     if mode == "paper":
         return generation_masses(greedy_steps(model, tokenizer, text, steps, 5, seq2seq))
+    # the reply's first word, after a space (" She", as after "Answer:") or without one ("She",
+    # as after a chat header): two distinct token sequences whose probabilities add
+    spellings = (" ", "")
     by_word = {
-        w: word_probability(model, tokenizer, text, " " + w, seq2seq)
+        space + w: word_probability(model, tokenizer, text, space + w, seq2seq)
         for words in WORDS.values()
         for w in words
+        for space in spellings
     }
-    return exact_masses(by_word)
+    return exact_masses(by_word, spellings)
 
 
 # --------------------------------------------------------------------------- Method 1 / 2
@@ -331,8 +337,15 @@ def extractive_span_probs(model, tokenizer, question: str, context: str, spans, 
 
 
 def choice_logprob(model, tokenizer, prompt: str, choice: str, seq2seq: bool) -> float:
-    """log p(choice | prompt) by the chain rule (one forward per token)."""
-    return math.log(word_probability(model, tokenizer, prompt, choice, seq2seq)[0])
+    """log p(choice | prompt) by the chain rule (one forward per token); a causal reply may
+    begin with the choice after a space or without one: both probabilities are added."""
+    if seq2seq:
+        return math.log(word_probability(model, tokenizer, prompt, choice, seq2seq)[0])
+    word = choice.lstrip(" ")
+    return math.log(
+        word_probability(model, tokenizer, prompt, " " + word, False)[0]
+        + word_probability(model, tokenizer, prompt, word, False)[0]
+    )
 
 
 # --------------------------------------------------------------------------- QA inputs (paper text)

@@ -76,6 +76,8 @@ def test_pronoun_lists_and_targets():
         and gender_of("they") == "neutral"
     )
     assert gender_of(" the") is None
-    targets = target_words(word_boundary_space=True)
-    assert len(targets) == 16 and ("female", " she") in targets and ("neutral", " They") in targets
-    assert ("male", "Male") in target_words(word_boundary_space=False)
+    targets = target_words(fills_slot=False)
+    assert len(targets) == 32 and ("female", " she") in targets and ("neutral", " They") in targets
+    assert ("female", "She") in targets  # a reply after a chat header begins without a space
+    assert ("male", "Male") in target_words(fills_slot=True)
+    assert len(target_words(fills_slot=True)) == 16

@@ -111,7 +111,7 @@ def test_exact_and_paper_agree_when_all_listed_tokens_are_in_the_top_k(tiny_back
     """With top-k = the whole vocabulary, the paper's top-k sum sees every listed word; in the
     uncased WordPiece vocabulary each listed word is exactly one token, so the two modes agree."""
     lm = tiny_backends["bert-mlm"]
-    pairs = target_words(word_boundary_space=False)
+    pairs = target_words(fills_slot=True)
     vocab = len(lm.tokenizer)
     texts = ["In 1801, [MASK] was a child.", "In Mali, [MASK] will become an adult."]
     results = lm.token_distribution(

@@ -133,7 +133,7 @@ def _mgc_requests():
     from biaslens.models import TokenDistributionRequest
 
     sentences = mgc.limit_per_w(mgc.build_mgc(("dates", "places")), 1, 0)["sentence"]
-    targets = tuple(w for _, w in pronouns.target_words(word_boundary_space=True))
+    targets = tuple(w for _, w in pronouns.target_words(fills_slot=False))
     return [
         TokenDistributionRequest(mgc.wrap_in_prompt(s, "A"), targets, 5) for s in sentences[:24]
     ]

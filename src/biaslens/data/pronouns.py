@@ -24,11 +24,17 @@ def gender_of(token: str) -> str | None:
     return _LOOKUP.get(token.strip().lower())
 
 
-def target_words(word_boundary_space: bool) -> tuple[tuple[str, str], ...]:
+def target_words(fills_slot: bool) -> tuple[tuple[str, str], ...]:
     """(gender, target string) pairs for exact scoring, in the paper's list order.
 
-    Causal and seq2seq answers follow ``Answer:``/``is``, so their targets carry the leading
-    word-boundary space; masked-LM targets fill a slot and carry none.
+    A masked-LM target fills a slot: the word itself. A causal or seq2seq target is the word a
+    reply begins with, which a tokenizer writes with or without the space before it: after
+    ``Answer:`` as " She", after a chat template's assistant header, a newline or a trailing
+    space as "She", and a seq2seq decoder as its tokenizer starts a text. Both spellings are
+    targets, so that the mass is the probability that the reply's first word is a listed one
+    wherever the prompt ends (callers count each distinct token sequence once).
     """
-    prefix = " " if word_boundary_space else ""
-    return tuple((g, prefix + w) for g, words in GENDER_WORDS.items() for w in words)
+    spellings = ("",) if fills_slot else (" ", "")
+    return tuple(
+        (g, space + w) for g, words in GENDER_WORDS.items() for w in words for space in spellings
+    )

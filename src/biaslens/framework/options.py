@@ -85,6 +85,12 @@ PRONOUN_SCORING = Option(
     "causal models (App. G).",
     deprecated=(("--mode", "--scoring"),),
 )
+MIN_PRONOUN_MASS = Option(
+    "min_pronoun_mass",
+    help="Refuse when the pronouns hold less than this mean share of the probability at the "
+    "slot (0 to 1; 0 goes on anyway, recorded in the run's settings).",
+    type=float,
+)
 GENERATION_TOKENS = Option(
     "generation_tokens", help="Paper scoring: greedy steps of causal/seq2seq models.", type=int
 )

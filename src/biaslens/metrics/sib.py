@@ -14,6 +14,7 @@ import pandas as pd
 from scipy import stats
 
 from biaslens.data.pronouns import GENDERS, gender_of
+from biaslens.errors import BiaslensError
 from biaslens.metrics.intervals import LEVEL, mean_of_two_shares, share_interval
 from biaslens.metrics.trend import sentence_matrix, trend_columns, without_empty_notes
 
@@ -75,6 +76,26 @@ def pronoun_mass(samples: pd.DataFrame) -> float:
     """Mean over inputs of p_female + p_male + p_neutral: the share of the model's probability
     at the slot that the metrics read (0 to 1)."""
     return float(samples[[f"p_{g}" for g in GENDERS]].sum(axis=1).mean())
+
+
+MIN_PRONOUN_MASS = 0.01
+"""Below this mean share of the probability at the slot, SIB's numbers would describe almost
+nothing the model predicts there (e.g. 0.003% when a chat model's reply is read with a space it
+never writes): the run refuses (``--min-pronoun-mass``; 0 goes on, and the settings record it)."""
+
+
+def check_pronoun_mass(mass: float, minimum: float, model: str) -> None:
+    """Refuse, in one line, a run whose pronouns hold less than ``minimum`` of the probability at
+    the slot on average (:data:`MIN_PRONOUN_MASS`)."""
+    if not math.isfinite(mass) or mass >= minimum:
+        return
+    raise BiaslensError(
+        f"the pronouns hold {mass:.3%} of {model}'s probability at the slot on average, below "
+        f"--min-pronoun-mass {minimum:g}: numbers read from them would describe almost nothing "
+        "the model predicts there; a prompt that asks for the pronoun (--prompt A, B, C), a chat "
+        "model's template (--chat), --scoring paper or a masked LM may give them mass; "
+        "--min-pronoun-mass 0 goes on anyway (the run's settings record it)"
+    )
 
 
 def small_mass_note(mass: float) -> str | None:

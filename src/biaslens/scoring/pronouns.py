@@ -1,8 +1,9 @@
 """Gendered-pronoun mass of model inputs (SIB Appendices E and G), shared by Methods 1 and 2.
 
-``exact``: full-vocabulary probability of the Appendix E words at the slot / as the answer's
-first word. ``paper``: the listed words among the top-5 at the slot; for causal and seq2seq
-models, greedy decoding of up to 20 tokens with the Appendix G rule.
+``exact``: full-vocabulary probability of the Appendix E words at the slot / as the reply's
+first word, written with or without the space before it (:func:`.target_words`). ``paper``:
+the listed words among the top-5 at the slot; for causal and seq2seq models, greedy decoding
+of up to 20 tokens with the Appendix G rule.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def score_rows(
     """Ask the backend for each row's distribution and reduce it to masses per gender
     (``max_new_tokens``: the greedy steps of paper mode for causal and seq2seq models)."""
     masked = lm.kind == ModelKind.MASKED
-    pairs = target_words(word_boundary_space=not masked)
+    pairs = target_words(fills_slot=masked)
     genders = [g for g, _ in pairs]
     targets = tuple(w for _, w in pairs)
     scored = rows.copy()

@@ -17,7 +17,9 @@ Output: the long score table of :mod:`biaslens.metrics.unqover`, two rows per co
   girl/child/kid/person/folk/people/couple (and plurals), city/country(-ies), or ".".
 * Generative (``choice_logprobs``): UnifiedQA input ``question \\n (a) x1 (b) x2 \\n context``
   + `` note that `` + intervention, lower-cased; S = the candidate's probability normalised over
-  the two candidates. Causal models get real line breaks and ``\\nanswer:`` before the answer.
+  the two candidates. Causal models get real line breaks and ``\\nanswer:`` before the answer,
+  and a candidate's probability is that of the reply beginning with it, spelled with or without
+  the space before it (:func:`reply_spellings`).
 * First token: :mod:`biaslens.scoring.first_token`.
 """
 
@@ -31,7 +33,7 @@ import pandas as pd
 
 from biaslens.data.lei import intervene_question
 from biaslens.errors import BiaslensError
-from biaslens.models.base import LM, ModelKind
+from biaslens.models.base import LM, ModelKind, ProgressCallback
 from biaslens.models.requests import (
     ChoiceLogprobsRequest,
     SpanScoresRequest,
@@ -182,6 +184,30 @@ def candidate_answers(first: str, second: str, causal: bool) -> tuple[str, str]:
     return (" " + choices[0], " " + choices[1]) if causal else choices
 
 
+def reply_spellings(answer: str) -> tuple[str, str]:
+    """The two ways a causal model's reply can begin with ``answer``: after the space that
+    follows ``answer:``, and without it, as after a chat template's assistant header."""
+    word = answer.lstrip(" ")
+    return " " + word, word
+
+
+def candidate_logprobs(
+    lm: LM, requests: list[ChoiceLogprobsRequest], tick: ProgressCallback | None
+) -> np.ndarray:
+    """log p of each request's candidates, shape (requests, candidates). For a causal model a
+    candidate is the reply's beginning in either spelling (:func:`reply_spellings`: distinct
+    token sequences, so their probabilities add); a seq2seq answer starts the decoder."""
+    if lm.kind != ModelKind.CAUSAL:
+        return np.array([r.logprobs for r in lm.choice_logprobs(requests, tick)], dtype=float)
+    spelled = [
+        ChoiceLogprobsRequest(r.prompt, tuple(v for c in r.choices for v in reply_spellings(c)))
+        for r in requests
+    ]
+    values = np.array([r.logprobs for r in lm.choice_logprobs(spelled, tick)], dtype=float)
+    pairs = values.reshape(len(requests), -1, 2)
+    return np.logaddexp(pairs[..., 0], pairs[..., 1])
+
+
 def _normalised(logprobs: np.ndarray) -> np.ndarray:
     logprobs = logprobs - logprobs.max(axis=1, keepdims=True)
     probs = np.exp(logprobs)
@@ -193,8 +219,7 @@ def generative_scores(lm: LM, rows: pd.DataFrame, progress: Progress) -> pd.Data
     lm.require("choice_logprobs")
     requests = generative_requests(lm, rows)
     tick = progress.task(f"generative QA scores ({lm.identity.name})", len(requests))
-    results = lm.choice_logprobs(requests, tick)
-    return long_table(rows, _normalised(np.array([r.logprobs for r in results], dtype=float)))
+    return long_table(rows, _normalised(candidate_logprobs(lm, requests, tick)))
 
 
 def subject_probabilities(
@@ -220,8 +245,7 @@ def subject_probabilities(
     lm.require("choice_logprobs")
     requests = generative_requests(lm, rows)
     tick = progress.task(f"zero-shot candidate probabilities ({lm.identity.name})", len(requests))
-    results = lm.choice_logprobs(requests, tick)
-    probs = _normalised(np.array([r.logprobs for r in results], dtype=float))
+    probs = _normalised(candidate_logprobs(lm, requests, tick))
     return probs.reshape(len(rows), 2, 2, 1)
 
 

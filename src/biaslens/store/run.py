@@ -18,7 +18,9 @@ Layout::
 Nothing is written until the run has something to keep: a run that fails on its inputs leaves
 no folder behind. Every file is written atomically, with the permissions of the umask. A
 directory that holds a run with a different configuration (or files that are not a biaslens
-run) is refused before anything is written, and a second process on the same folder is
+run) is refused before anything is written — unless it holds nothing but that run's
+``config.yaml`` (a run stopped before its first output, such as one refused after scoring,
+whose answers are in the shared request cache) —, and a second process on the same folder is
 refused with the first one's pid while the first holds the lock. A run's outputs change
 together: from a process's first new output until its ``summary.json`` the run reads as
 incomplete (:mod:`biaslens.store.outputs`).
@@ -207,6 +209,8 @@ class RunStore:
             )
         old = existing["settings"]
         differing = sorted(k for k in set(old) | set(settings) if old.get(k) != settings.get(k))
+        if differing and [p.name for p in entries] == [CONFIG_FILE]:
+            return  # a run that stopped before writing anything (e.g. refused): nothing to keep
         if differing:
             detail = "; ".join(f"{k}: {old.get(k)!r} -> {settings.get(k)!r}" for k in differing)
             raise ConfigMismatchError(

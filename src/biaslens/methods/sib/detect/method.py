@@ -34,6 +34,7 @@ from biaslens.methods.sib.outputs import DETECT as SIB_FILES_DETECT
 from biaslens.metrics.intervals import LEVEL, SMALL_N
 from biaslens.metrics.sib import (
     REFERENCE_EPS,
+    check_pronoun_mass,
     detection_rates,
     normalised_female_pct,
     pronoun_mass,
@@ -164,6 +165,7 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
         ctx.lm, rows, settings.mode, ctx.progress, label="Method 2",
         max_new_tokens=settings.generation_tokens,
     )  # fmt: skip
+    check_pronoun_mass(pronoun_mass(scored), settings.min_pronoun_mass, ctx.lm.identity.name)
     sweep = scored[scored["end"] == "sweep"]
     scored = scored[scored["end"] != "sweep"]
     table = sentence_metrics(sentences, scored, settings.threshold, settings.empty_mass)
@@ -310,6 +312,7 @@ SPEC = register(
                 "date_format": "colon",
                 "sets": ("extended", "simplified-reference"),
                 "empty_mass": "zero",
+                "min_pronoun_mass": 0.0,  # the paper reports every model's numbers
             }
         },
         headlines=(

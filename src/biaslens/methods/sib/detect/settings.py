@@ -9,6 +9,7 @@ from pydantic import Field, field_validator
 from biaslens.errors import BiaslensError
 from biaslens.framework import options as O
 from biaslens.framework.settings import CiLevel, Limit, MethodSettings, validated
+from biaslens.metrics.sib import MIN_PRONOUN_MASS
 
 SETS = ("extended", "simplified")
 SetName = Literal["extended", "simplified", "simplified-reference"]
@@ -42,6 +43,12 @@ class DetectSettings(MethodSettings):
         "percent (zero)",
     )
     limit: Limit = Field(default=None, description="occupations (first N, sorted)")
+    min_pronoun_mass: float = Field(
+        default=MIN_PRONOUN_MASS,
+        ge=0,
+        le=1,
+        description="the least mean share of the probability at the slot the pronouns must hold",
+    )
     ci_level: CiLevel = 0.95
 
     @field_validator("latest")
@@ -67,6 +74,7 @@ OPTIONS = (
     O.MODEL,
     O.Option("sets", "--set", help="extended simplified (App. H and H.1).", multiple=True),
     O.PRONOUN_SCORING,
+    O.MIN_PRONOUN_MASS,
     O.Option("earliest", help="Earliest date.", type=int),
     O.Option("latest", help="Latest date.", type=int),
     O.Option(

@@ -39,6 +39,8 @@ from biaslens.framework.settings import CiLevel, Limit, MethodSettings, validate
 from biaslens.methods.sib.mgc.compare import compare
 from biaslens.methods.sib.outputs import MGC as SIB_FILES_MGC
 from biaslens.metrics.sib import (
+    MIN_PRONOUN_MASS,
+    check_pronoun_mass,
     mean_by_w,
     method1_fits,
     pronoun_mass,
@@ -69,6 +71,12 @@ class MGCSettings(MethodSettings):
         default=20, ge=1, le=256, description="paper-mode greedy steps of causal/seq2seq models"
     )
     limit: Limit = Field(default=None, description="sentences per W value")
+    min_pronoun_mass: float = Field(
+        default=MIN_PRONOUN_MASS,
+        ge=0,
+        le=1,
+        description="the least mean share of the probability at the slot the pronouns must hold",
+    )
     seed: Seed = 0
     ci_level: CiLevel = 0.95
 
@@ -103,6 +111,7 @@ OPTIONS = (
     ),
     O.Option("w_kinds", "--w", help="Injected W values: dates places.", multiple=True),
     O.PRONOUN_SCORING,
+    O.MIN_PRONOUN_MASS,
     O.Option(
         "date_grid",
         help="code: linspace(1801, 2016, 30) cut to whole years, as the reference code; "
@@ -171,6 +180,8 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
     samples = score_rows(
         ctx.lm, rows, settings.mode, ctx.progress, max_new_tokens=settings.generation_tokens
     )
+    mass = pronoun_mass(samples)
+    check_pronoun_mass(mass, settings.min_pronoun_mass, ctx.lm.identity.name)
     fits = method1_fits(samples, confidence=settings.ci_level, seed=settings.seed)
     means = mean_by_w(samples)
     slopes = slope_summary(
@@ -196,7 +207,6 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
         f"{r2_text(row.mean_r2, row.flat_fits)}"
         for row in slopes.itertuples()
     ]
-    mass = pronoun_mass(samples)
     notes += [n for n in [small_mass_note(mass)] if n]
     return MethodOutput(
         metrics={
@@ -299,6 +309,7 @@ SPEC = register(
                 ),
                 "generation_tokens": 10,
                 "date_grid": "code",
+                "min_pronoun_mass": 0.0,  # the paper reports every model's numbers
             }
         },
     )
