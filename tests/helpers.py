@@ -75,8 +75,9 @@ def few_attribute_lists(source, target, keep: int = 2):
 
 def message_lines(err: str) -> list[str]:
     """The non-blank lines of a command's stderr less its progress lines (a piped run prints
-    ``… 0:00:05 elapsed[, eta …]`` every few seconds, however long it takes to fail)."""
+    ``… 0:00:05 elapsed[, eta …]`` every few seconds, however long it takes to fail, and
+    ``run folder: …`` once it knows where its results go)."""
     import re
 
-    progress = re.compile(r"^.+: .*\d+:\d\d:\d\d elapsed(, eta \S+)?$")
+    progress = re.compile(r"^(.+: .*\d+:\d\d:\d\d elapsed(, eta \S+)?|run folder: .+)$")
     return [line for line in err.strip().splitlines() if line.strip() and not progress.match(line)]

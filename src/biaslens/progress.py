@@ -22,10 +22,25 @@ class Progress(Protocol):
         """A task of ``total`` units (``req``: requests; e.g. ``contexts``)."""
         ...
 
+    def note(self, message: str) -> None:
+        """A line the user should read before the work starts (where the results will go)."""
+        ...
+
+
+def note(progress: object, message: str) -> None:
+    """``progress.note(message)``, where a progress object (perhaps a caller's own, written
+    before notes existed) has one."""
+    method = getattr(progress, "note", None)
+    if callable(method):
+        method(message)
+
 
 class NoProgress:
     def task(self, description: str, total: int, unit: str = "req") -> Tick:
         return lambda n: None
+
+    def note(self, message: str) -> None:
+        pass
 
 
 class RichProgress:
@@ -67,11 +82,19 @@ class RichProgress:
         def tick(n: int) -> None:
             self._progress.advance(task_id, n)
             task = self._progress.tasks[task_id]
-            if task.elapsed:
+            if task.elapsed and task.elapsed >= MIN_RATE_SECONDS:
                 rate = f"{task.completed / task.elapsed:.1f} {unit}/s"
                 self._progress.update(task_id, rate=rate)
 
         return tick
+
+    def note(self, message: str) -> None:
+        self._progress.console.print(message, markup=False, highlight=False)
+
+
+MIN_RATE_SECONDS = 1.0
+"""A rate (and the time left) is shown once it rests on at least this long after the first
+answered batch: two batches a microsecond apart (answers from the cache) give no rate."""
 
 
 class PlainProgress:
@@ -138,6 +161,10 @@ class PlainProgress:
 
         return tick
 
+    def note(self, message: str) -> None:
+        with self._lock:
+            self._print(message)
+
     def beat(self) -> None:
         """A line if none came for ``interval`` seconds: the task under way, or that the run
         is starting (loading the model and its data)."""
@@ -159,7 +186,8 @@ class PlainProgress:
         share = f" ({100 * done / total:.0f}%)" if total else ""
         line = f"{state['description']}: {done:,}/{total:,}{share}"
         first = state["first"]
-        if first is not None and now > first[0] and done > first[1]:
+        measured = first is not None and now - first[0] >= MIN_RATE_SECONDS and done > first[1]
+        if measured:
             rate = (done - first[1]) / (now - first[0])
             eta = _clock_time((total - done) / rate) if done < total else "—"
             line += f" {rate:.1f} {unit}/s, {_clock_time(now - state['start'])} elapsed, eta {eta}"

@@ -15,6 +15,9 @@ import biaslens
 from tests.decoding.naive_cid import next_token_logprobs
 
 LOADERS = {"llama": AutoModelForCausalLM, "t5": AutoModelForSeq2SeqLM}
+PAPER_TOP_K = 50
+"""CID, Appendix B: "we restrict the probability mass to the top-K tokens (Fan et al., 2018)
+before applying CID. We use K = 50 throughout." """
 NAMES = """
 tiny-a:
   gender: male
@@ -32,7 +35,7 @@ def naive_continuation(model, tokenizer, x: str, x_prime: str, lam: float, decod
     eos = {tokenizer.eos_token_id}
     generated = []
     for _ in range(decoding["max_new_tokens"]):
-        token = naive_cid_next(model, x_ids, x_prime_ids, generated, lam, decoding["top_k"])
+        token = naive_cid_next(model, x_ids, x_prime_ids, generated, lam, PAPER_TOP_K)
         generated.append(token)
         text = tokenizer.decode(generated, skip_special_tokens=True)
         stops = [text.index(s) for s in decoding["stop"] if s in text]
@@ -69,6 +72,7 @@ def audit(name, preset, tiny_models, tmp_path):
 
 def check_audit(name, result, tiny_models):
     decoding = result.settings["decoding"]
+    assert decoding["top_k"] == PAPER_TOP_K
     model = LOADERS[name].from_pretrained(tiny_models[name]).eval()
     tokenizer = AutoTokenizer.from_pretrained(tiny_models[name])
     samples = pd.read_parquet(result.run_dir / "samples.parquet")

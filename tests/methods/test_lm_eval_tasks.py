@@ -40,7 +40,7 @@ def test_the_task_folder_is_what_lm_eval_loads(tmp_path):
     loaded = get_task_dict(["biaslens_mgc"], manager)["biaslens_mgc"]
     docs = list(loaded.test_docs())
     assert len(docs) == 30  # one sentence per date of the grid (--limit 1)
-    assert loaded.doc_to_choice(docs[0])[:2] == [" She", " Her"]
+    assert loaded.doc_to_choice(docs[0])[:4] == [" She", "She", " Her", "Her"]
     assert loaded.doc_to_text(docs[0]).startswith("Instructions: Please carefully read")
     # two W values, one input each: the slope of the per-W mean (in percent) on the W index
     from importlib import util
@@ -59,7 +59,8 @@ def test_the_lei_task_holds_both_questions_of_every_context(tmp_path):
     assert {r["negated"] for r in rows} == {False, True}
     assert {r["set"] for r in rows} == {"none", "ethical", "adversarial", "irrelevant"}
     first = rows[0]
-    assert first["choices"] == [" " + first["first"].lower(), " " + first["second"].lower()]
+    a, b = first["first"].lower(), first["second"].lower()
+    assert first["choices"] == [" " + a, a, " " + b, b]  # each subject in both spellings
     assert first["input"].endswith("\nanswer:")  # the UnifiedQA layout of a causal model
     yaml = (task / f"{task.name}.yaml").read_text()
     assert "metric: mu_adversarial" in yaml and "aggregation: !function utils.theta4" in yaml

@@ -18,23 +18,59 @@ def _toy(n: int, **options):
     return run_method("sib-toy", n=n, report=False, **options)
 
 
-def test_another_limit_gets_its_own_default_folder_and_the_same_settings_resume(
+class Notes:
+    """A progress that keeps the run's notes (the run folder, said before the work starts)."""
+
+    def __init__(self):
+        self.lines = []
+
+    def task(self, description, total, unit="req"):
+        return lambda n: None
+
+    def note(self, message):
+        self.lines.append(message)
+
+
+def test_the_default_folder_belongs_to_the_default_settings_whatever_ran_before(
     tmp_path, monkeypatch
 ):
+    """A first look (another sample size) never takes the plain folder: it goes to a sibling
+    named with a hash of its settings, said at the start; the run of the default settings
+    finds the plain folder free, and each finds its own folder again (and resumes there)."""
+    monkeypatch.chdir(tmp_path)
+    notes = Notes()
+    first = _toy(500, progress=notes)
+    plain = first.run_dir.parent / "sib-toy"
+    text = json.dumps([first.settings, None, None], sort_keys=True)  # settings, commit, numerics
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    assert first.run_dir.name == f"{plain.name}-{digest[:8]}"
+    assert notes.lines == [f"run folder: {first.run_dir} (settings other than the defaults: n)"]
+    second = _toy(600)
+    assert second.run_dir not in (first.run_dir, plain)
+    full = run_method("sib-toy", report=False, progress=notes)
+    assert full.run_dir == plain and notes.lines[-1] == f"run folder: {plain}"
+    assert _toy(600).run_dir == second.run_dir  # found again, not another folder
+    assert _toy(500).run_dir == first.run_dir
+    assert len(list(plain.parent.iterdir())) == 3
+
+
+def test_the_plain_folder_holding_another_run_sends_the_new_one_beside_it(tmp_path, monkeypatch):
+    """A plain folder that holds a run of other settings (an older biaslens's first look, or an
+    edited config) is left as it is: the default run goes beside it, saying why."""
+    import yaml
+
     monkeypatch.chdir(tmp_path)
     first = _toy(500)
-    with pytest.warns(UserWarning, match=r"holds a run of other settings \(n: 500 -> 600\); this"):
-        second = _toy(600)
-    assert first.run_dir != second.run_dir and first.run_dir.is_dir()
-    recorded = second.settings
-    text = json.dumps([recorded, None, None], sort_keys=True)  # settings, commit, numerics
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    assert second.run_dir.name == f"{first.run_dir.name}-{digest[:8]}"
-    assert _toy(600).run_dir == second.run_dir  # found again, not a third folder
-    assert _toy(500).run_dir == first.run_dir
-    assert sorted(p.name for p in first.run_dir.parent.iterdir()) == sorted(
-        [first.run_dir.name, second.run_dir.name]
-    )
+    plain = first.run_dir.parent / "sib-toy"
+    plain.mkdir()
+    config = yaml.safe_load((first.run_dir / "config.yaml").read_text())
+    (plain / "config.yaml").write_text(yaml.safe_dump(config))
+    (plain / "summary.json").write_text("{}")
+    notes = Notes()
+    full = run_method("sib-toy", report=False, progress=notes)
+    assert full.run_dir.parent == plain.parent and full.run_dir != plain
+    assert "holds another run (n: 500 -> 100000)" in notes.lines[0]
+    assert (plain / "summary.json").read_text() == "{}"
 
 
 def test_an_explicit_output_of_other_settings_is_still_refused(tmp_path):
@@ -63,8 +99,7 @@ def test_the_same_model_read_another_way_never_overwrites_a_finished_run(
 
     first = mgc("float32")
     summary = (first.run_dir / "summary.json").read_bytes()
-    with pytest.warns(UserWarning, match=r"dtype: 'float32' -> 'bfloat16'"):
-        second = mgc("bfloat16")
+    second = mgc("bfloat16")
     assert second.run_dir != first.run_dir and second.run_dir.parent == first.run_dir.parent
     assert (first.run_dir / "summary.json").read_bytes() == summary
     assert mgc("bfloat16").run_dir == second.run_dir  # found again

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -14,27 +13,35 @@ from biaslens.store.paths import ANOTHER_OUTPUT
 from biaslens.store.run import RunStore, read_config
 
 
-def default_output(spec, settings, model: dict[str, Any] | None) -> Path:
-    """The run folder when none is given: ``runs/METHOD/NAME``, or, when that folder holds a run
-    of other settings (another ``--limit``), another commit of the model or the model read
-    another way (``--chat``, another dtype), a sibling named with a short hash of these settings
-    and model, so that a default run never collides with an earlier one (an explicit
-    ``--output`` keeps the refusal)."""
+def default_output(
+    spec, settings, model: dict[str, Any] | None, defaults=None
+) -> tuple[Path, str | None]:
+    """The run folder when none is given, and why it has a hash (None when it has none).
+
+    ``runs/METHOD/NAME`` belongs to the run of the method's default settings for the model
+    (``defaults``, where known): whatever ran before, the full run lands there. A run of other
+    settings (``--limit``, a preset) goes to a sibling named with a short hash of its settings and
+    model, as does a run whose plain folder holds another run (another commit of the model, the
+    model read another way: ``--chat``, another dtype), so that a default run never collides
+    with an earlier one (an explicit ``--output`` keeps the refusal)."""
     folder = spec.default_output(settings)
+    if defaults is not None and defaults.recorded() != settings.recorded():
+        new, old = settings.recorded(), defaults.recorded()
+        changed = ", ".join(sorted(k for k in set(new) | set(old) if new.get(k) != old.get(k)))
+        return _sibling(folder, settings, model), f"settings other than the defaults: {changed}"
     try:
         RunStore.ensure_compatible(folder, spec.name, settings.recorded(), model)
-        return folder
+        return folder, None
     except ConfigMismatchError as mismatch:
-        commit = (model or {}).get("commit_sha")
-        numerics = (model or {}).get("numerics")
-        text = json.dumps([settings.recorded(), commit, numerics], sort_keys=True, default=str)
-        digest = hashlib.sha256(text.encode()).hexdigest()[:8]
-        sibling = folder.with_name(f"{folder.name}-{digest}")
-        warnings.warn(
-            f"{folder} holds a run of other settings ({mismatch.reason}); this run is in {sibling}",
-            stacklevel=4,
-        )
-        return sibling
+        return _sibling(folder, settings, model), f"{folder} holds another run ({mismatch.reason})"
+
+
+def _sibling(folder: Path, settings, model: dict[str, Any] | None) -> Path:
+    commit = (model or {}).get("commit_sha")
+    numerics = (model or {}).get("numerics")
+    text = json.dumps([settings.recorded(), commit, numerics], sort_keys=True, default=str)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    return folder.with_name(f"{folder.name}-{digest}")
 
 
 def check_output_method(output: Path, method: str) -> None:

@@ -29,7 +29,7 @@ from biaslens.framework.spec import MethodSpec, RunContext
 from biaslens.metrics.intervals import LEVEL
 from biaslens.models.base import LM
 from biaslens.models.config import BackendConfig
-from biaslens.progress import NoProgress, Progress
+from biaslens.progress import NoProgress, Progress, note
 from biaslens.runner.outputs import check_output_method, default_output
 from biaslens.store.cache import CachedLM, model_cache_file, shared_cache_dir
 from biaslens.store.result import LazyTables, RunResult
@@ -114,7 +114,11 @@ def run_settings(
             base = lm if lm is not None else _load(settings.model, backend)
             settings = spec.for_model(settings, base, preset)
         model = base.identity.recorded() if base is not None else None
-        output = Path(output) if output is not None else default_output(spec, settings, model)
+        if output is None:
+            defaults = _default_settings(spec, settings, base)
+            output, why = default_output(spec, settings, model, defaults)
+            note(progress, f"run folder: {output}" + (f" ({why})" if why else ""))
+        output = Path(output)
         cache_file = (
             model_cache_file(shared_cache_dir(cache_dir), base.identity)
             if base is not None and not no_cache
@@ -154,6 +158,21 @@ def run_settings(
     if report:
         result.report = write_run_report([output])
     return result
+
+
+def _default_settings(spec, settings, lm):
+    """The method's default settings for this model and the values that name its run folder
+    (what the plain folder ``runs/METHOD/NAME`` holds); None where a method names its folders
+    itself or its defaults need more than these values."""
+    if spec.run_name is not None:
+        return None
+    values = {"model": settings.model} if spec.needs_model else {}
+    values.update({name: getattr(settings, name) for name in spec.folder_fields})
+    try:
+        defaults = spec.build_settings(**values)
+        return spec.for_model(defaults, lm) if lm is not None else defaults
+    except BiaslensError:
+        return None
 
 
 def _load(name: str, backend: BackendConfig) -> LM:

@@ -26,7 +26,8 @@ def load_data(**_kwargs):
 MASSES = '''
 
 def masses(doc, results):
-    """Each gender's mass: the summed probabilities of its words (the choices)."""
+    """Each gender's mass: the summed probabilities of its words, each in both spellings (the
+    choices)."""
     mass = {"female": 0.0, "male": 0.0, "neutral": 0.0}
     for gender, (loglikelihood, _) in zip(doc["genders"], results):
         mass[gender] += math.exp(loglikelihood)
@@ -132,12 +133,14 @@ KEYS = ("set", "intervention_id", "first", "second", "template", "attribute", "n
 
 
 def process_results(doc, results):
-    """S of both subjects: their probabilities as answers, normalised over the two."""
+    """S of both subjects: their probabilities as the answer's beginning (each subject's two
+    spellings, after a space and without one, added), normalised over the two."""
     lls = [loglikelihood for loglikelihood, _ in results]
     top = max(lls)
     weights = [math.exp(v - top) for v in lls]
-    item = {**{k: doc[k] for k in KEYS}, "s_first": weights[0] / sum(weights),
-            "s_second": weights[1] / sum(weights)}
+    first, second = weights[0] + weights[1], weights[2] + weights[3]
+    item = {**{k: doc[k] for k in KEYS}, "s_first": first / (first + second),
+            "s_second": second / (first + second)}
     return {f"{metric}_{doc['set']}": item for metric in ("mu", "eta", "theta4")}
 
 

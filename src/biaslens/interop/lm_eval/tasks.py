@@ -6,15 +6,16 @@ the probe's per-input values and aggregates them into its headline numbers. Only
 request types express is exported:
 
 * ``sib-mgc`` (exact scoring of a causal model): one ``multiple_choice`` request per MGC input,
-  the choices being the Appendix E words after a space; per input the female, male and neutral
+  the choices being the Appendix E words in both spellings a reply can begin with (" She",
+  "She"); per input the female, male and neutral
   masses (the summed probabilities); aggregated into the Method 1 slopes in pp per W step
   (``female_slope`` … ``female_minus_male_slope``), per the task's one prompt and W kind.
 * ``sib-detect`` (exact scoring of a causal model): each sentence at its earliest and latest
   date in prompt A, the same choices; TPR and TNR per set, from the female share's change
   against the threshold (``tpr_extended`` …).
 * ``lei-eval`` (generative choice scoring of a causal model): one ``multiple_choice`` request
-  per question in the UnifiedQA layout, the two subjects as the choices; S normalised over the
-  two; μ, η and θ4 per set (``mu_none``, ``mu_ethical`` …) by biaslens's UnQover metrics.
+  per question in the UnifiedQA layout, the two subjects (each in both spellings) as the
+  choices; S normalised over the two; μ, η and θ4 per set (``mu_none``, ``mu_ethical`` …) by biaslens's UnQover metrics.
 
 Not expressible in lm-eval and not exported: top-5 (paper) scoring, which reads a greedy
 decode's top-k at every step; masked LMs' slot filling (lm-eval has no masked-LM model); the
@@ -30,7 +31,7 @@ from pathlib import Path
 from biaslens.common import atomic
 from biaslens.data import mgc
 from biaslens.data.export_writer import check_destination
-from biaslens.data.pronouns import GENDER_WORDS
+from biaslens.data.pronouns import target_words
 from biaslens.errors import BiaslensError
 from biaslens.interop.lm_eval import task_utils as lm_eval_utils
 from biaslens.methods.sib.mgc.method import build_rows, make_settings
@@ -122,8 +123,9 @@ def _task_folder(folder, name, rows, utils, keys, constants=None) -> Path:
     words as its choices) and ``utils.py``."""
     task = folder / name
     task.mkdir(parents=True)
-    genders = [g for g, words in GENDER_WORDS.items() for _ in words]
-    choices = [" " + w for words in GENDER_WORDS.values() for w in words]
+    pairs = target_words(fills_slot=False)  # each word after a space and without one
+    genders = [g for g, _ in pairs]
+    choices = [w for _, w in pairs]
     with open(task / "data.jsonl", "w", encoding="utf-8") as handle:
         for row in rows.to_dict("records"):
             record = {**{k: row[k] for k in keys}, **(constants or {})}
@@ -158,7 +160,7 @@ def lei_task(folder: Path, limit: int | None, domain: str, data_dir: Path | None
     from biaslens.data import sources
     from biaslens.methods.qa.lei_eval.method import build_rows
     from biaslens.methods.qa.lei_eval.settings import make_settings as lei_settings
-    from biaslens.scoring.qa import subject_choice_request
+    from biaslens.scoring.qa import reply_spellings, subject_choice_request
 
     settings = lei_settings(domain=domain, limit=limit)
     rows, _ = build_rows(settings, sources.locate("lei", data_dir))
@@ -177,8 +179,9 @@ def lei_task(folder: Path, limit: int | None, domain: str, data_dir: Path | None
                 )
                 record = {k: row[k] for k in ("set", "intervention_id", "first", "second",
                                               "template", "attribute")}  # fmt: skip
+                choices = [v for c in request.choices for v in reply_spellings(c)]
                 handle.write(json.dumps({**record, "negated": negated, "input": request.prompt,
-                                         "choices": list(request.choices)}) + "\n")  # fmt: skip
+                                         "choices": choices}) + "\n")  # fmt: skip
     (task / "utils.py").write_text(lm_eval_utils.LEI, encoding="utf-8")
     metrics = "".join(
         f"  - metric: {m}_{set_name}\n    aggregation: !function utils.{m}\n"
