@@ -31,46 +31,50 @@ class Notes:
         self.lines.append(message)
 
 
-def test_the_default_folder_belongs_to_the_default_settings_whatever_ran_before(
-    tmp_path, monkeypatch
+def _mgc(model, progress=None, **options):
+    return run_method(
+        "sib-mgc", model=model, w=("dates",), report=False, device="cpu", progress=progress,
+        **options,
+    )  # fmt: skip
+
+
+def test_the_plain_folder_is_kept_for_the_full_set_whatever_ran_before(
+    tiny_models, tmp_path, monkeypatch
 ):
-    """A first look (another sample size) never takes the plain folder: it goes to a sibling
-    named with a hash of its settings, said at the start; the run of the default settings
-    finds the plain folder free, and each finds its own folder again (and resumes there)."""
+    """A first look (``--limit``) never takes the plain folder: it goes to a sibling named with
+    a hash of its settings, said before the work starts; the full run finds the plain folder
+    free, and each finds its own folder again (and resumes there)."""
     monkeypatch.chdir(tmp_path)
+    model = str(tiny_models["llama"])
     notes = Notes()
-    first = _toy(500, progress=notes)
-    plain = first.run_dir.parent / "sib-toy"
-    text = json.dumps([first.settings, None, None], sort_keys=True)  # settings, commit, numerics
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    assert first.run_dir.name == f"{plain.name}-{digest[:8]}"
-    assert notes.lines == [f"run folder: {first.run_dir} (settings other than the defaults: n)"]
-    second = _toy(600)
-    assert second.run_dir not in (first.run_dir, plain)
-    full = run_method("sib-toy", report=False, progress=notes)
+    first = _mgc(model, notes, limit=1)
+    plain = first.run_dir.parent / first.run_dir.name.rsplit("-", 1)[0]
+    assert notes.lines == [
+        f"run folder: {first.run_dir} (--limit 1: {plain} is kept for the full set)"
+    ]
+    full = _mgc(model, notes)
     assert full.run_dir == plain and notes.lines[-1] == f"run folder: {plain}"
-    assert _toy(600).run_dir == second.run_dir  # found again, not another folder
-    assert _toy(500).run_dir == first.run_dir
+    assert _mgc(model, limit=1).run_dir == first.run_dir  # found again, not another folder
+    assert _mgc(model, limit=2).run_dir not in (first.run_dir, plain)
     assert len(list(plain.parent.iterdir())) == 3
 
 
-def test_the_plain_folder_holding_another_run_sends_the_new_one_beside_it(tmp_path, monkeypatch):
-    """A plain folder that holds a run of other settings (an older biaslens's first look, or an
-    edited config) is left as it is: the default run goes beside it, saying why."""
-    import yaml
-
+def test_another_n_gets_its_own_default_folder_and_the_same_settings_resume(tmp_path, monkeypatch):
+    """A method without --limit: the plain folder holding a run of other settings sends the new
+    run beside it, saying why at the start."""
     monkeypatch.chdir(tmp_path)
     first = _toy(500)
-    plain = first.run_dir.parent / "sib-toy"
-    plain.mkdir()
-    config = yaml.safe_load((first.run_dir / "config.yaml").read_text())
-    (plain / "config.yaml").write_text(yaml.safe_dump(config))
-    (plain / "summary.json").write_text("{}")
     notes = Notes()
-    full = run_method("sib-toy", report=False, progress=notes)
-    assert full.run_dir.parent == plain.parent and full.run_dir != plain
-    assert "holds another run (n: 500 -> 100000)" in notes.lines[0]
-    assert (plain / "summary.json").read_text() == "{}"
+    second = _toy(600, progress=notes)
+    recorded = second.settings
+    text = json.dumps([recorded, None, None], sort_keys=True)  # settings, commit, numerics
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    assert second.run_dir.name == f"{first.run_dir.name}-{digest[:8]}"
+    assert notes.lines == [
+        f"run folder: {second.run_dir} ({first.run_dir} holds another run (n: 500 -> 600))"
+    ]
+    assert _toy(600).run_dir == second.run_dir  # found again, not a third folder
+    assert _toy(500).run_dir == first.run_dir
 
 
 def test_an_explicit_output_of_other_settings_is_still_refused(tmp_path):

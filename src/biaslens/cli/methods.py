@@ -18,7 +18,14 @@ import click
 from biaslens.cli import shared
 from biaslens.cli.backends import backend_config, backend_params
 from biaslens.cli.params import command, to_click
-from biaslens.cli.render import console, print_run, print_table, run_and_print, with_progress
+from biaslens.cli.render import (
+    console,
+    print_headline,
+    print_run,
+    print_table,
+    run_and_print,
+    with_progress,
+)
 from biaslens.common.files import read_models_file
 from biaslens.common.options import Option, shown_default
 from biaslens.errors import BiaslensError
@@ -221,8 +228,7 @@ def _run_comparison(spec, models: list[str], runner_values: dict, values: dict) 
     for result in comparison.runs:
         print_run(result, spec)
     headline = spec.comparison.headline
-    table = headline.view(comparison.table) if headline.view else comparison.table
-    print_table(headline.title, table, headline.columns or None)
+    print_headline(spec, headline, comparison.table, headline.title)
     console.print(f"comparison: {comparison.root / 'comparison.csv'}")
     for plot in comparison.plots:
         console.print(f"plot: {plot}")

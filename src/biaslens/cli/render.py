@@ -109,16 +109,25 @@ def print_meanings(spec, estimates: list[dict]) -> None:
         console.print(f"  note: {note}")
 
 
+def print_headline(spec, headline, table, title: str) -> None:
+    """A headline table as the CLI shows it, each printed column's meaning under it (the
+    headline metrics' come under "reading the numbers")."""
+    from biaslens.framework.legends import legend_lines, shown_table
+
+    frame, columns = shown_table(headline, table)
+    print_table(title, frame, columns)
+    for column, meaning in legend_lines(spec, headline, columns):
+        if meaning:
+            console.print(f"  {visible(column)}: {meaning}")
+
+
 def print_run(result, spec) -> None:
     """Headline tables, notes, request counts and paths of a finished run."""
     for headline in spec.headlines:
         if not headline.cli or headline.table not in result.tables:
             continue
-        frame = result.tables[headline.table]
-        if headline.view is not None:
-            frame = headline.view(frame)
         title = f"{headline.title} — {result.model_name}" if spec.needs_model else headline.title
-        print_table(title, frame, headline.columns or None)
+        print_headline(spec, headline, result.tables[headline.table], title)
     print_meanings(spec, result.summary.get("estimates") or [])
     for note in result.notes:
         console.print(note)

@@ -87,8 +87,8 @@ PRONOUN_SCORING = Option(
 )
 MIN_PRONOUN_MASS = Option(
     "min_pronoun_mass",
-    help="Refuse when the pronouns hold less than this mean share of the probability at the "
-    "slot (0 to 1; 0 goes on anyway, recorded in the run's settings).",
+    help="Exact scoring: refuse when the pronouns hold less than this mean share of the "
+    "probability at the slot (0 to 1; 0 goes on anyway, recorded in the run's settings).",
     type=float,
 )
 GENERATION_TOKENS = Option(

@@ -38,7 +38,8 @@ class Headline:
     into what the CLI shows (e.g. a pivot); ``report``: into what the report shows (e.g. the
     few most common rows of each group); ``cli``: False keeps it out of the terminal;
     ``measures``: the headline metrics among its columns (their meanings, intervals and n go to
-    ``summary.json``'s ``estimates``), ``labels``: the columns that say which row is which."""
+    ``summary.json``'s ``estimates``), ``labels``: the columns that say which row is which;
+    ``legend``: what each other printed column means (:mod:`biaslens.framework.legends`)."""
 
     table: str
     title: str
@@ -48,6 +49,7 @@ class Headline:
     measures: tuple = ()
     labels: tuple[str, ...] = ()
     report: Callable | None = None
+    legend: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

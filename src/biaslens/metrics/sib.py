@@ -84,10 +84,11 @@ nothing the model predicts there (e.g. 0.003% when a chat model's reply is read 
 never writes): the run refuses (``--min-pronoun-mass``; 0 goes on, and the settings record it)."""
 
 
-def check_pronoun_mass(mass: float, minimum: float, model: str) -> None:
-    """Refuse, in one line, a run whose pronouns hold less than ``minimum`` of the probability at
-    the slot on average (:data:`MIN_PRONOUN_MASS`)."""
-    if not math.isfinite(mass) or mass >= minimum:
+def check_pronoun_mass(mass: float, minimum: float, model: str, mode: str = "exact") -> None:
+    """Refuse, in one line, an exact-scoring run whose pronouns hold less than ``minimum`` of the
+    probability at the slot on average (:data:`MIN_PRONOUN_MASS`). Paper scoring reads the
+    top-5 as the paper did, where no pronoun is a reading of its own (``--empty-mass``)."""
+    if mode != "exact" or not math.isfinite(mass) or mass >= minimum:
         return
     raise BiaslensError(
         f"the pronouns hold {mass:.3%} of {model}'s probability at the slot on average, below "

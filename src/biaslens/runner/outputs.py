@@ -13,22 +13,20 @@ from biaslens.store.paths import ANOTHER_OUTPUT
 from biaslens.store.run import RunStore, read_config
 
 
-def default_output(
-    spec, settings, model: dict[str, Any] | None, defaults=None
-) -> tuple[Path, str | None]:
+def default_output(spec, settings, model: dict[str, Any] | None) -> tuple[Path, str | None]:
     """The run folder when none is given, and why it has a hash (None when it has none).
 
-    ``runs/METHOD/NAME`` belongs to the run of the method's default settings for the model
-    (``defaults``, where known): whatever ran before, the full run lands there. A run of other
-    settings (``--limit``, a preset) goes to a sibling named with a short hash of its settings and
-    model, as does a run whose plain folder holds another run (another commit of the model, the
-    model read another way: ``--chat``, another dtype), so that a default run never collides
-    with an earlier one (an explicit ``--output`` keeps the refusal)."""
+    ``runs/METHOD/NAME`` is kept for the run of the full set (``--limit`` at its default):
+    whatever ran before, the full run lands there. A limited run (a first look) goes to a
+    sibling named with a short hash of its settings and model, as does a run whose plain folder
+    holds a run of other settings, another commit of the model or the model read another way
+    (``--chat``, another dtype), so that a default run never collides with an earlier one (an
+    explicit ``--output`` keeps the refusal)."""
     folder = spec.default_output(settings)
-    if defaults is not None and defaults.recorded() != settings.recorded():
-        new, old = settings.recorded(), defaults.recorded()
-        changed = ", ".join(sorted(k for k in set(new) | set(old) if new.get(k) != old.get(k)))
-        return _sibling(folder, settings, model), f"settings other than the defaults: {changed}"
+    limit = type(settings).model_fields.get("limit")
+    if limit is not None and getattr(settings, "limit", None) != limit.default:
+        why = f"--limit {settings.limit}: {folder} is kept for the full set"
+        return _sibling(folder, settings, model), why
     try:
         RunStore.ensure_compatible(folder, spec.name, settings.recorded(), model)
         return folder, None

@@ -115,8 +115,7 @@ def run_settings(
             settings = spec.for_model(settings, base, preset)
         model = base.identity.recorded() if base is not None else None
         if output is None:
-            defaults = _default_settings(spec, settings, base)
-            output, why = default_output(spec, settings, model, defaults)
+            output, why = default_output(spec, settings, model)
             note(progress, f"run folder: {output}" + (f" ({why})" if why else ""))
         output = Path(output)
         cache_file = (
@@ -158,21 +157,6 @@ def run_settings(
     if report:
         result.report = write_run_report([output])
     return result
-
-
-def _default_settings(spec, settings, lm):
-    """The method's default settings for this model and the values that name its run folder
-    (what the plain folder ``runs/METHOD/NAME`` holds); None where a method names its folders
-    itself or its defaults need more than these values."""
-    if spec.run_name is not None:
-        return None
-    values = {"model": settings.model} if spec.needs_model else {}
-    values.update({name: getattr(settings, name) for name in spec.folder_fields})
-    try:
-        defaults = spec.build_settings(**values)
-        return spec.for_model(defaults, lm) if lm is not None else defaults
-    except BiaslensError:
-        return None
 
 
 def _load(name: str, backend: BackendConfig) -> LM:

@@ -15,7 +15,8 @@ request types express is exported:
   against the threshold (``tpr_extended`` …).
 * ``lei-eval`` (generative choice scoring of a causal model): one ``multiple_choice`` request
   per question in the UnifiedQA layout, the two subjects (each in both spellings) as the
-  choices; S normalised over the two; μ, η and θ4 per set (``mu_none``, ``mu_ethical`` …) by biaslens's UnQover metrics.
+  choices; S normalised over the two; μ, η and θ4 per set (``mu_none``, ``mu_ethical`` …) by
+  biaslens's UnQover metrics.
 
 Not expressible in lm-eval and not exported: top-5 (paper) scoring, which reads a greedy
 decode's top-k at every step; masked LMs' slot filling (lm-eval has no masked-LM model); the

@@ -165,7 +165,9 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
         ctx.lm, rows, settings.mode, ctx.progress, label="Method 2",
         max_new_tokens=settings.generation_tokens,
     )  # fmt: skip
-    check_pronoun_mass(pronoun_mass(scored), settings.min_pronoun_mass, ctx.lm.identity.name)
+    check_pronoun_mass(
+        pronoun_mass(scored), settings.min_pronoun_mass, ctx.lm.identity.name, settings.mode
+    )
     sweep = scored[scored["end"] == "sweep"]
     scored = scored[scored["end"] != "sweep"]
     table = sentence_metrics(sentences, scored, settings.threshold, settings.empty_mass)

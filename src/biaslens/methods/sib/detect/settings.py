@@ -47,7 +47,8 @@ class DetectSettings(MethodSettings):
         default=MIN_PRONOUN_MASS,
         ge=0,
         le=1,
-        description="the least mean share of the probability at the slot the pronouns must hold",
+        description="exact scoring: the least mean share of the probability at the slot the "
+        "pronouns must hold",
     )
     ci_level: CiLevel = 0.95
 

@@ -75,7 +75,8 @@ class MGCSettings(MethodSettings):
         default=MIN_PRONOUN_MASS,
         ge=0,
         le=1,
-        description="the least mean share of the probability at the slot the pronouns must hold",
+        description="exact scoring: the least mean share of the probability at the slot the "
+        "pronouns must hold",
     )
     seed: Seed = 0
     ci_level: CiLevel = 0.95
@@ -181,7 +182,7 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
         ctx.lm, rows, settings.mode, ctx.progress, max_new_tokens=settings.generation_tokens
     )
     mass = pronoun_mass(samples)
-    check_pronoun_mass(mass, settings.min_pronoun_mass, ctx.lm.identity.name)
+    check_pronoun_mass(mass, settings.min_pronoun_mass, ctx.lm.identity.name, settings.mode)
     fits = method1_fits(samples, confidence=settings.ci_level, seed=settings.seed)
     means = mean_by_w(samples)
     slopes = slope_summary(
