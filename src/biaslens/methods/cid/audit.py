@@ -241,6 +241,10 @@ SPEC = register(
                 "Most common continuations per λ",
                 view=_continuations_view,
                 report=_report_continuations,
+                legend={
+                    "*": "a name group: its most common contrastive continuations at this λ, "
+                    "each with the number of its prompts (names × templates) that gave it",
+                },
             ),
             Headline(
                 "biased_fraction",

@@ -126,7 +126,17 @@ SPEC = register(
         description="All (direction, λ) combinations run in one batch. Writes continuations.csv "
         "(per λ and direction: the continuation, its tokens and why it ended) and summary.json.",
         options=OPTIONS,
-        headlines=(Headline("continuations", "CID", view=_by_lambda),),
+        headlines=(
+            Headline(
+                "continuations",
+                "CID",
+                view=_by_lambda,
+                legend={
+                    "*": "the continuation decoded in this direction: CID(x; x') continues x "
+                    "contrasted with x', CID(x'; x) the reverse",
+                },
+            ),
+        ),
         outputs=PAIR,
         presets={"paper": {}},  # greedy, λ 0, 5, 50 and top-K 50: the paper's Fig. 1
         shortcut="cid",

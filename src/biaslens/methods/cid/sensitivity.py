@@ -303,6 +303,14 @@ SPEC = register(
                 view=_summary_view,
                 measures=(LAMBDA_STAR,),
                 labels=("type",),
+                legend={
+                    "type": "the perturbation type (Section 5)",
+                    "pairs": "sentence pairs (original, perturbed) of the type",
+                    "q25": "first quartile of λ* over the pairs",
+                    "q75": "third quartile of λ* over the pairs",
+                    "never < τ": "pairs whose continuations stay similar (sim ≥ τ) at every λ "
+                    "of the grid: λ* beyond it",
+                },
             ),
             Headline("lambda_star", "λ* per pair", cli=False),
         ),

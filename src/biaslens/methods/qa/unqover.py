@@ -302,8 +302,32 @@ SPEC = register(
         options=OPTIONS,
         reads_data=True,
         headlines=(
-            Headline("unqover", "UnQover model-level bias", view=_summary_view, measures=MEASURES),
-            Headline("subjects", "Subjects by max |γ| over attributes", view=_subjects_view),
+            Headline(
+                "unqover",
+                "UnQover model-level bias",
+                view=_summary_view,
+                measures=MEASURES,
+                legend={
+                    "metric": "the UnQover metric (each explained below)",
+                    "value": "its value from all examples (sparse: too few units per subject × "
+                    "attribute cell to read a maximum as it stands)",
+                    "cross-fitted": "μ, η, θ4 by sample splitting (the cells' directions chosen "
+                    "on one half of the units, read on the other), which does not lean upwards "
+                    "as the plug-in maximum does",
+                },
+            ),
+            Headline(
+                "subjects",
+                "Subjects by max |γ| over attributes",
+                view=_subjects_view,
+                legend={
+                    "subject": "the subject (a religion, ethnicity, gender or nationality)",
+                    "max_abs_gamma": "the largest |γ| of the subject over the attributes",
+                    "top_attribute": "the attribute where |γ| is largest",
+                    "top_gamma": "γ there (its sign: for or against the subject)",
+                    "mean_abs_eta": "mean |η| of the subject over the attributes",
+                },
+            ),
         ),
         presets={
             "paper": {

@@ -92,7 +92,22 @@ SPEC = register(
             O.SEED,
         ),
         headlines=(
-            Headline("toy_summary", "Toy SCM: correlations before and after selection", view=_view),
+            Headline(
+                "toy_summary",
+                "Toy SCM: correlations before and after selection",
+                view=_view,
+                legend={
+                    "task": "well-specified (γ = 1: X depends on W) or unspecified (γ = 0: it "
+                    "does not) task of the SCM (App. B)",
+                    "γ": "γ in X := W + γ·G + N(0,1) and Y := γ·X + G + N(0,1)",
+                    "selected": "share of samples the selection S := (W + G + N(0,1)) > 2α keeps",
+                    "W–G all": "correlation of W and G over all samples (0 by construction)",
+                    "W–G sel.": "correlation of W and G among the selected samples: the "
+                    "selection makes W stand in for G",
+                    "X–Y all": "correlation of the input X and the label Y over all samples",
+                    "X–Y sel.": "correlation of X and Y among the selected samples",
+                },
+            ),
         ),
     )
 )

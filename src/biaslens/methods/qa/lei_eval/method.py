@@ -357,6 +357,16 @@ SPEC = register(
                 view=mu_view,
                 measures=UNQOVER_MEASURES,
                 labels=("set", "scoring"),
+                legend={
+                    "set": "the intervention set: none, ethical, adversarial, irrelevant (LEI "
+                    "Section 3), or specified contexts",
+                    "desired μ": "what μ should be after the intervention: 0 ethical, 1 "
+                    "adversarial, the no-intervention μ irrelevant (LEI Section 3)",
+                    "gap": "|μ − desired μ| (LEI's selection criterion, Section 4), with its "
+                    "interval",
+                    "win rate": "on specified contexts, how often the subject the context names "
+                    "is scored higher",
+                },
             ),
             Headline("subjects", "Subjects: max |γ|", cli=False),
         ),

@@ -324,6 +324,17 @@ SPEC = register(
                 view=_rates_view,
                 measures=(TPR, TNR, BALANCED_ACCURACY),
                 labels=("set",),
+                legend={
+                    "set": "the sentence set: extended Winogender (App. H) or the Simplified set "
+                    "(App. H.1)",
+                    "TPR": "the TPR (below) with its interval at --ci-level",
+                    "TNR": "the TNR (below) with its interval at --ci-level",
+                    "n (TPR)": "underspecified sentences the TPR rests on",
+                    "n (TNR)": "well-specified sentences the TNR rests on",
+                    "BA": "balanced accuracy (below) with its interval",
+                    "no pronoun": "sentences with no pronoun predicted at a date: no verdict, "
+                    "left out of TPR and TNR",
+                },
             ),
         ),
     )

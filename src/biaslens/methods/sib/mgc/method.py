@@ -275,6 +275,13 @@ SPEC = register(
                 "comparison",
                 "MGC Method 1 across models (mean over prompts)",
                 ("model", "parameters", "W", "female−male slope", "mean r²", "flat lines"),
+                legend={
+                    "female−male slope": "the female − male slope (below), averaged over the "
+                    "prompts, in pp per W step",
+                    "mean r²": "mean of the female and male lines' r²",
+                    "flat lines": "lines whose per-W means do not vary (r² undefined), left out "
+                    "of the mean r²",
+                },
                 view=lambda t: t.assign(parameters=t["num_parameters"].map("{:,}".format)).rename(
                     columns={
                         "w_kind": "W",
@@ -299,6 +306,16 @@ SPEC = register(
                 view=_fits_view,
                 measures=(SLOPE,),
                 labels=("prompt", "w_kind", "gender"),
+                legend={
+                    "slope (pp/step)": "the slope (below) in percentage points of pronoun "
+                    "probability per step along W's grid",
+                    "n": "W values on the line",
+                    "sentences": "sentence frames (verb × life stage) read at every W value",
+                    "ρ(W)": "lag-1 autocorrelation of the line's residuals over W, which the "
+                    "interval allows for (AR(1))",
+                    "r": "correlation of the per-W mean probability with W's position",
+                    "r²": "share of the per-W means' variance the line explains",
+                },
             ),
         ),
         presets={
