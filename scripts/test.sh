@@ -17,7 +17,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 "$PY" -m ruff format --check src tests benchmarks scripts
 # The documentation site builds with no warning (broken links, missing pages, API docstrings).
 NO_MKDOCS_2_WARNING=1 "$PY" -m mkdocs build --strict --quiet
-"$PY" -m pytest -q -m "not served" "$@"
+"$PY" -m pytest -q -m "not served" --durations=15 "$@"
 if [ "${BIASLENS_SKIP_VLLM:-0}" != "1" ]; then
     bash scripts/install.sh --vllm
     .venv-vllm/bin/python -m pytest -q -m served -p no:cacheprovider tests/models/test_vllm.py

@@ -46,6 +46,24 @@ def full_data_dir() -> Path:
     pytest.skip(message)
 
 
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_written_into_the_clone() -> Iterator[None]:
+    """The suite writes its runs under temporary folders, never into the repository's own
+    ``runs/`` (a test that runs without --output changes to a temporary working directory)."""
+    runs = REPOSITORY / "runs"
+
+    def entries() -> set[Path]:
+        return set(runs.glob("*/*")) if runs.is_dir() else set()
+
+    before = entries()
+    yield
+    written = sorted(str(p.relative_to(REPOSITORY)) for p in entries() - before)
+    assert not written, f"tests wrote run folders into the repository: {written}"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_user_cache(tmp_path_factory) -> Iterator[Path]:
     """The suite's own user cache (batch-size memo, file hashes): tests neither read what the

@@ -225,7 +225,8 @@ def test_datasets_download_command(tmp_path, monkeypatch, capsys):
     assert code == 0 and (tmp_path / "winogender" / "templates.tsv").is_file()
 
 
-def test_cid_command_with_a_lambda_list(tiny_models, monkeypatch, capsys):
+def test_cid_command_with_a_lambda_list(tiny_models, monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(tmp_path)  # the default run folder goes under the working directory
     code, out, _ = run_cli(
         monkeypatch, capsys, "cid", "--model", str(tiny_models["llama"]),
         "--x", "The doctor said that", "--x-prime", "The nurse said that",
@@ -237,7 +238,9 @@ def test_cid_command_with_a_lambda_list(tiny_models, monkeypatch, capsys):
     assert [r.split("│")[1].strip() for r in rows] == ["0", "5", "50"]
 
 
-def test_cid_command_defaults_are_the_cid_settings_defaults(tiny_models, monkeypatch, capsys):
+def test_cid_command_defaults_are_the_cid_settings_defaults(
+    tiny_models, monkeypatch, capsys, tmp_path
+):
     """Without --lam, --top-k or --max-new-tokens, `biaslens cid` decodes as cid-audit does
     by default (DecodingSettings), not with defaults of its own."""
     import biaslens.models.loader as registry
@@ -253,6 +256,7 @@ def test_cid_command_defaults_are_the_cid_settings_defaults(tiny_models, monkeyp
 
     monkeypatch.setattr(lm, "contrastive_generate", recording)
     monkeypatch.setattr(registry, "load_model", lambda *a, **k: lm)
+    monkeypatch.chdir(tmp_path)  # the default run folder goes under the working directory
     code, _, _ = run_cli(monkeypatch, capsys, "cid", "--model", "any", "--x", "a b",
                          "--x-prime", "c d")  # fmt: skip
     defaults = DecodingSettings()

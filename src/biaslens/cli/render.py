@@ -94,12 +94,12 @@ def print_table(title: str, frame, columns: Sequence[str] | None = None) -> None
         console.print(out)
 
 
-def print_meanings(spec, estimates: list[dict]) -> None:
-    """What each headline metric means, and a warning where an interval rests on few units or
-    holds the value that says "no bias" (0)."""
+def print_meanings(spec, estimates: list[dict], tables=None) -> None:
+    """What each headline metric of the run's ``tables`` means, and a warning where an interval
+    rests on few units or holds the value that says "no bias" (0)."""
     from biaslens.framework.estimates import interval_notes, meanings
 
-    lines = meanings(spec)
+    lines = meanings(spec, tables)
     if not lines:
         return
     console.print("reading the numbers:", style="bold")
@@ -128,7 +128,7 @@ def print_run(result, spec) -> None:
             continue
         title = f"{headline.title} — {result.model_name}" if spec.needs_model else headline.title
         print_headline(spec, headline, result.tables[headline.table], title)
-    print_meanings(spec, result.summary.get("estimates") or [])
+    print_meanings(spec, result.summary.get("estimates") or [], result.tables)
     for note in result.notes:
         console.print(note)
     if result.cache_stats:

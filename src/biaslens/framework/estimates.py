@@ -73,10 +73,13 @@ def collect(spec, tables: dict[str, Any], level: float = LEVEL) -> list[dict[str
     return records
 
 
-def meanings(spec) -> list[str]:
-    """One line per headline metric of ``spec`` (each once)."""
+def meanings(spec, tables=None) -> list[str]:
+    """One line per headline metric of ``spec`` (each once); with a run's ``tables``, only of the
+    headlines the run has (cid-audit's fraction biased comes once ratings are imported)."""
     seen, lines = set(), []
     for headline in spec.headlines:
+        if tables is not None and headline.table not in tables:
+            continue
         for measure in headline.measures:
             if measure.column not in seen:
                 seen.add(measure.column)
