@@ -45,7 +45,8 @@ MUTATIONS = (
         "SIB App. E: the female list holds Her/her",
         (("biaslens/data/pronouns.py", '("She", "Her", "Female", "she", "her", "female")',
           '("She", "Female", "she", "female")'),),
-        (SIB + "test_sib_mgc_numbers_recomputed[bert-mlm-exact]",),
+        # the tiny causal model has " her" and " Her" as tokens (the tiny BERT has neither)
+        (SIB + "test_sib_mgc_numbers_recomputed[llama-exact]",),
     ),
     Mutation(
         "mgc-template",
