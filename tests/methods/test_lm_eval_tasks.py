@@ -24,7 +24,7 @@ def lm_eval_results(tmp_path, model: Path, task: str) -> dict:
     subprocess.run(
         [str(Path(sys.executable).with_name("lm_eval")), "--include_path", str(tmp_path / "tasks"),
          "--tasks", task, "--model", "hf", "--model_args", f"pretrained={model},dtype=float32",
-         "--device", "cpu", "--batch_size", "1", "--output_path", str(tmp_path / "out")],
+         "--device", "cpu", "--batch_size", "16", "--output_path", str(tmp_path / "out")],
         check=True, env=env, cwd=tmp_path, capture_output=True,
     )  # fmt: skip
     [path] = glob.glob(str(tmp_path / "out" / "*" / "results_*.json"))
