@@ -8,7 +8,7 @@ Input: one row per question asked on one context, with columns
 * ``s_first``, ``s_second`` — the model's score S of each subject as the answer;
 * optional extra key columns (``keys``), e.g. ``intervention``, kept apart in every step.
 
-Definitions (DESIGN.md, UnQover Section 3):
+Definitions (UnQover, Li et al. 2020, Section 3):
 S̃(x1|a) = ½[S(x1 first) + S(x1 second)] (position correction);
 B(x1, a) = S̃(x1|a) − S̃(x1|ā) (negation correction);
 C(x1, x2, a, τ) = ½[B(x1) − B(x2)], so C(x2, x1) = −C(x1, x2);

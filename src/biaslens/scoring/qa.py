@@ -1,4 +1,4 @@
-"""Subject scores S(x) of QA models on UnQover/LEI examples (DESIGN.md, UnQover / LEI).
+"""Subject scores S(x) of QA models on UnQover/LEI examples (UnQover Section 3; LEI Section 3).
 
 Input rows (one per context) carry ``first``/``second`` (subject identities), their text and
 character offsets in ``context`` (``first_text``/``first_start`` …; ``first`` is the text when
