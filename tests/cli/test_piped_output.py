@@ -45,11 +45,29 @@ def test_a_piped_run_prints_progress_lines_and_whole_tables(tiny_models, tmp_pat
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     progress = [line for line in done.stderr.splitlines() if line.startswith("MGC exact")]
-    assert len(progress) > 1 and "(100%)" in progress[-1] and progress[-1].endswith("eta —")
+    assert len(progress) > 1 and "(100%)" in progress[-1]
+    # a rate only once it rests on a second of work: a run this short shows none
+    assert all(" req/s" not in line or "eta" in line for line in progress)
     lines = done.stdout.splitlines()
     assert any(str(model) in line for line in lines)  # the title whole, on one line
     assert max(len(line) for line in lines) > 80
     assert f"results: {tmp_path / 'run'}" in lines
+
+
+def test_no_rate_from_batches_a_moment_apart():
+    """Two batches answered a millisecond apart (from the cache) give no rate: a line shows
+    counts and time until the rate rests on a second of work."""
+    stream, clock = io.StringIO(), Clock()
+    tick = PlainProgress(stream, interval=0.0, clock=clock).task("MGC exact (m)", 100)
+    tick(50)
+    clock.now += 0.001
+    tick(49)
+    clock.now += 2.0
+    tick(1)
+    lines = stream.getvalue().splitlines()
+    assert lines[:2] == ["MGC exact (m): 50/100 (50%), 0:00:00 elapsed",
+                         "MGC exact (m): 99/100 (99%), 0:00:00 elapsed"]  # fmt: skip
+    assert lines[2] == "MGC exact (m): 100/100 (100%) 25.0 req/s, 0:00:02 elapsed, eta —"
 
 
 def test_a_progress_interval_that_is_no_duration_is_named(monkeypatch):
