@@ -28,14 +28,16 @@ tiny-b:
 """
 
 
-def naive_continuation(model, tokenizer, x: str, x_prime: str, lam: float, decoding) -> str:
-    """Greedy CID one token at a time; stops at EOS or once the text holds a stop string (cut
-    before it), as the request defines."""
+def naive_continuation(
+    model, tokenizer, x: str, x_prime: str, lam: float, decoding, top_k: int = PAPER_TOP_K
+) -> str:
+    """Greedy CID one token at a time over the top-K (the paper's 50 unless told); stops at EOS
+    or once the text holds a stop string (cut before it), as the request defines."""
     x_ids, x_prime_ids = tokenizer(x)["input_ids"], tokenizer(x_prime)["input_ids"]
     eos = {tokenizer.eos_token_id}
     generated = []
     for _ in range(decoding["max_new_tokens"]):
-        token = naive_cid_next(model, x_ids, x_prime_ids, generated, lam, PAPER_TOP_K)
+        token = naive_cid_next(model, x_ids, x_prime_ids, generated, lam, top_k)
         generated.append(token)
         text = tokenizer.decode(generated, skip_special_tokens=True)
         stops = [text.index(s) for s in decoding["stop"] if s in text]
@@ -180,10 +182,11 @@ PAIR = ("The doctor said that", "The nurse said that")
 
 
 def run_pair(name, tiny_models, tmp_path, **options):
+    options = {"lams": (0, 5, 50), **options}
     return biaslens.run(
-        "cid", str(tiny_models[name]), x=PAIR[0], x_prime=PAIR[1], lams=(0, 5, 50),
-        max_new_tokens=6, output=tmp_path / f"cid-{len(options)}", report=False, device="cpu",
-        **options,
+        "cid", str(tiny_models[name]), x=PAIR[0], x_prime=PAIR[1], max_new_tokens=6,
+        output=tmp_path / f"cid-{len(options)}-{len(options['lams'])}", report=False,
+        device="cpu", **options,
     )  # fmt: skip
 
 
