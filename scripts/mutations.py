@@ -94,8 +94,11 @@ MUTATIONS = (
         "pronoun-step",
         "SIB App. G: the one step whose argmax is a listed word, else the mean over steps",
         (("biaslens/metrics/sib.py", "if len(pronoun_steps) == 1:", "if pronoun_steps:"),),
+        # greedy decodes of the tiny models never put a pronoun first at two steps: the rule's
+        # "several" branch is checked against hand-computed masses
         (SIB + "test_sib_mgc_numbers_recomputed[t5-paper]",
-         SIB + "test_sib_mgc_numbers_recomputed[llama-paper]"),
+         "tests/metrics/test_sib.py::"
+         "test_generation_mass_averages_steps_when_zero_or_several_pronouns"),
     ),
     Mutation(
         "detect-threshold",
