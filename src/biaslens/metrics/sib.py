@@ -80,8 +80,9 @@ def pronoun_mass(samples: pd.DataFrame) -> float:
 
 MIN_PRONOUN_MASS = 0.001
 """Below this mean share of the probability at the slot (0.1%), SIB's numbers would describe
-almost nothing the model predicts there (e.g. 0.003% when a chat model's reply is read with a space it
-never writes): the run refuses (``--min-pronoun-mass``; 0 goes on, and the settings record it)."""
+almost nothing the model predicts there (e.g. 0.003% when a chat model's reply is read with a
+space it never writes): the run refuses (``--min-pronoun-mass``; 0 goes on, and the settings
+record it)."""
 
 
 def check_pronoun_mass(mass: float, minimum: float, model: str, mode: str = "exact") -> None:
