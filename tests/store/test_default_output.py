@@ -32,9 +32,11 @@ class Notes:
 
 
 def _mgc(model, progress=None, **options):
+    from biaslens.models import BackendConfig
+
     return run_method(
-        "sib-mgc", model=model, w=("dates",), report=False, device="cpu", progress=progress,
-        **options,
+        "sib-mgc", model=model, w=("dates",), report=False, progress=progress,
+        backend=BackendConfig(device="cpu"), **options,
     )  # fmt: skip
 
 
