@@ -161,13 +161,14 @@ def _stored(cache) -> int:
 
 @pytest.mark.slow
 def test_ctrl_c_prints_how_to_resume_and_the_rerun_resumes(tiny_models, tmp_path):
-    """A real SIGINT to a real process in the middle of a run (100 requests of 20 greedy steps,
-    4 at a time: the signal comes after the first batch is stored, long before the last)."""
+    """A real SIGINT to a real process in the middle of a run: 500 requests of 20 greedy steps,
+    4 at a time, stored in chunks of 256; the signal comes once the first chunk is stored, long
+    before the second is."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
     args = [
         sys.executable, "-m", "biaslens.cli", "run", "sib-mgc", "--model", str(tiny_models["gpt2"]),
         "--output", str(tmp_path / "run"), "--batch-size", "4", "--device", "cpu",
-        "--scoring", "paper", "--no-cache", "--limit", "2",
+        "--scoring", "paper", "--no-cache", "--limit", "10",
     ]  # fmt: skip
     process = subprocess.Popen(
         args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -186,4 +187,4 @@ def test_ctrl_c_prints_how_to_resume_and_the_rerun_resumes(tiny_models, tmp_path
     assert rerun.returncode == 0, rerun.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["requests"]["cached"] > 0 and summary["requests"]["computed"] > 0
-    assert summary["requests"]["cached"] + summary["requests"]["computed"] == 100
+    assert summary["requests"]["cached"] + summary["requests"]["computed"] == 500
