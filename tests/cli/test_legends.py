@@ -10,16 +10,8 @@ import pytest
 import biaslens
 from biaslens.framework.legends import legend_lines, shown_table
 from biaslens.framework.registry import get_method
+from tests.conformance.test_cid import NAMES
 from tests.conftest import DATA
-
-NAMES = """
-tiny-a:
-  gender: male
-  names: [James, John]
-tiny-b:
-  gender: female
-  names: [Omar, Emma]
-"""
 
 
 def runs(tiny_models, unqover_data, tmp_path) -> dict:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
+from pydantic import Field
 from scipy import stats
 
 from biaslens.data.pronouns import GENDERS, gender_of
@@ -83,6 +85,16 @@ MIN_PRONOUN_MASS = 0.001
 almost nothing the model predicts there (e.g. 0.003% when a chat model's reply is read with a
 space it never writes): the run refuses (``--min-pronoun-mass``; 0 goes on, and the settings
 record it)."""
+MinPronounMass = Annotated[
+    float,
+    Field(
+        ge=0,
+        le=1,
+        description="exact scoring: the least mean share of the probability at the slot the "
+        "pronouns must hold",
+    ),
+]
+"""The ``min_pronoun_mass`` setting of SIB's methods (:func:`check_pronoun_mass`)."""
 
 
 def check_pronoun_mass(mass: float, minimum: float, model: str, mode: str = "exact") -> None:

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 from biaslens.errors import BiaslensError
 from biaslens.framework import options as O
 from biaslens.framework.settings import CiLevel, Limit, MethodSettings, validated
-from biaslens.metrics.sib import MIN_PRONOUN_MASS
+from biaslens.metrics.sib import MIN_PRONOUN_MASS, MinPronounMass
 
 SETS = ("extended", "simplified")
 SetName = Literal["extended", "simplified", "simplified-reference"]
@@ -43,13 +43,7 @@ class DetectSettings(MethodSettings):
         "percent (zero)",
     )
     limit: Limit = Field(default=None, description="occupations (first N, sorted)")
-    min_pronoun_mass: float = Field(
-        default=MIN_PRONOUN_MASS,
-        ge=0,
-        le=1,
-        description="exact scoring: the least mean share of the probability at the slot the "
-        "pronouns must hold",
-    )
+    min_pronoun_mass: MinPronounMass = MIN_PRONOUN_MASS
     ci_level: CiLevel = 0.95
 
     @field_validator("latest")

@@ -40,6 +40,7 @@ from biaslens.methods.sib.mgc.compare import compare
 from biaslens.methods.sib.outputs import MGC as SIB_FILES_MGC
 from biaslens.metrics.sib import (
     MIN_PRONOUN_MASS,
+    MinPronounMass,
     check_pronoun_mass,
     mean_by_w,
     method1_fits,
@@ -71,13 +72,7 @@ class MGCSettings(MethodSettings):
         default=20, ge=1, le=256, description="paper-mode greedy steps of causal/seq2seq models"
     )
     limit: Limit = Field(default=None, description="sentences per W value")
-    min_pronoun_mass: float = Field(
-        default=MIN_PRONOUN_MASS,
-        ge=0,
-        le=1,
-        description="exact scoring: the least mean share of the probability at the slot the "
-        "pronouns must hold",
-    )
+    min_pronoun_mass: MinPronounMass = MIN_PRONOUN_MASS
     seed: Seed = 0
     ci_level: CiLevel = 0.95
 
