@@ -28,9 +28,10 @@ def test_readable(value, signed, text):
 @pytest.mark.parametrize(
     ("values", "texts"),
     [
-        # the report's old mix (3.354e-05 beside 0.0070): one fixed notation, 3 significant
-        # digits of the smallest value (-log10(3.354e-05) = 4.47 -> 5 + 2 decimals)
-        ([3.354e-05, 0.0070, 0.25], ["0.0000335", "0.0070000", "0.2500000"]),
+        # the report's old mix (3.354e-05 beside 0.0070): a value below 0.001 puts the whole
+        # column in three significant digits, the notation readable() gives it alone
+        ([3.354e-05, 0.0070, 0.25], ["3.35e-05", "7.00e-03", "2.50e-01"]),
+        ([1.52e-05, 0.014116], ["1.52e-05", "1.41e-02"]),
         ([0.0218, 1.5, -2.0], ["0.0218", "1.5000", "-2.0000"]),
         ([4.2e-08, 0.5], ["4.20e-08", "5.00e-01"]),
         ([0.0, 5.0, 50.0], ["0", "5", "50"]),

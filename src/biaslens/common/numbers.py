@@ -22,19 +22,17 @@ def readable_interval(low: float, high: float, signed: bool = False) -> str:
 
 
 def readable_column(values) -> list[str | None]:
-    """One notation for a whole column, so that its numbers line up and compare at a glance:
-    whole numbers as such; four decimals; more (three significant digits of the smallest
-    non-zero value, at most eight) where a value is below 0.001; scientific notation for every
-    value where one is below 1e-6. None where a cell is not a finite float (the caller formats
-    it)."""
+    """One notation for a whole column, the rule of :func:`readable` applied to the column so
+    that its numbers line up and compare at a glance: whole numbers as such; four decimals;
+    three significant digits in scientific notation for every value where one is below 0.001
+    (never ``0.0000152`` beside ``3.36e-05`` on one screen). None where a cell is not a finite
+    float (the caller formats it)."""
     finite = [float(v) for v in values if isinstance(v, float) and math.isfinite(v)]
     smallest = min((abs(v) for v in finite if v != 0), default=1.0)
     if finite and all(v.is_integer() and abs(v) < 1e9 for v in finite):
         shape = ".0f"  # whole numbers stored as floats (λ = 5.0, a count beside NaN)
     elif smallest >= 1e-3:
         shape = ".4f"
-    elif smallest >= 1e-6:
-        shape = f".{min(8, math.ceil(-math.log10(smallest)) + 2)}f"
     else:
         shape = ".2e"
     return [

@@ -62,7 +62,8 @@ MEASURES = (
         "eta",
         "η",
         "mean over subjects and attributes of |η(x, a)|, η the mean sign of C (how "
-        "consistently a subject wins)",
+        "consistently a subject wins; it counts signs, not sizes, so a small preference "
+        "that always points the same way gives η near 1 beside a small μ)",
         "0 to 1",
         "0",
         "lower is less biased",

@@ -68,7 +68,7 @@ def _format(value) -> tuple[str, bool]:
             return "∞" if value > 0 else "−∞", True
         if value.is_integer() and abs(value) < 1e9:
             return str(int(value)), True
-        return (f"{value:.4g}" if abs(value) < 1e-3 else f"{value:.4f}"), True
+        return readable(value), True
     if isinstance(value, int):
         return str(value), True
     value = value.tolist() if hasattr(value, "tolist") else value
