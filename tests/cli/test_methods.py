@@ -116,7 +116,9 @@ def test_every_registered_method_has_exactly_its_declared_options():
         runner = {"--output", "-o", "--preset"} | ({"--data-dir"} if spec.reads_data else set())
         compared = {"--models-file"} if spec.comparison else set()
         asks_model = (
-            backend | {"--dry-run", "--cache-dir", "--no-cache"} if spec.needs_model else set()
+            backend | {"--dry-run", "--price", "--cache-dir", "--no-cache"}
+            if spec.needs_model
+            else set()
         )
         expected = declared | runner | compared | asks_model
         given = {

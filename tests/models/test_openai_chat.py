@@ -50,7 +50,7 @@ def test_without_a_tokenizer_chat_goes_to_the_chat_endpoint(both, served):
     _, lm = both
     described = lm.identity.describe()
     assert described["endpoint"] == "chat/completions" and described["system"] == SYSTEM
-    assert [t.value for t in lm.capabilities] == ["generate"]
+    assert [t.value for t in lm.capabilities] == ["generate", "sample"]
     sent = served["faults"].requests[-1]
     assert sent["messages"][0] == {"role": "system", "content": SYSTEM}
     assert sent["logprobs"] is True and sent["top_logprobs"] == 5
@@ -134,10 +134,16 @@ def test_replies_that_cannot_be_scored_are_named(both, faults, shape, message):
         lm.generate([GenerateRequest(PROMPTS[0], max_new_tokens=4, top_k=3)])
 
 
-def test_a_chat_endpoint_without_log_probabilities_is_refused_at_load(served, faults):
+def test_a_chat_endpoint_without_log_probabilities_answers_only_sampled_replies(served, faults):
     faults.chat = "no-logprobs"
-    with pytest.raises(ServerError, match="no log-probabilities"):
-        chat_endpoint(served)
+    lm = chat_endpoint(served)
+    try:
+        assert [t.value for t in lm.capabilities] == ["sample"]
+        assert "sampled replies only" in lm.identity.describe()["scoring"]
+        with pytest.raises(BiaslensError, match="returns no log-probabilities"):
+            lm.generate([GenerateRequest(PROMPTS[0], max_new_tokens=4, top_k=3)])
+    finally:
+        lm.close()
 
 
 @pytest.mark.parametrize(

@@ -91,3 +91,38 @@ def test_the_female_minus_male_slope_interval_covers_through_the_method_fits():
         widths.append(row.female_minus_male_ci_high - row.female_minus_male_ci_low)
         assert row.n == 30 and row.sentences == len(frames)
     record("MGC female − male slope (method fits)", held, widths)
+
+
+@pytest.mark.parametrize("replies", [10, 50])
+def test_the_slope_interval_covers_under_sampled_scoring(replies):
+    """Sampled scoring: each sentence's masses are the shares of K replies (a multinomial
+    draw over female / male / neutral / other) from the model's true probabilities. The
+    sampling error is cell noise, independent over sentences and W values, which the
+    interval's W residuals and sentence spread count: the female − male slope's interval
+    holds the true difference at the nominal rate, with K = 10 (sampling error dominating)
+    and K = 50, 6 frames × 30 W, AR(1) W effects."""
+    from biaslens.metrics.sib import method1_fits, slope_summary
+
+    truth = 0.2  # percentage points per W step
+    held, widths = [], []
+    for r in range(REPLICATIONS):
+        rng = np.random.default_rng([r, replies])
+        shared = _ar1(0.4, rng) * 0.5  # percentage points
+        female = 20 + 0.3 * W + shared
+        male = 30 + 0.1 * W - shared
+        rows = []
+        for frame in range(6):
+            own = rng.normal(0, 1.0, (2, len(W)))
+            for i, w in enumerate(W):
+                p = np.array([female[i] + own[0, i], male[i] + own[1, i], 5.0]) / 100
+                counts = rng.multinomial(replies, [*p, 1 - p.sum()])
+                rows.append({"prompt": "A", "w_kind": "dates", "w_index": int(w), "w": str(w),
+                             "verb": f"v{frame}", "life_stage": "a child",
+                             "p_female": counts[0] / replies, "p_male": counts[1] / replies,
+                             "p_neutral": counts[2] / replies})  # fmt: skip
+        samples = pd.DataFrame(rows)
+        fits = method1_fits(samples, seed=r)
+        row = slope_summary(fits, None, samples=samples, seed=r).iloc[0]
+        held.append(covers(row.female_minus_male_ci_low, row.female_minus_male_ci_high, truth))
+        widths.append(row.female_minus_male_ci_high - row.female_minus_male_ci_low)
+    record(f"MGC female − male slope, sampled scoring, K = {replies}", held, widths)

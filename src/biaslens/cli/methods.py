@@ -118,7 +118,7 @@ def method_command(spec, shortcut: bool = False) -> click.Command:
     params += [to_click(option) for option in runner]
     if spec.needs_model:
         if not shortcut:
-            params.append(to_click(shared.DRY_RUN))
+            params += [to_click(shared.DRY_RUN), to_click(shared.PRICE)]
         params += backend_params()
 
     def invoke(**given):
@@ -141,6 +141,9 @@ def _invoke(spec, options: list[Option], runner: list[Option], compares: bool, g
     runner_values = {option.keyword: given.pop(option.name) for option in runner}
     models_file = given.pop("models_file", None)
     dry_run = given.pop("dry_run", False)
+    price = given.pop("price", None)
+    if price is not None and not dry_run:
+        raise BiaslensError("--price estimates a run's cost with --dry-run: add --dry-run")
     values, display = _settings_values(options, given)
     if spec.needs_model:
         runner_values["backend"] = backend
@@ -150,14 +153,14 @@ def _invoke(spec, options: list[Option], runner: list[Option], compares: bool, g
             models += read_models_file(models_file)
         if dry_run:
             for model in models or [None]:
-                _print_plan(spec, runner_values, {**values, "model": model})
+                _print_plan(spec, runner_values, {**values, "model": model}, price)
             return
         if len(models) > 1:
             _run_comparison(spec, models, runner_values, values)
             return
         values["model"] = models[0] if models else None
     if dry_run:
-        _print_plan(spec, runner_values, values)
+        _print_plan(spec, runner_values, values, price)
         return
     result = run_and_print(spec.name, **runner_values, **values)
     if spec.extra_views is not None:
@@ -236,10 +239,13 @@ def _run_comparison(spec, models: list[str], runner_values: dict, values: dict) 
         console.print(f"report: {comparison.report}")
 
 
-def _print_plan(spec, runner_values: dict, values: dict) -> None:
-    """``--dry-run``: the requests and tokens the run would send, and nothing sent."""
+def _print_plan(spec, runner_values: dict, values: dict, price: str | None = None) -> None:
+    """``--dry-run``: the requests and tokens the run would send (and their cost at ``price``
+    per million tokens), and nothing sent."""
     from biaslens.runner import plan_method
+    from biaslens.runner.plan import estimated_cost, parse_price
 
+    prices = parse_price(price) if price is not None else None
     plan = with_progress(
         lambda progress: plan_method(spec.name, progress=progress, **runner_values, **values)
     )
@@ -250,3 +256,5 @@ def _print_plan(spec, runner_values: dict, values: dict) -> None:
     )
     for note in plan.notes:
         console.print(f"note: {note}")
+    if prices is not None:
+        console.print(estimated_cost(plan.table, *prices))

@@ -40,4 +40,9 @@ DRY_RUN = Option(
     help="Count the requests and estimate the prompt and completion tokens the run would send, "
     "then stop: no model is loaded and no server is called (cost of a paid API).",
 )
+PRICE = Option(
+    "price",
+    help="With --dry-run: the price per million tokens, one number for all or PROMPT,COMPLETION "
+    "(e.g. 0.15,0.60), to estimate the run's cost.",
+)
 MODELS_FILE = Option("models_file", type=Path, help="A file with one model per line.")

@@ -82,8 +82,16 @@ PRONOUN_SCORING = Option(
     "--scoring",
     "--mode",
     help="exact: full-vocabulary pronoun probability; paper: top-5 sums, greedy decoding for "
-    "causal models (App. G).",
+    "causal models (App. G); sampled: the share of --samples replies drawn at temperature 1 "
+    "that begin with each pronoun (chosen with a note where the model gives no "
+    "probabilities).",
     deprecated=(("--mode", "--scoring"),),
+)
+SAMPLES = Option(
+    "samples",
+    help="Sampled scoring (models that give no probabilities): replies drawn per prompt at "
+    "temperature 1, in blocks of 10 (a rerun with a larger K reuses the first draws).",
+    type=int,
 )
 MIN_PRONOUN_MASS = Option(
     "min_pronoun_mass",

@@ -101,7 +101,7 @@ def check_pronoun_mass(mass: float, minimum: float, model: str, mode: str = "exa
     """Refuse, in one line, an exact-scoring run whose pronouns hold less than ``minimum`` of the
     probability at the slot on average (:data:`MIN_PRONOUN_MASS`). Paper scoring reads the
     top-5 as the paper did, where no pronoun is a reading of its own (``--empty-mass``)."""
-    if mode != "exact" or not math.isfinite(mass) or mass >= minimum:
+    if mode not in ("exact", "sampled") or not math.isfinite(mass) or mass >= minimum:
         return
     raise BiaslensError(
         f"the pronouns hold {mass:.3%} of {model}'s probability at the slot on average, below "

@@ -1,4 +1,4 @@
-"""The backend interface: six request types, answered in batches, and what identifies a model.
+"""The backend interface: seven request types, answered in batches, and what identifies a model.
 
 A backend is anything that answers lists of requests (see :mod:`biaslens.models.requests`).
 Methods never talk to transformers, vLLM or an HTTP server directly; a new model type is a new
@@ -41,6 +41,8 @@ from biaslens.models.requests import (
     GenerateRequest,
     GenerateResult,
     RequestType,
+    SampleRequest,
+    SampleResult,
     SpanScoresRequest,
     SpanScoresResult,
     TokenDistributionRequest,
@@ -204,6 +206,12 @@ class LM:
     ) -> list[ContrastiveGenerateResult]:
         """Contrastive Input Decoding (CID paper, Eq. 1)."""
         return self._unsupported(RequestType.CONTRASTIVE_GENERATE)
+
+    def sample(
+        self, requests: Sequence[SampleRequest], progress: ProgressCallback | None = None
+    ) -> list[SampleResult]:
+        """Replies drawn at temperature 1 (models that give no probabilities)."""
+        return self._unsupported(RequestType.SAMPLE)
 
     def close(self) -> None:
         """Release what the backend holds (engines, connections); a no-op by default."""

@@ -1,7 +1,7 @@
 """The request types: the only contract between methods and model backends.
 
 Like lm-evaluation-harness's ``loglikelihood`` / ``generate_until``, every method is expressed
-as these six requests, and every backend answers the ones it declares
+as these seven requests, and every backend answers the ones it declares
 (:meth:`biaslens.models.base.LM.capabilities`). Requests are frozen, hashable dataclasses so
 that they can be cached by value; each class names its :class:`RequestType` and its result
 class (``request_type`` / ``result_type``), which is all the cache and the dispatch need.
@@ -46,6 +46,8 @@ __all__ = [
     "GenerateRequest",
     "GenerateResult",
     "Request",
+    "SampleRequest",
+    "SampleResult",
     "RequestType",
     "SpanScoresRequest",
     "SpanScoresResult",
@@ -67,7 +69,7 @@ def as_fields(value) -> dict:
 
 
 class RequestType(str, enum.Enum):
-    """The six request types; a backend declares which it answers (``LM.capabilities``)."""
+    """The seven request types; a backend declares which it answers (``LM.capabilities``)."""
 
     TOKEN_DISTRIBUTION = "token_distribution"
     SPAN_SCORES = "span_scores"
@@ -75,6 +77,7 @@ class RequestType(str, enum.Enum):
     CHOICE_LOGPROBS = "choice_logprobs"
     GENERATE = "generate"
     CONTRASTIVE_GENERATE = "contrastive_generate"
+    SAMPLE = "sample"
 
 
 def _check_count(value, name: str) -> None:
@@ -143,6 +146,13 @@ class ContrastiveGenerateResult:
     text: str
     num_tokens: int
     finish_reason: str
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """The replies drawn, in order (empty text: the model ended its reply at once)."""
+
+    texts: tuple[str, ...]
 
 
 # ---------------------------------------------------------------------------- requests
@@ -298,6 +308,30 @@ class ContrastiveGenerateRequest:
             raise BiaslensError(problem)
 
 
+@dataclass(frozen=True)
+class SampleRequest:
+    """``samples`` replies to ``prompt`` drawn at temperature 1 with no top-k or top-p cut (the
+    model's own next-token distribution), each up to ``max_new_tokens`` tokens: what a model
+    that returns no probabilities can still give. ``seed`` names the draw: the same request
+    is the same draw, so that a rerun reuses it and a larger budget adds draws of new seeds
+    (:mod:`biaslens.scoring.sampled`). ``chat``: the prompt is sent as a chat message.
+    Example: ``SampleRequest("Answer: who was late?", samples=10, max_new_tokens=4)``."""
+
+    request_type: ClassVar[RequestType] = RequestType.SAMPLE
+    result_type: ClassVar[type] = SampleResult
+
+    prompt: str
+    samples: int = 10
+    max_new_tokens: int = 4
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        _check_count(self.samples, "samples")
+        _check_count(self.max_new_tokens, "max_new_tokens")
+        if not (isinstance(self.seed, int) and 0 <= self.seed <= MAX_SEED):
+            raise BiaslensError(f"seed must be an integer from 0 to 2**32 - 1, got {self.seed!r}")
+
+
 Request = (
     TokenDistributionRequest
     | SpanScoresRequest
@@ -305,6 +339,7 @@ Request = (
     | ChoiceLogprobsRequest
     | GenerateRequest
     | ContrastiveGenerateRequest
+    | SampleRequest
 )
 REQUEST_CLASSES: dict[RequestType, type] = {
     cls.request_type: cls
@@ -315,6 +350,7 @@ REQUEST_CLASSES: dict[RequestType, type] = {
         ChoiceLogprobsRequest,
         GenerateRequest,
         ContrastiveGenerateRequest,
+        SampleRequest,
     )
 }
 """Each request type's request class (its ``result_type`` gives the result class)."""

@@ -81,6 +81,13 @@ def plan_method(
                     f"({type(error).__name__}: {str(error)[:100]}); any request it would send "
                     "after that point is not counted"
                 )
+    if planner.requests.get("sample"):
+        notes.append(
+            "each sample request is one call asking its replies with n (10 by default, prompt "
+            "tokens billed once); a server that returns fewer replies than n is asked again, one "
+            "reply a call, so such a server takes up to 10 times the calls and prompt tokens; one "
+            "more call checks that the endpoint samples"
+        )
     rows = [
         {
             "request_type": name,
@@ -96,3 +103,32 @@ def plan_method(
         total = table.drop(columns="request_type").sum()
         table.loc[len(table)] = {"request_type": "total", **total.to_dict()}
     return RunPlan(settings.model, backend.backend, table, planner.counted_by, notes)
+
+
+def parse_price(text: str) -> tuple[float, float]:
+    """``--price``: per million tokens, ``P`` for prompt and completion alike or ``P,C``."""
+    parts = [p.strip() for p in str(text).split(",")]
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(values) not in (1, 2) or not all(v >= 0 and v < float("inf") for v in values):
+        raise BiaslensError(
+            f"--price takes the price per million tokens, one number (0.5) or prompt and "
+            f"completion prices (0.15,0.60); got {text!r}"
+        )
+    return values[0], values[-1]
+
+
+def estimated_cost(table: pd.DataFrame, prompt_price: float, completion_price: float) -> str:
+    """One line: the cost of a plan's tokens (the completion tokens are the most the run may
+    generate, so the cost is an upper estimate)."""
+    rows = table[table["request_type"] != "total"]
+    prompt = float(rows["prompt_tokens"].sum())
+    completion = float(rows["completion_tokens_at_most"].sum())
+    cost = (prompt * prompt_price + completion * completion_price) / 1e6
+    return (
+        f"estimated cost: at most {cost:,.2f} ({prompt:,.0f} prompt tokens × {prompt_price:g} + "
+        f"{completion:,.0f} completion tokens × {completion_price:g} per million), in the "
+        "price's currency"
+    )

@@ -3,19 +3,22 @@
 ``exact``: full-vocabulary probability of the Appendix E words at the slot / as the reply's
 first word, written with or without the space before it (:func:`.target_words`). ``paper``:
 the listed words among the top-5 at the slot; for causal and seq2seq models, greedy decoding
-of up to 20 tokens with the Appendix G rule.
+of up to 20 tokens with the Appendix G rule. ``sampled`` (models that give no probabilities):
+the share of K replies drawn at temperature 1 whose first word is a listed one
+(:mod:`biaslens.scoring.sampled`), which estimates the exact mass without bias.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from biaslens.data.pronouns import GENDERS, target_words
+from biaslens.data.pronouns import GENDERS, gender_of, target_words
 from biaslens.errors import BiaslensError
 from biaslens.metrics.sib import mass_exact, mass_from_generation, mass_top_k
 from biaslens.models.base import LM, ModelKind
 from biaslens.models.requests import GenerateRequest, TokenDistributionRequest
 from biaslens.progress import Progress
+from biaslens.scoring.sampled import class_counts, draw_replies, first_word
 
 PAPER_TOP_K = 5
 PAPER_MAX_NEW_TOKENS = 20
@@ -28,8 +31,43 @@ def check_pronoun_model(lm: LM, mode: str) -> None:
             f"model {lm.identity.name!r} is an extractive-QA model and cannot fill a pronoun "
             "slot; this method needs a masked, causal or seq2seq language model"
         )
+    if mode == "sampled":
+        if lm.kind == ModelKind.MASKED:
+            raise BiaslensError(
+                "--scoring sampled reads the first word of replies; a masked LM fills a slot "
+                "and gives its probabilities (--scoring exact)"
+            )
+        lm.require("sample")
+        return
     generates = mode == "paper" and lm.kind != ModelKind.MASKED
     lm.require("generate" if generates else "token_distribution")
+
+
+def scoring_for(lm: LM, mode: str) -> str:
+    """``mode``, or ``sampled`` where the model answers only sampled replies (a served model
+    that returns no log-probabilities) and the default exact scoring was asked."""
+    from biaslens.models.requests import RequestType
+
+    if mode == "exact" and set(lm.capabilities) == {RequestType.SAMPLE}:
+        return "sampled"
+    return mode
+
+
+def sampled_note(mode: str, samples: int) -> str | None:
+    """What a reader must know of numbers read from sampled replies."""
+    if mode != "sampled":
+        return None
+    return (
+        f"scoring: sampled, K = {samples} replies per input at temperature 1 — every pronoun "
+        "probability is a frequency, an unbiased estimate of the exact one, and the intervals "
+        "count its sampling error (cell noise, independent over inputs)"
+    )
+
+
+def reply_gender(reply: str) -> str | None:
+    """The pronoun class of a reply's first word (Appendix E lists), or None."""
+    word = first_word(reply)
+    return gender_of(word) if word is not None else None
 
 
 def score_rows(
@@ -39,9 +77,22 @@ def score_rows(
     progress: Progress,
     label: str = "MGC",
     max_new_tokens: int = PAPER_MAX_NEW_TOKENS,
+    samples: int = 0,
 ) -> pd.DataFrame:
     """Ask the backend for each row's distribution and reduce it to masses per gender
-    (``max_new_tokens``: the greedy steps of paper mode for causal and seq2seq models)."""
+    (``max_new_tokens``: the greedy steps of paper mode for causal and seq2seq models;
+    ``samples``: the replies drawn per row in sampled mode, whose counts are kept beside the
+    frequencies as ``k_female`` … and ``samples``)."""
+    if mode == "sampled":
+        replies = draw_replies(lm, list(rows["input"]), samples, progress, f"{label} sampled")
+        counts = [class_counts(r, reply_gender, GENDERS) for r in replies]
+        scored = rows.copy()
+        for i, gender in enumerate(GENDERS):
+            scored[f"k_{gender}"] = [int(c[i]) for c in counts]
+            scored[f"p_{gender}"] = [c[i] / samples for c in counts]
+        scored["samples"] = samples
+        scored["replies"] = replies
+        return scored
     masked = lm.kind == ModelKind.MASKED
     pairs = target_words(fills_slot=masked)
     genders = [g for g, _ in pairs]

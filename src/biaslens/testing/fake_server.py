@@ -58,6 +58,11 @@ class Faults:
     chat_logprob: Any = None
     """If set, every log-probability of a chat reply is this JSON value (``False``, ``"-0.1"``,
     ``-0.01``: replies a client must refuse)."""
+    sampling: str = "ok"
+    """Chat requests with a temperature above 0 draw each reply token from the model's
+    softmax(logits / temperature) (``"ok"``, seeded by the request's ``seed``); ``"greedy"``
+    ignores temperature (every reply the greedy one); ``"one"`` returns one reply whatever
+    ``n`` asks; ``"refuse-odd"`` refuses every other reply (a content filter)."""
     requests: list[dict] = field(default_factory=list)
 
 
@@ -143,11 +148,14 @@ def complete(model, tokenizer, body: dict, faults: Faults) -> dict:
 
 def chat_complete(model, tokenizer, body: dict, faults: Faults) -> dict:
     """One ``/v1/chat/completions`` answer: the messages in the tokenizer's chat template, greedy
-    up to ``max_tokens`` or the EOS (whose step is listed, as vLLM lists it)."""
+    up to ``max_tokens`` or the EOS (whose step is listed, as vLLM lists it); with a
+    temperature above 0, ``n`` replies drawn from the model (:func:`chat_sample`)."""
     text = tokenizer.apply_chat_template(
         body["messages"], add_generation_prompt=True, tokenize=False
     )
     context = tokenizer(text, add_special_tokens=False)["input_ids"]
+    if float(body.get("temperature") or 0) > 0 and faults.sampling != "greedy":
+        return chat_sample(model, tokenizer, context, body, faults)
     k = int(body.get("top_logprobs") or 0) if body.get("logprobs") else 0
     if faults.chat == "fewer":
         k = max(k - 1, 0)
@@ -188,6 +196,38 @@ def chat_complete(model, tokenizer, body: dict, faults: Faults) -> dict:
         message, logprobs = {"role": "assistant", "content": None, "refusal": "I can't."}, None
     choice = {"index": 0, "message": message, "logprobs": logprobs, "finish_reason": "stop"}
     return {"object": "chat.completion", "model": body.get("model"), "choices": [choice]}
+
+
+def chat_sample(model, tokenizer, context: list[int], body: dict, faults: Faults) -> dict:
+    """``n`` replies, each token drawn from softmax(logits / temperature) cut to the smallest
+    set holding ``top_p`` of it, with a generator seeded by ``seed``; no log-probabilities."""
+    n = 1 if faults.sampling == "one" else int(body.get("n") or 1)
+    temperature = float(body["temperature"])
+    top_p = float(body.get("top_p") or 1.0)
+    seed = body.get("seed")
+    generator = torch.Generator().manual_seed(int(seed) if seed is not None else time.time_ns())
+    choices = []
+    for index in range(n):
+        reply = list(context)
+        for _ in range(int(body.get("max_tokens", 16))):
+            probs = (_logprobs_rows(model, reply)[-1] / temperature).softmax(-1).double()
+            if top_p < 1.0:
+                ordered, order = probs.sort(descending=True)
+                outside = ordered.cumsum(0) - ordered >= top_p
+                probs[order[outside]] = 0.0
+            token = int(torch.multinomial(probs, 1, generator=generator))
+            reply.append(token)
+            if token == tokenizer.eos_token_id:
+                break
+        message = {
+            "role": "assistant",
+            "content": tokenizer.decode(reply[len(context) :], skip_special_tokens=True),
+        }
+        if faults.sampling == "refuse-odd" and index % 2:
+            message = {"role": "assistant", "content": None, "refusal": "I can't."}
+        choices.append({"index": index, "message": message, "logprobs": None,
+                        "finish_reason": "length"})  # fmt: skip
+    return {"object": "chat.completion", "model": body.get("model"), "choices": choices}
 
 
 def _chat_entry(tokenizer, token_id: int, logprob: float, faults: Faults) -> dict:

@@ -6,15 +6,24 @@ from __future__ import annotations
 from biaslens.store.schema import OutputFile
 
 _PRONOUN_SAMPLE = ("p_female", "p_male", "p_neutral")
+_SAMPLED = ("k_female", "k_male", "k_neutral", "samples", "replies")
+"""The columns of sampled scoring (``--scoring sampled``), where the p_* are frequencies."""
+_SAMPLED_MEANINGS = {
+    **{f"k_{g}": f"sampled scoring: replies whose first word is a {g} pronoun"
+       for g in ("female", "male", "neutral")},
+    "samples": "sampled scoring: replies drawn for the input (K)",
+    "replies": "sampled scoring: the replies, in the order drawn",
+}  # fmt: skip
 
 MGC = (
     OutputFile(
         "samples.parquet",
         "one row per MGC input (sentence × prompt × W value): the pronoun masses at the slot",
         ("id", "prompt", "w_kind", "w", "w_index", "verb", "life_stage", "sentence", "input",
-         "top_tokens", "top_probs", *_PRONOUN_SAMPLE),
-        optional=("generation",),
+         *_PRONOUN_SAMPLE),
+        optional=("generation", "top_tokens", "top_probs", *_SAMPLED),
         meanings={
+            **_SAMPLED_MEANINGS,
             "id": "the MGC sentence's id",
             "verb": "the sentence's verb (MGC's mental, physical or emotional verbs)",
             "life_stage": "the life stage the sentence's subject is in",
@@ -97,8 +106,9 @@ DETECT = (
         "samples.parquet",
         "one row per sentence and date: the pronoun masses at the slot",
         ("set", "id", "end", "date", "input", *_PRONOUN_SAMPLE),
-        optional=("generation",),
+        optional=("generation", *_SAMPLED),
         meanings={
+            **_SAMPLED_MEANINGS,
             "end": "earliest or latest date of the grid (sweep: every date of --sweep)",
             "date": "the injected date",
         },
@@ -111,9 +121,19 @@ DETECT = (
          "p_male_earliest", "p_male_latest", "p_neutral_earliest", "p_neutral_latest",
          "pct_female_earliest", "pct_female_latest", "metric", "no_pronoun",
          "predicted_unspecified", "verdict"),
-        optional=tuple(k for k in _SHARES if k.startswith("pct_") and "female" not in k),
+        optional=(*(k for k in _SHARES if k.startswith("pct_") and "female" not in k),
+                  "rated_metric", "metric_ci_low", "metric_ci_high", "k_female_earliest",
+                  "k_female_latest", "k_pronoun_earliest", "k_pronoun_latest"),
         meanings={
             **_SHARES,
+            "rated_metric": "sampled scoring: the bound of |Δ| the verdict rests on (empty: "
+            "undecided)",
+            "metric_ci_low": "sampled scoring: lower bound of |Δ| (Newcombe, --ci-level)",
+            "metric_ci_high": "sampled scoring: upper bound of |Δ|",
+            **{f"k_{what}_{end}": f"sampled scoring: replies beginning with a {label} at the "
+               f"{end} date(s)" for what, label in (("female", "female pronoun"),
+                                                   ("pronoun", "listed pronoun"))
+               for end in ("earliest", "latest")},
             "occupation": "the Winogender occupation",
             "participant": "the Winogender participant",
             "answer": "the referent of the pronoun (occupation, participant, or someone)",
@@ -123,7 +143,7 @@ DETECT = (
             "metric": "|female share at the latest − at the earliest date|, in percentage points",
             "no_pronoun": "no pronoun mass at one of the dates (no verdict)",
             "predicted_unspecified": "metric > --threshold",
-            "verdict": "unspecified, well-specified or no pronoun",
+            "verdict": "unspecified, well-specified, no pronoun or (sampled scoring) undecided",
         },
     ),
     OutputFile(
@@ -132,6 +152,7 @@ DETECT = (
         ("set", "tpr", "tpr_ci_low", "tpr_ci_high", "tnr", "tnr_ci_low", "tnr_ci_high",
          "balanced_accuracy", "balanced_accuracy_ci_low", "balanced_accuracy_ci_high", "n_tpr",
          "n_tnr", "n_unspecified", "n_well_specified", "n_no_pronoun", "threshold"),
+        optional=("n_undecided",),
         meanings={
             "tpr": "share of underspecified sentences flagged (0 to 1)",
             "tnr": "share of well-specified sentences cleared (0 to 1)",
@@ -147,6 +168,7 @@ DETECT = (
             "n_unspecified": "underspecified sentences in the set",
             "n_well_specified": "well-specified sentences in the set",
             "n_no_pronoun": "sentences without a verdict (no pronoun mass at a date)",
+            "n_undecided": "sampled scoring: sentences the sampling error leaves undecided",
             "threshold": "the metric's threshold, in percentage points",
         },
     ),

@@ -30,3 +30,6 @@ class ForwardingLM(LM):
 
     def contrastive_generate(self, requests, progress=None):
         return self._answer(requests, progress)
+
+    def sample(self, requests, progress=None):
+        return self._answer(requests, progress)

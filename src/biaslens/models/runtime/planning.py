@@ -24,6 +24,7 @@ from biaslens.models.requests import (
     ContrastiveGenerateResult,
     GenerateResult,
     RequestType,
+    SampleResult,
     SpanScoresResult,
     TokenDistributionResult,
 )
@@ -42,7 +43,7 @@ def _inputs(request) -> list[str]:
         return [f"{request.question} {request.context}"]
     if kind == RequestType.CHOICE_LOGPROBS:
         return [request.prompt + choice for choice in request.choices]
-    if kind == RequestType.GENERATE:
+    if kind in (RequestType.GENERATE, RequestType.SAMPLE):
         return [request.prompt]
     return [request.x, request.x_prime]
 
@@ -56,6 +57,8 @@ def _completion_tokens(request) -> int:
         return 2 * request.max_new_tokens
     if kind == RequestType.CHOICE_LOGPROBS:
         return len(request.choices)
+    if kind == RequestType.SAMPLE:
+        return request.samples * request.max_new_tokens
     return 1 if kind == RequestType.TOKEN_DISTRIBUTION else 0
 
 
@@ -75,6 +78,8 @@ def placeholder(request):
         return ChoiceLogprobsResult((math.log(0.5),) * n, (1,) * n)
     if kind == RequestType.GENERATE:
         return GenerateResult("", (), (), ())
+    if kind == RequestType.SAMPLE:  # replies that name each class alike
+        return SampleResult(tuple(("She", "He", "They")[i % 3] for i in range(request.samples)))
     return ContrastiveGenerateResult("", 0, "length")
 
 

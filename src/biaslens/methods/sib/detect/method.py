@@ -24,11 +24,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from biaslens.common.numbers import readable, readable_interval
 from biaslens.data import mgc, sources, winogender
 from biaslens.data.mgc import inject_date
 from biaslens.data.pronouns import GENDERS
 from biaslens.errors import BiaslensError
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
+from biaslens.methods.sib.detect.sampled import sampled_verdicts, undecided_counts
 from biaslens.methods.sib.detect.settings import OPTIONS, DetectSettings, make_settings
 from biaslens.methods.sib.outputs import DETECT as SIB_FILES_DETECT
 from biaslens.metrics.intervals import LEVEL, SMALL_N
@@ -43,7 +45,7 @@ from biaslens.metrics.sib import (
 )
 from biaslens.metrics.sib_measures import BALANCED_ACCURACY, TNR, TPR
 from biaslens.models.base import LM, ModelKind
-from biaslens.scoring.pronouns import check_pronoun_model, score_rows
+from biaslens.scoring.pronouns import check_pronoun_model, sampled_note, score_rows, scoring_for
 from biaslens.store.run import dataset_hash
 
 METHOD = "sib-detect"
@@ -121,7 +123,11 @@ def sweep_rows(sentences: pd.DataFrame, settings: DetectSettings, kind: ModelKin
 
 
 def sentence_metrics(
-    sentences: pd.DataFrame, scored: pd.DataFrame, threshold: float, empty_mass: str = "exclude"
+    sentences: pd.DataFrame,
+    scored: pd.DataFrame,
+    threshold: float,
+    empty_mass: str = "exclude",
+    level: float = LEVEL,
 ) -> pd.DataFrame:
     """Per sentence: mean female/male/neutral mass at each end, p_f (%) at each end (the mean
     of the per-date shares), the metric and the verdict."""
@@ -140,17 +146,21 @@ def sentence_metrics(
     table["metric"] = specification_metric(table["pct_female_latest"], table["pct_female_earliest"])
     table["no_pronoun"] = table["metric"].isna()
     table["predicted_unspecified"] = table["metric"] > threshold
+    table["rated_metric"] = table["metric"]
+    if "k_female" in scored:
+        table = sampled_verdicts(table, scored, threshold, level)
     table["verdict"] = np.select(
-        [table["no_pronoun"], table["predicted_unspecified"]],
-        ["no pronoun predicted", "unspecified"],
+        [table["no_pronoun"], table["rated_metric"].isna(), table["predicted_unspecified"]],
+        ["no pronoun predicted", "undecided (sampling)", "unspecified"],
         "well-specified",
     )
-    return table
+    return table if "k_female" in scored else table.drop(columns="rated_metric")
 
 
 def prepare(settings: DetectSettings, lm: LM) -> DetectSettings:
-    check_pronoun_model(lm, settings.mode)
-    return settings
+    mode = scoring_for(lm, settings.mode)
+    check_pronoun_model(lm, mode)
+    return settings.model_copy(update={"mode": mode})
 
 
 def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
@@ -163,25 +173,30 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
         rows = pd.concat([rows, sweep_rows(sentences, settings, ctx.lm.kind)], ignore_index=True)
     scored = score_rows(
         ctx.lm, rows, settings.mode, ctx.progress, label="Method 2",
-        max_new_tokens=settings.generation_tokens,
+        max_new_tokens=settings.generation_tokens, samples=settings.samples,
     )  # fmt: skip
     check_pronoun_mass(
         pronoun_mass(scored), settings.min_pronoun_mass, ctx.lm.identity.name, settings.mode
     )
     sweep = scored[scored["end"] == "sweep"]
     scored = scored[scored["end"] != "sweep"]
-    table = sentence_metrics(sentences, scored, settings.threshold, settings.empty_mass)
+    table = sentence_metrics(
+        sentences, scored, settings.threshold, settings.empty_mass, settings.ci_level
+    )
     rates = pd.DataFrame(
         [
             {
                 "set": name,
                 **detection_rates(
-                    part["metric"], part["well_specified"], settings.threshold, settings.ci_level
+                    part.get("rated_metric", part["metric"]), part["well_specified"],
+                    settings.threshold,
+                    settings.ci_level,
                 ),
+                **undecided_counts(part),
             }
             for name, part in table.groupby("set", sort=False)
         ]
-    )
+    )  # fmt: skip
     figures = {
         f"detector_{name}": detector_figure(
             part, settings.threshold, f"{ctx.lm.identity.name}, {name} Winogender"
@@ -205,7 +220,8 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
         if row.n_no_pronoun
     ] + small_sample_notes(rates, settings.ci_level)
     mass = pronoun_mass(scored)
-    notes += [n for n in [small_mass_note(mass)] if n]
+    said = [small_mass_note(mass), sampled_note(settings.mode, settings.samples)]
+    notes += [n for n in said if n]
     return MethodOutput(
         metrics={
             "rates": rates.to_dict(orient="records"),
@@ -247,7 +263,7 @@ def _rates_view(rates: pd.DataFrame) -> pd.DataFrame:
     for name, column, n in (("TPR", "tpr", "n_tpr"), ("TNR", "tnr", "n_tnr"),
                             ("BA", "balanced_accuracy", None)):  # fmt: skip
         view[name] = [
-            f"{v:.2f} [{lo:.2f}, {hi:.2f}]" if np.isfinite(v) else "—"
+            f"{readable(v)} {readable_interval(lo, hi)}" if np.isfinite(v) else "—"
             for v, lo, hi in zip(
                 rates[column], rates[f"{column}_ci_low"], rates[f"{column}_ci_high"], strict=True
             )
@@ -255,6 +271,8 @@ def _rates_view(rates: pd.DataFrame) -> pd.DataFrame:
         if n is not None:
             view[f"n ({name})"] = rates[n]
     view["no pronoun"] = rates["n_no_pronoun"]
+    if "n_undecided" in rates:
+        view["undecided"] = rates["n_undecided"]
     return view
 
 
@@ -334,6 +352,9 @@ SPEC = register(
                     "BA": "balanced accuracy (below) with its interval",
                     "no pronoun": "sentences with no pronoun predicted at a date: no verdict, "
                     "left out of TPR and TNR",
+                    "undecided": "sampled scoring: sentences whose interval of Δ holds the "
+                    "threshold, so that the sampling error leaves them without a verdict (left "
+                    "out of TPR and TNR)",
                 },
             ),
         ),

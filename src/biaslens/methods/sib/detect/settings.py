@@ -10,6 +10,7 @@ from biaslens.errors import BiaslensError
 from biaslens.framework import options as O
 from biaslens.framework.settings import CiLevel, Limit, MethodSettings, validated
 from biaslens.metrics.sib import MIN_PRONOUN_MASS, MinPronounMass
+from biaslens.scoring.sampled import DEFAULT_SAMPLES, Samples
 
 SETS = ("extended", "simplified")
 SetName = Literal["extended", "simplified", "simplified-reference"]
@@ -23,7 +24,8 @@ class DetectSettings(MethodSettings):
 
     model: str = "default"
     sets: tuple[SetName, ...] = SETS
-    mode: Literal["exact", "paper"] = "exact"
+    mode: Literal["exact", "paper", "sampled"] = "exact"
+    samples: Samples = DEFAULT_SAMPLES
     date_format: Literal["comma", "colon"] = Field(
         default="comma", description="In {DATE}, sentence (comma) or In {DATE}: Sentence (colon)"
     )
@@ -70,6 +72,7 @@ OPTIONS = (
     O.Option("sets", "--set", help="extended simplified (App. H and H.1).", multiple=True),
     O.PRONOUN_SCORING,
     O.MIN_PRONOUN_MASS,
+    O.SAMPLES,
     O.Option("earliest", help="Earliest date.", type=int),
     O.Option("latest", help="Latest date.", type=int),
     O.Option(

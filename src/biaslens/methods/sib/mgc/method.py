@@ -51,7 +51,8 @@ from biaslens.metrics.sib import (
 )
 from biaslens.metrics.sib_measures import SLOPE, SLOPE_DIFFERENCE
 from biaslens.models.base import LM, ModelKind
-from biaslens.scoring.pronouns import check_pronoun_model, score_rows
+from biaslens.scoring.pronouns import check_pronoun_model, sampled_note, score_rows, scoring_for
+from biaslens.scoring.sampled import DEFAULT_SAMPLES, Samples
 from biaslens.store.run import dataset_hash
 
 METHOD = "sib-mgc"
@@ -62,7 +63,8 @@ class MGCSettings(MethodSettings):
     """Settings that decide an MGC run's results (validated on entry)."""
 
     model: str = "default"
-    mode: Literal["exact", "paper"] = "exact"
+    mode: Literal["exact", "paper", "sampled"] = "exact"
+    samples: Samples = DEFAULT_SAMPLES
     prompts: tuple[str, ...] | None = Field(
         default=None, description="causal/seq2seq prompts (A, B, C); default A; none for masked LMs"
     )
@@ -108,6 +110,7 @@ OPTIONS = (
     O.Option("w_kinds", "--w", help="Injected W values: dates places.", multiple=True),
     O.PRONOUN_SCORING,
     O.MIN_PRONOUN_MASS,
+    O.SAMPLES,
     O.Option(
         "date_grid",
         help="code: linspace(1801, 2016, 30) cut to whole years, as the reference code; "
@@ -142,9 +145,11 @@ def resolve_prompts(settings: MGCSettings, kind: ModelKind) -> tuple[str, ...]:
 
 
 def prepare(settings: MGCSettings, lm: LM) -> MGCSettings:
-    """Check the model can score pronouns in this mode; record the prompts it will get."""
-    check_pronoun_model(lm, settings.mode)
-    return settings.model_copy(update={"prompts": resolve_prompts(settings, lm.kind)})
+    """Check the model can score pronouns in this mode; record the prompts it will get and the
+    scoring it gets (sampled where the model gives no probabilities)."""
+    mode = scoring_for(lm, settings.mode)
+    check_pronoun_model(lm, mode)
+    return settings.model_copy(update={"prompts": resolve_prompts(settings, lm.kind), "mode": mode})
 
 
 def build_rows(
@@ -174,8 +179,9 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
     prompts = resolve_prompts(settings, ctx.lm.kind)
     sentences, rows = build_rows(settings, prompts)
     samples = score_rows(
-        ctx.lm, rows, settings.mode, ctx.progress, max_new_tokens=settings.generation_tokens
-    )
+        ctx.lm, rows, settings.mode, ctx.progress, max_new_tokens=settings.generation_tokens,
+        samples=settings.samples,
+    )  # fmt: skip
     mass = pronoun_mass(samples)
     check_pronoun_mass(mass, settings.min_pronoun_mass, ctx.lm.identity.name, settings.mode)
     fits = method1_fits(samples, confidence=settings.ci_level, seed=settings.seed)
@@ -203,7 +209,8 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
         f"{r2_text(row.mean_r2, row.flat_fits)}"
         for row in slopes.itertuples()
     ]
-    notes += [n for n in [small_mass_note(mass)] if n]
+    said = [small_mass_note(mass), sampled_note(settings.mode, settings.samples)]
+    notes += [n for n in said if n]
     return MethodOutput(
         metrics={
             "fits": fits.to_dict(orient="records"),

@@ -9,6 +9,11 @@ the SIB paper's black-box protocol needs (Section 4, Appendix G: the top-5 at ev
 greedy continuation; ``--mode paper``); QA option scoring reads the top-k of the first answer
 token from the same request (``--mode first-token``, :mod:`biaslens.scoring.qa`).
 
+Any chat endpoint, with log-probabilities or without, answers ``sample`` requests: replies
+drawn at temperature 1 (:mod:`.sampling`), from which ``--scoring sampled`` estimates the
+probability of each answer class. An endpoint that returns no log-probabilities answers only
+those, and the methods that can read them choose sampled scoring with a note.
+
 What such an endpoint cannot give — the log-probability of a given token outside its top-k,
 the full next-token distribution — is refused in one line before any work, naming what would
 work (the model's ``/v1/completions`` endpoint with its tokenizer).
@@ -29,11 +34,13 @@ from biaslens.models.backends.openai.server_probe import (
 )
 from biaslens.models.base import LM, Exactness, ModelIdentity, ModelKind
 from biaslens.models.config import BackendConfig
-from biaslens.models.requests import GenerateResult, RequestType
+from biaslens.models.requests import GenerateResult, RequestType, SampleResult
 from biaslens.models.runtime.reply_checks import check_not_all_empty, check_step, check_step_count
 
-CHAT_CAPABILITIES = {RequestType.GENERATE: Exactness.EXACT}
+CHAT_CAPABILITIES = {RequestType.GENERATE: Exactness.EXACT, RequestType.SAMPLE: Exactness.EXACT}
 """What a chat endpoint with top log-probabilities answers, exactly as the request defines it."""
+SAMPLING_ONLY = {RequestType.SAMPLE: Exactness.EXACT}
+"""What a chat endpoint that returns no log-probabilities answers."""
 PROBE_MESSAGE = "The capital of France is"
 INSTEAD = (
     "serve the model's /v1/completions endpoint and give its tokenizer (--tokenizer FOLDER; "
@@ -41,17 +48,29 @@ INSTEAD = (
 )
 WHAT_IS_MISSING = {
     RequestType.TOKEN_DISTRIBUTION: "the probability of given target words, also outside the "
-    "top-k (for SIB, --mode paper needs only the top-k)",
+    "top-k (for SIB, --mode paper needs only the top-k, and --scoring sampled only sampled "
+    "replies)",
     RequestType.CHOICE_LOGPROBS: "the log-likelihood of given answers (lei-eval's --qa-mode "
     "first-token scores QA options from the top-k of the first answer token)",
     RequestType.CONTRASTIVE_GENERATE: "the probability of given tokens under a second input "
-    "(CID, Eq. 1)",
+    "(CID, Eq. 1: every step's full next-token distribution, which sampled replies cannot "
+    "stand in for)",
 }
 
 
-def check_chat_request(request_type, url: str, alternative: str = "") -> None:
-    """One line refusing a request type a chat endpoint cannot answer (before any request)."""
+def check_chat_request(
+    request_type, url: str, alternative: str = "", logprobs: bool = True
+) -> None:
+    """One line refusing a request type a chat endpoint cannot answer (before any request);
+    ``logprobs`` False: the endpoint returns none, and answers only sampled replies."""
     request_type = RequestType(request_type)
+    if not logprobs and request_type not in SAMPLING_ONLY:
+        raise BiaslensError(
+            f"{url}/chat/completions returns no log-probabilities, so it cannot answer "
+            f"{request_type.value} requests; the SIB and UnQover/LEI methods can read sampled "
+            "replies instead (--scoring sampled, --samples K), CID cannot: it needs every "
+            "step's full next-token distribution (a server that returns log-probabilities)"
+        )
     if request_type not in CHAT_CAPABILITIES:
         missing = WHAT_IS_MISSING.get(request_type, "what the request needs")
         raise BiaslensError(
@@ -69,6 +88,9 @@ class ChatEndpointBackend(ServedBy, LM):
         self.connect(client, model, config.concurrency)
         self.identity = identity
         self.config = config
+        self.logprobs = True
+        """False where the endpoint returns no log-probabilities (it answers ``sample`` only)."""
+        self._temperature_checked = False
 
     @property
     def source(self) -> str:
@@ -76,11 +98,34 @@ class ChatEndpointBackend(ServedBy, LM):
 
     @property
     def capabilities(self) -> dict[RequestType, Exactness]:
-        return dict(CHAT_CAPABILITIES)
+        return dict(CHAT_CAPABILITIES if self.logprobs else SAMPLING_ONLY)
 
     def require(self, request_type, exact: bool = True, alternative: str = "") -> None:
-        check_chat_request(request_type, self.client.base_url, alternative)
+        check_chat_request(request_type, self.client.base_url, alternative, self.logprobs)
         super().require(request_type, exact, alternative)
+
+    def sample(self, requests, progress=None) -> list[SampleResult]:
+        """Replies drawn at temperature 1 (:mod:`.sampling`)."""
+        from biaslens.models.backends.openai import sampling
+
+        self.require(RequestType.SAMPLE)
+        if not self._temperature_checked:
+            sampling.check_temperature_honoured(self.client, self.model, self.messages)
+            self._temperature_checked = True
+        results = []
+        for start in range(0, len(requests), self.chunk_size):
+            chunk = requests[start : start + self.chunk_size]
+            drawn = sampling.draw(self.client, self.model, self.messages, chunk)
+            if not any(text for texts in drawn for text in texts):
+                raise ServerError(
+                    f"{self.client.base_url}/chat/completions: every reply to "
+                    f"{len(chunk)} prompt(s) is empty or refused: there is nothing to read; "
+                    "check the prompts, the --system message or the server's content filter"
+                )
+            results += [SampleResult(texts) for texts in drawn]
+            if progress is not None:
+                progress(len(chunk))
+        return results
 
     def messages(self, prompt: str) -> list[dict]:
         """The prompt as a user message, after the ``--system`` message if one is given."""
@@ -165,6 +210,14 @@ def chat_generation(request, reply, url: str) -> GenerateResult:
     )
 
 
+def has_logprobs(reply, url: str) -> bool:
+    """Whether a chat reply that has text carries log-probabilities (a refusal says nothing)."""
+    choice = chat_choice(reply, url)
+    if choice.message.refusal or not choice.message.content:
+        return True
+    return bool(choice.logprobs is not None and choice.logprobs.content)
+
+
 def _token_key(entry, position: int) -> object:
     """What makes two entries of one step the same token: the same text. Distinct tokens can
     share a text only where it is a partial character, which servers send as U+FFFD (vLLM
@@ -194,6 +247,14 @@ def load_chat_endpoint(
         reply = client.post_many(
             "/chat/completions", [backend.payload(PROBE_MESSAGE, 1, probe_request.top_k)]
         )[0]
+        backend.logprobs = has_logprobs(reply, client.base_url)
+        if not backend.logprobs:
+            import dataclasses
+
+            said = "chat/completions without log-probabilities: sampled replies only"
+            details = tuple((k, said if k == "scoring" else v) for k, v in identity.details)
+            backend.identity = dataclasses.replace(identity, details=details)
+            return backend
         probe = chat_generation(probe_request, reply, client.base_url)
         if not probe.step_top_tokens:
             raise ServerError(
