@@ -111,3 +111,29 @@ def test_the_cli_prints_the_plan_and_sends_nothing(tmp_path):
     output = " ".join(result.output.split())
     assert "│ generate │ 50 │" in output and "Nothing was loaded or sent" in output
     assert not (tmp_path / "run").exists()
+
+
+def test_a_sampled_plan_counts_calls_and_its_cost_by_hand(tmp_path):
+    """lei-eval sampled with K = 25 on a chat endpoint: three calls per question (10 + 10 + 5
+    replies), prompt tokens once per call at 4 characters a token, the completion tokens
+    25 × 4 per question, and the cost at 0.15 / 0.60 per million, recomputed here."""
+    config = BackendConfig(backend="openai", base_url=NOWHERE, chat=True)
+    plan = plan_method("lei-eval", model="hosted", mode="sampled", samples=25, backend=config,
+                       data_dir=DATA, split="noniid_dev")  # fmt: skip
+    row = plan.table.set_index("request_type").loc["sample"]
+    questions = row["requests"] // 3
+    assert row["requests"] == 3 * questions and questions > 0
+    assert row["completion_tokens_at_most"] == questions * 25 * 4
+    assert any("one call asking its replies with n" in n for n in plan.notes)
+    result = CliRunner().invoke(
+        app,
+        ["run", "lei-eval", "--qa-mode", "sampled", "--samples", "25", "--backend", "openai",
+         "--chat", "--base-url", NOWHERE, "-m", "hosted", "--split", "noniid_dev",
+         "--data-dir", str(DATA), "--dry-run", "--price", "0.15,0.60",
+         "--output", str(tmp_path / "run")],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    cost = (row["prompt_tokens"] * 0.15 + row["completion_tokens_at_most"] * 0.60) / 1e6
+    assert f"estimated cost: at most {cost:,.2f}" in " ".join(result.output.split())
+    refused = CliRunner().invoke(app, ["run", "sib-mgc", "--price", "0.1", "--limit", "1"])
+    assert "--price estimates a run's cost with --dry-run" in str(refused.exception)

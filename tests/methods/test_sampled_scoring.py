@@ -299,3 +299,70 @@ def test_sib_detect_runs_sampled_with_undecided_sentences_counted(sampling_serve
     assert rates.n_undecided == undecided
     assert rates.n_tpr + rates.n_tnr + rates.n_no_pronoun + undecided == len(sentences)
     assert result.settings["mode"] == "sampled"
+
+
+@pytest.mark.parametrize(
+    ("reply", "subject", "named"),
+    [(" Mary left.", "mary", True), ("mary", " Mary", True), ("\nMARY, surely", "mary", True),
+     (" Maryland", "mary", False), (" the nurse", "nurse", False), ("mary2", "mary", False),
+     ("", "mary", False)],
+)  # fmt: skip
+def test_a_reply_names_a_subject_it_begins_with(reply, subject, named):
+    from biaslens.scoring.qa_sampled import names
+
+    assert names(reply, subject) is named
+
+
+def qa_rows(pairs) -> pd.DataFrame:
+    """Questions about two subjects that are single tokens of the leaning model (pronouns):
+    both orders of each pair, as UnQover asks them."""
+    rows = []
+    for template, (a, b) in enumerate(pairs):
+        for first, second in ((a, b), (b, a)):
+            context = f"{first} met {second} at the station."
+            rows.append({"first": first, "second": second, "first_start": 0,
+                         "second_start": context.index(second, len(first)), "context": context,
+                         "template": template, "attribute": "late", "question": "who was late?",
+                         "negated_question": "who was on time?"})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_sampled_subject_shares_hold_the_exact_generative_scores(sampling_server, pronoun_leaning):
+    """S of each question from K = 200 replies, against the exact generative S (the hf
+    backend, the same layout, --chat): given the replies that name a subject, k1 is binomial
+    with S, so a 99% Clopper-Pearson interval on k1 / (k1 + k2) holds the exact S for at least
+    95% of the questions; the subjects are named (no 0-vs-0)."""
+    from biaslens.progress import NoProgress
+    from biaslens.scoring.qa import generative_scores
+    from biaslens.scoring.qa_sampled import sampled_qa_scores
+
+    rows = qa_rows([("him", "her"), ("they", "him"), ("her", "they")])
+    hf = load_model(str(pronoun_leaning[0]), BackendConfig(device="cpu", chat=True))
+    lm = endpoint(sampling_server)
+    try:
+        exact = generative_scores(hf, rows, NoProgress())
+        sampled = sampled_qa_scores(lm, rows, NoProgress(), 200)
+    finally:
+        lm.close()
+        hf.close()
+    named = sampled["k_first"] + sampled["k_second"]
+    assert (named >= 20).all(), named.tolist()
+    held = [
+        clopper_pearson(int(k), int(n), 0.99)[0] <= s <= clopper_pearson(int(k), int(n), 0.99)[1]
+        for k, n, s in zip(sampled["k_first"], named, exact["s_first"], strict=True)
+    ]
+    assert np.mean(held) >= 0.95, (sampled[["k_first", "k_second"]], exact["s_first"])
+    assert sampled["s_first"].to_numpy() == pytest.approx((sampled["k_first"] / named).to_numpy())
+
+
+def test_unqover_sampled_names_what_it_could_not_score(sampling_server, tmp_path):
+    """The tiny model never spells out the religion subjects (several tokens each): every
+    context is left out, and the run stops in one line that says what would give it some."""
+    from biaslens.runner import run_method
+
+    with pytest.raises(BiaslensError, match="no context has a reply naming a subject .*--samples"):
+        run_method(
+            "unqover", model=NAME, samples=1, limit=300, output=tmp_path / "uq", data_dir=DATA,
+            cache_dir=tmp_path / "cache",
+            backend=BackendConfig(backend="openai", base_url=sampling_server["url"], chat=True),
+        )  # fmt: skip

@@ -62,3 +62,41 @@ def test_the_old_interval_would_fail_the_same_check():
         above += totals.summary().iloc[0]["mu"] > truth
     assert above == 40  # the plug-in is biased upwards every time: a percentile interval
     # around it (which only adds more of the same bias) cannot cover
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("replies", [10])
+def test_sampled_scores_intervals_hold_the_exact_mu_and_theta4(replies):
+    """Sampled scoring (``--qa-mode sampled``): each question's S is k1 / (k1 + k2) from K
+    replies, of which a share m names a subject (n ~ Binomial(K, m), k1 ~ Binomial(n, S)), and
+    a context with a question no reply names is left out. Against the exact values of one
+    fixed design (S = the exact normalised shares, clear bias), μ's and θ4's intervals hold
+    them at least at the band's floor (they are conservative: they also cover the design's
+    own draw of subjects and templates), with K = 10 replies, 60% of them naming a subject:
+    the sampling error is as large as the design's own noise."""
+    model = UnqoverModel(attributes=3, spike=0.2)
+    exact = model.scores(6, 4, np.random.default_rng(2024))
+    total = exact["s_first"] + exact["s_second"]
+    exact = exact.assign(s_first=exact["s_first"] / total, s_second=exact["s_second"] / total)
+    truth_totals = UnqoverAccumulator()
+    truth_totals.add(exact)
+    truth = truth_totals.summary().iloc[0]
+    held = {m: [] for m in ("mu", "theta4")}
+    widths = {m: [] for m in held}
+    for r in range(REPLICATIONS):
+        rng = np.random.default_rng([r, replies])
+        named = rng.binomial(replies, 0.6, len(exact))
+        first = rng.binomial(named, exact["s_first"].to_numpy())
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.where(named > 0, first / np.maximum(named, 1), np.nan)
+        sampled = exact.assign(s_first=share, s_second=1 - share)
+        totals = UnqoverAccumulator(intervals=(0.95, r), skip_unscored=True)
+        totals.add(sampled)
+        row = totals.summary().iloc[0]
+        for metric in held:
+            low, high = row[f"{metric}_ci_low"], row[f"{metric}_ci_high"]
+            held[metric].append(covers(low, high, truth[metric]))
+            widths[metric].append(high - low)
+    for metric in held:
+        record(f"UnQover {metric}, sampled scoring, K = {replies}", held[metric], widths[metric],
+               conservative=True)  # fmt: skip

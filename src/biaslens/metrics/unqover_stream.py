@@ -56,10 +56,16 @@ class UnqoverAccumulator:
     ``within``: key columns that tell contexts apart but are averaged over (e.g. the
     intervention of an UnQover prediction key), as in :func:`~.unqover.model_summary`.
     ``intervals``: (level, seed) adds intervals over the crossed design of subjects ×
-    templates to the summary (:mod:`.unqover_intervals`); None: point values only."""
+    templates to the summary (:mod:`.unqover_intervals`); None: point values only.
+    ``skip_unscored``: a complete context with a question without a score (NaN, as sampled
+    scoring leaves a question no reply answers) is left out whole and kept in ``unscored``
+    instead of being an error."""
 
     def __init__(
-        self, within: tuple[str, ...] = (), intervals: tuple[float, int] | None = None
+        self,
+        within: tuple[str, ...] = (),
+        intervals: tuple[float, int] | None = None,
+        skip_unscored: bool = False,
     ) -> None:
         from biaslens.metrics.unqover_intervals import UnitSums
 
@@ -75,10 +81,19 @@ class UnqoverAccumulator:
         self.contexts = 0
         self.rows = 0
         self.clusters: dict[str, str] = {}
+        self.skip_unscored = skip_unscored
+        self.unscored: list[pd.DataFrame] = []
 
     def add(self, scores: pd.DataFrame) -> None:
         """One chunk of scores (the columns :func:`~.unqover.comparative_scores` reads)."""
         scores = self._complete_contexts(scores)
+        if self.skip_unscored and not scores.empty:
+            context = context_ids(scores, self.within)
+            missing = (scores["s_first"].isna() | scores["s_second"].isna()).to_numpy()
+            unscored = np.isin(context, context[missing])
+            if unscored.any():
+                self.unscored.append(scores[unscored])
+                scores = scores[~unscored]
         if scores.empty:
             return
         comparative = comparative_scores(scores, self.within)

@@ -71,10 +71,8 @@ def plan_method(
             )
             try:
                 spec.body(context, settings)
-            except BiaslensError:  # what the run would refuse too: the same verdict
-                raise
             except Exception as error:  # placeholders are not answers: later stages may balk
-                if not planner.requests:
+                if not planner.requests:  # refused before any request: the run's verdict too
                     raise
                 notes.append(
                     "the method stopped on the placeholder answers after the requests above "

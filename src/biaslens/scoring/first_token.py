@@ -147,11 +147,14 @@ def first_token_scores(
     return long
 
 
-def drop_unscored(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def drop_unscored(
+    scores: pd.DataFrame, nothing_scored: str | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The score table without the contexts (subject pair, template, attribute) that have a
     question without a score in any set or intervention, and the questions left out: a context
     goes from all at once, with both subject orders and both questions, so that every set
-    rests on the same contexts."""
+    rests on the same contexts. ``nothing_scored``: the line when no context is left (the
+    scoring's words; the questions' statuses are added after its first clause)."""
     context = context_ids(scores, ())
     missing = (scores["s_first"].isna() | scores["s_second"].isna()).to_numpy()
     dropped = np.isin(context, context[missing])
@@ -165,12 +168,14 @@ def drop_unscored(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                 + ", ".join(f"{n} {status}" for status, n in counts.items())
                 + ")"
             )
-        raise BiaslensError(
+        said = nothing_scored or (
             "no context has a first-token score in every set: first-token scoring has nothing "
-            f"to score{why}; the candidates' first words are rarely among the model's top "
+            "to score; the candidates' first words are rarely among the model's top "
             f"{FIRST_TOKEN_TOP_K} answers, or hold less than --min-candidate-mass: score it "
             "generatively on a /v1/completions server"
         )
+        head, _, tail = said.partition(";")
+        raise BiaslensError(f"{head}{why};{tail}")
     return kept, scores.loc[dropped].reset_index(drop=True)
 
 

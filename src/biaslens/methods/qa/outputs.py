@@ -20,8 +20,18 @@ _FIRST_TOKEN = {
     "score_uncertainty": "half-width of the interval the scores lie in: 0 when both candidates "
     "are among the top-k, else from the bound on the one outside (first-token scoring)",
     "score_status": "scored, or why the question has no score (first-token scoring: same "
-    "first word, neither in top-k, one outside top-k, little candidate mass)",
+    "first word, neither in top-k, one outside top-k, little candidate mass; sampled "
+    "scoring: no subject named, same start)",
 }
+_SAMPLED = {
+    "k_first": "sampled scoring: replies that begin with the first-mentioned subject",
+    "k_second": "sampled scoring: replies that begin with the second-mentioned subject",
+    "samples": "sampled scoring: replies drawn for the question (K)",
+    "candidate_mass": "the two candidates' summed probability among the top-k first answer "
+    "tokens (first-token scoring), or the share of replies naming one (sampled scoring)",
+    "score_status": _FIRST_TOKEN["score_status"],
+}
+"""The columns of sampled QA scoring (``--qa-mode sampled``)."""
 _LEI_SPLIT = (
     "intervention", "intervention_type", "intervention_id",
     *(f"zs_q{q}_{s}_{end}" for q in (0, 1) for s in ("first", "second")
@@ -59,7 +69,9 @@ UNQOVER = (
             "second_text",
             *_SCORES[2:],
         ),
+        optional=tuple(_SAMPLED),
         meanings={
+            **_SAMPLED,
             "domain": "gender, ethnicity, religion or nationality",
             "first_text": "the first subject as written in the context",
             "second_text": "the second subject as written in the context",
@@ -105,17 +117,25 @@ LEI_EVAL = (
         "samples.parquet",
         "one row per question of every set: the scores of both subjects",
         _LEI_SAMPLE,
-        optional=("first_cluster", "second_cluster", "specified", *_FIRST_TOKEN),
-        meanings=_LEI_MEANINGS,
+        optional=("first_cluster", "second_cluster", "specified", *_FIRST_TOKEN, *_SAMPLED),
+        meanings={**_LEI_MEANINGS, **_SAMPLED},
     ),
     OutputFile(
         "unscored_questions.parquet",
         "the questions of the contexts left out of every set because a question had no "
-        "first-token score, with why",
-        (*_LEI_SAMPLE, *_FIRST_TOKEN),
-        optional=("first_cluster", "second_cluster", "specified"),
-        meanings=_LEI_MEANINGS,
-        when="--qa-mode first-token",
+        "first-token or sampled score, with why",
+        (*_LEI_SAMPLE, "candidate_mass", "score_status"),
+        optional=(
+            "first_cluster",
+            "second_cluster",
+            "specified",
+            "score_uncertainty",
+            "k_first",
+            "k_second",
+            "samples",
+        ),
+        meanings={**_LEI_MEANINGS, **_SAMPLED},
+        when="--qa-mode first-token or sampled",
     ),
     OutputFile(
         "lei_mu.csv",
@@ -237,7 +257,7 @@ LEI_TRAIN = (
         "per checkpoint and split: the scores of every question (lei-eval's samples)",
         LEI_EVAL[0].columns,
         optional=LEI_EVAL[0].optional,
-        meanings=_LEI_MEANINGS,
+        meanings=LEI_EVAL[0].meanings,
     ),
     OutputFile(
         "references/*.parquet",

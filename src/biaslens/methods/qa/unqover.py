@@ -45,7 +45,9 @@ from biaslens.metrics.unqover import MEASURES
 from biaslens.metrics.unqover_stream import UnqoverAccumulator
 from biaslens.metrics.unqover_summary import sparse_note, summary_lines
 from biaslens.models.base import LM, ModelKind
+from biaslens.models.requests import RequestType
 from biaslens.scoring.qa import fill_mask_scores, qa_mode_for, score_examples
+from biaslens.scoring.sampled import DEFAULT_SAMPLES, Samples
 from biaslens.store.run import RowsHash
 
 METHOD = "unqover"
@@ -60,7 +62,8 @@ class UnqoverSettings(MethodSettings):
 
     model: str = "default"
     domain: Literal["gender", "ethnicity", "religion", "nationality"] = "religion"
-    mode: Literal["auto", "extractive", "generative", "fill-mask"] = "auto"
+    mode: Literal["auto", "extractive", "generative", "fill-mask", "sampled"] = "auto"
+    samples: Samples = DEFAULT_SAMPLES
     subjects: tuple[str, ...] | None = Field(
         default=None, description="subject list names (default: the domain's)"
     )
@@ -101,13 +104,15 @@ def masked_lm_lists(kind: ModelKind, values: dict, details: dict):
 def prepare(settings: UnqoverSettings, lm: LM) -> UnqoverSettings:
     """The scoring mode the model supports recorded in the settings."""
     mode = qa_mode_for(lm, fill_mask=True) if settings.mode == "auto" else settings.mode
+    if settings.mode == "auto" and set(lm.capabilities) == {RequestType.SAMPLE}:
+        mode = "sampled"  # an endpoint without log-probabilities: sampled replies
     lm.require(
-        {"extractive": "span_scores", "generative": "choice_logprobs"}.get(
+        {"extractive": "span_scores", "generative": "choice_logprobs", "sampled": "sample"}.get(
             mode, "token_distribution"
         )
     )
     update: dict = {"mode": mode}
-    if mode == "generative":
+    if mode in ("generative", "sampled"):
         from biaslens.methods.qa.lei_eval.method import generative_layout
 
         update.update(generative_layout(settings))
@@ -158,6 +163,10 @@ def score_chunk(ctx: RunContext, settings: UnqoverSettings, rows: pd.DataFrame, 
     """Per-row subject scores of one chunk of examples (the settings' scoring mode)."""
     if settings.mode == "fill-mask":
         return fill_mask_scores(ctx.lm, rows, progress, settings.fill_mask_top_k, settings.pronouns)
+    if settings.mode == "sampled":
+        from biaslens.scoring.qa_sampled import sampled_qa_scores
+
+        return sampled_qa_scores(ctx.lm, rows, progress, settings.samples)
     return score_examples(
         ctx.lm, rows, progress, settings.mode, settings.span_adjustment, settings.qa_order
     )
@@ -186,24 +195,41 @@ def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
         f"UnQover {settings.domain} contexts ({ctx.lm.identity.name})", contexts, unit="contexts"
     )
     intervals = (settings.ci_level, settings.seed) if settings.bootstrap else None
-    totals, rows_hash, dropped, seen = UnqoverAccumulator((), intervals), RowsHash(), set(), 0
+    totals = UnqoverAccumulator((), intervals, skip_unscored=settings.mode == "sampled")
+    rows_hash, dropped, seen = RowsHash(), set(), 0
+    unnamed: list[pd.DataFrame] = []
     with ctx.store.append_samples("samples") as samples:
         for rows in questions.iter_drawn(limit, settings.seed, CHUNK_ROWS):
             rows_hash.update(rows[["key", "context", "question", "negated_question"]])
             scores = score_chunk(ctx, settings, rows, _ChunkProgress(tick, len(rows)))
             scores["row"] += seen  # the example's place in the whole set, not in its chunk
             seen += len(rows)
+            if settings.mode == "sampled":
+                unnamed.append(scores)
             scores, left_out = drop_unfillable(scores)
             dropped.update(left_out)
             totals.add(scores)
             if not scores.empty:
                 samples.write(scores)
+        if totals.rows == 0 and settings.mode == "sampled":
+            from biaslens.methods.qa.lei_eval.scores import SAMPLED_NOTHING
+
+            raise BiaslensError(SAMPLED_NOTHING)
         if totals.rows == 0:
             raise BiaslensError(
                 "no example could be scored: every subject is several tokens for this model; "
                 "choose single-token subject lists (e.g. --subjects religion_roberta)"
             )
     notes = []
+    if unnamed:
+        from biaslens.scoring.qa_sampled import sampled_qa_note
+
+        every = pd.concat(unnamed, ignore_index=True)
+        left_out = pd.concat(totals.unscored, ignore_index=True) if totals.unscored else every[:0]
+        key = ["row", "negated"]
+        gone = pd.MultiIndex.from_frame(left_out[key]) if len(left_out) else []
+        kept = every[~pd.MultiIndex.from_frame(every[key]).isin(gone)]
+        notes.append(sampled_qa_note(every, kept, left_out))
     if dropped:
         notes.append(
             f"{len(dropped)} subject(s) are not one token for {ctx.lm.identity.name} and "
@@ -245,8 +271,11 @@ OPTIONS = (
     O.Option("domain", help="religion, ethnicity, gender or nationality."),
     O.QA_MODE.but(
         flags=("--qa-mode",),
-        help="auto (from the model kind), extractive, generative or fill-mask.",
+        help="auto (from the model kind), extractive, generative, fill-mask or sampled (the "
+        "share of --samples replies that begin with each subject: an endpoint without "
+        "log-probabilities).",
     ),
+    O.SAMPLES,
     O.Option(
         "subjects",
         help="Subject list name(s) under word_lists/nouns/subjects (e.g. religion_roberta).",

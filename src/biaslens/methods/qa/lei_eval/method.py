@@ -244,7 +244,11 @@ def prepare(settings: LeiEvalSettings, lm: LM) -> LeiEvalSettings:
         return settings.model_copy(update={"mode": mode})
     if settings.mode == "auto" and set(lm.capabilities) == {RequestType.GENERATE}:
         mode = "first-token"  # a chat endpoint: the top-k of the answer is all there is
-    if mode != "first-token":
+    if settings.mode == "auto" and set(lm.capabilities) == {RequestType.SAMPLE}:
+        mode = "sampled"  # an endpoint without log-probabilities: sampled replies
+    if mode == "sampled":
+        lm.require("sample")
+    elif mode != "first-token":
         lm.require("choice_logprobs")
     elif lm.kind != ModelKind.CAUSAL:
         raise BiaslensError(
@@ -291,7 +295,7 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
     comparative = comparative_scores(scores, PAIRING)
     intervals = (settings.ci_level, settings.seed) if settings.bootstrap else None
     table = lei_table(scores, comparative, intervals, subject_strata(scores))
-    table.insert(1, "scoring", scoring_label(settings.mode))
+    table.insert(1, "scoring", scoring_label(settings.mode, settings.samples))
     subjects = subject_bias(comparative, ("set",))
     samples = {"samples": scores}
     if scored.left_out is not None:
@@ -334,7 +338,7 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
 def run_name(settings: LeiEvalSettings) -> str:
     """``MODEL-DOMAIN``; first-token runs say so (their μ is not the paper's)."""
     name = f"{safe_name(settings.model)}-{settings.domain}"
-    return f"{name}-first-token" if settings.mode == "first-token" else name
+    return f"{name}-{settings.mode}" if settings.mode in ("first-token", "sampled") else name
 
 
 SPEC = register(

@@ -20,6 +20,7 @@ from biaslens.framework.settings import (
     validated,
 )
 from biaslens.scoring.first_token import MIN_CANDIDATE_MASS
+from biaslens.scoring.sampled import DEFAULT_SAMPLES, Samples
 
 DOMAINS = ("religion", "ethnicity", "gender")
 
@@ -34,7 +35,8 @@ class LeiEvalSettings(MethodSettings):
     domain: Literal["religion", "ethnicity", "gender"] = "religion"
     split: str = "noniid_test"
     split_sha256: str = ""
-    mode: Literal["auto", "extractive", "generative", "first-token"] = "auto"
+    mode: Literal["auto", "extractive", "generative", "first-token", "sampled"] = "auto"
+    samples: Samples = DEFAULT_SAMPLES
     min_candidate_mass: float = Field(
         default=MIN_CANDIDATE_MASS,
         ge=0,
@@ -113,9 +115,12 @@ OPTIONS = (
         "--qa-mode",
         "--mode",
         help="auto (from the model kind and backend), extractive, generative (the candidates' "
-        "log-likelihood) or first-token (the top-20 first answer tokens: a chat endpoint).",
+        "log-likelihood), first-token (the top-20 first answer tokens: a chat endpoint) or "
+        "sampled (the share of --samples replies that begin with each subject: an endpoint "
+        "without log-probabilities).",
         deprecated=(("--mode", "--qa-mode"),),
     ),
+    O.SAMPLES,
     O.Option(
         "min_candidate_mass",
         help="First-token scoring: a question whose two candidates hold less of the first "

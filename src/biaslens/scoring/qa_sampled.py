@@ -1,0 +1,93 @@
+"""UnQover/LEI subject scores from sampled replies (``--qa-mode sampled``), for models that give
+no probabilities.
+
+Each question is asked in the generative layout (:func:`biaslens.scoring.qa.generative_requests`:
+UnifiedQA's ``question \\n (a) x1 (b) x2 \\n context``, ``answer:`` after it for a causal model)
+and answered K times at temperature 1 (:mod:`biaslens.scoring.sampled`). A reply names a
+subject when it *begins* with it (after any whitespace, case-folded, the next character not a
+letter or digit): the event whose probability generative scoring computes exactly. S of each
+subject is its share of the replies that name one of the two, k1 / (k1 + k2): the estimate of
+the exact S = p1 / (p1 + p2), consistent and nearly unbiased once a question has a few named
+replies (its bias is of order 1 / (k1 + k2)).
+
+A question none of whose replies names a subject has no score: its context (subject pair,
+template, attribute, both orders and both questions) is left out of every set, as first-token
+scoring leaves out what it cannot score (:func:`biaslens.scoring.first_token.drop_unscored`),
+and the run says how many.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from biaslens.models.base import LM
+from biaslens.progress import Progress
+from biaslens.scoring.qa import generative_requests, long_table
+from biaslens.scoring.sampled import draw_replies
+
+NAMED = "scored"
+STATUSES = {
+    NAMED: "at least one reply begins with one of the two subjects",
+    "no subject named": "no reply begins with either subject: no share to read",
+    "same start": "one subject's text begins the other's: a reply cannot tell them apart",
+}
+"""What each question's ``score_status`` says under sampled scoring."""
+
+
+def names(reply: str, subject: str) -> bool:
+    """Whether ``reply`` begins with ``subject`` (see the module docstring)."""
+    text = reply.lstrip().casefold()
+    word = subject.strip().casefold()
+    if not word or not text.startswith(word):
+        return False
+    rest = text[len(word) :]
+    return not rest or not rest[0].isalnum()
+
+
+def sampled_qa_scores(lm: LM, rows: pd.DataFrame, progress: Progress, samples: int) -> pd.DataFrame:
+    """S of both subjects for both questions of every row from ``samples`` replies each; per
+    question also ``k_first``, ``k_second`` (replies naming each), ``samples``,
+    ``candidate_mass`` (the share of replies naming one) and ``score_status``."""
+    requests = generative_requests(lm, rows)
+    replies = draw_replies(lm, [r.prompt for r in requests], samples, progress, "QA sampled")
+    counts = np.zeros((len(requests), 2), dtype=int)
+    status = []
+    for i, (request, texts) in enumerate(zip(requests, replies, strict=True)):
+        first, second = request.choices
+        a, b = first.strip().casefold(), second.strip().casefold()
+        if a.startswith(b) or b.startswith(a):
+            status.append("same start")
+            continue
+        counts[i] = [sum(names(t, first) for t in texts), sum(names(t, second) for t in texts)]
+        status.append(NAMED if counts[i].sum() else "no subject named")
+    named = counts.sum(axis=1, keepdims=True)
+    scored = np.array([s == NAMED for s in status])[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shares = np.where(scored & (named > 0), counts / np.maximum(named, 1), np.nan)
+    long = long_table(rows, shares)
+    long["k_first"], long["k_second"] = counts[:, 0], counts[:, 1]
+    long["samples"] = samples
+    long["candidate_mass"] = named[:, 0] / samples
+    long["score_status"] = status
+    return long
+
+
+def sampled_qa_note(every: pd.DataFrame, kept: pd.DataFrame, left_out: pd.DataFrame) -> str:
+    """What sampled QA scores rest on: K, the questions without a score and the contexts left
+    out for them, and the share of replies that name a subject."""
+    from biaslens.scoring.first_token import contexts
+
+    samples = int(every["samples"].iloc[0]) if len(every) else 0
+    statuses = every["score_status"].value_counts()
+    why = ", ".join(f"{n} {status}" for status, n in statuses.items() if status != NAMED)
+    return (
+        f"scoring: sampled, K = {samples} replies per question at temperature 1 — S is each "
+        "subject's share of the replies that begin with one of the two, an estimate of the "
+        f"exact S; {statuses.get(NAMED, 0)} of {len(every)} questions scored"
+        + (f" ({why})" if why else "")
+        + f"; {contexts(left_out)} context(s) left out of every set for it, "
+        f"{contexts(kept)} scored in all; {kept['candidate_mass'].mean():.1%} of the replies "
+        "name a subject on average; the intervals count the sampling error (noise of each "
+        "question's own)"
+    )
