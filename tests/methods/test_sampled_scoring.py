@@ -366,3 +366,16 @@ def test_unqover_sampled_names_what_it_could_not_score(sampling_server, tmp_path
             cache_dir=tmp_path / "cache",
             backend=BackendConfig(backend="openai", base_url=sampling_server["url"], chat=True),
         )  # fmt: skip
+
+
+def test_unseeded_calls_send_no_seed(sampling_server):
+    """``--unseeded``: for servers that fail on seeded requests (vLLM's CPU build)."""
+    config = BackendConfig(backend="openai", base_url=sampling_server["url"], chat=True,
+                           unseeded=True)  # fmt: skip
+    lm = load_model(NAME, config)
+    try:
+        (result,) = lm.sample([SampleRequest("Who was late?", samples=4, max_new_tokens=2)])
+    finally:
+        lm.close()
+    assert len(result.texts) == 4
+    assert all("seed" not in body for body in sampling_server["faults"].requests[-2:])

@@ -125,8 +125,9 @@ def estimated_cost(table: pd.DataFrame, prompt_price: float, completion_price: f
     prompt = float(rows["prompt_tokens"].sum())
     completion = float(rows["completion_tokens_at_most"].sum())
     cost = (prompt * prompt_price + completion * completion_price) / 1e6
+    shown = f"{cost:,.2f}" if cost >= 0.01 or cost == 0 else f"{cost:.2g}"
     return (
-        f"estimated cost: at most {cost:,.2f} ({prompt:,.0f} prompt tokens × {prompt_price:g} + "
+        f"estimated cost: at most {shown} ({prompt:,.0f} prompt tokens × {prompt_price:g} + "
         f"{completion:,.0f} completion tokens × {completion_price:g} per million), in the "
         "price's currency"
     )

@@ -89,6 +89,14 @@ ENDPOINT = BackendOption(
     "log-probabilities) or auto (chat for --chat without a tokenizer, else completions).",
 )
 
+UNSEEDED = BackendOption(
+    "unseeded",
+    default=False,
+    type=bool,
+    help="openai backend, sampled scoring: send no seed with the calls (the draws are then not "
+    "reproducible), for servers that fail on seeded requests (vLLM's CPU build does).",
+)
+
 BACKEND = RegisteredBackend(
     "openai",
     "biaslens.models.backends.openai.completions:load_openai",
@@ -97,7 +105,7 @@ BACKEND = RegisteredBackend(
     summary="an OpenAI-compatible server, see --base-url",
     options=(
         BASE_URL, API_KEY_ENV, CONCURRENCY, TIMEOUT, MAX_RETRIES, TOKENIZER, *PROMPTS, OFFLINE,
-        ENDPOINT,
+        ENDPOINT, UNSEEDED,
     ),
     planner="biaslens.models.backends.openai.completions:plan_openai",
     packages=("httpx",),

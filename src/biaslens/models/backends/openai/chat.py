@@ -110,12 +110,16 @@ class ChatEndpointBackend(ServedBy, LM):
 
         self.require(RequestType.SAMPLE)
         if not self._temperature_checked:
-            sampling.check_temperature_honoured(self.client, self.model, self.messages)
+            sampling.check_temperature_honoured(
+                self.client, self.model, self.messages, not self.config.unseeded
+            )
             self._temperature_checked = True
         results = []
         for start in range(0, len(requests), self.chunk_size):
             chunk = requests[start : start + self.chunk_size]
-            drawn = sampling.draw(self.client, self.model, self.messages, chunk)
+            drawn = sampling.draw(
+                self.client, self.model, self.messages, chunk, not self.config.unseeded
+            )
             if not any(text for texts in drawn for text in texts):
                 raise ServerError(
                     f"{self.client.base_url}/chat/completions: every reply to "

@@ -26,17 +26,20 @@ MAX_TOP_UPS = 4
 """Rounds of one-reply calls asked of a server that returns fewer replies than ``n``."""
 
 
-def sample_payload(model: str, messages: list[dict], n: int, max_tokens: int, seed: int) -> dict:
-    """A chat request for ``n`` replies drawn from the model's own distribution."""
-    return {
+def sample_payload(
+    model: str, messages: list[dict], n: int, max_tokens: int, seed: int | None
+) -> dict:
+    """A chat request for ``n`` replies drawn from the model's own distribution (``seed``
+    None: unseeded, ``--unseeded``)."""
+    payload = {
         "model": model,
         "messages": messages,
         "temperature": 1.0,
         "top_p": 1.0,
         "max_tokens": max_tokens,
         "n": n,
-        "seed": seed,
     }
+    return payload if seed is None else {**payload, "seed": seed}
 
 
 def derived_seed(seed: int, call: int) -> int:
@@ -55,21 +58,23 @@ def reply_texts(reply, url: str) -> list[str]:
     return texts
 
 
-def draw(client, model: str, messages_of, requests) -> list[tuple[str, ...]]:
-    """The replies of each sample request (module docstring)."""
+def draw(client, model: str, messages_of, requests, seeded: bool = True) -> list[tuple[str, ...]]:
+    """The replies of each sample request (module docstring); ``seeded`` False sends no
+    seeds."""
     url = f"{client.base_url}/chat/completions"
     payloads = [
-        sample_payload(model, messages_of(r.prompt), r.samples, r.max_new_tokens, r.seed)
+        sample_payload(model, messages_of(r.prompt), r.samples, r.max_new_tokens,
+                       r.seed if seeded else None)
         for r in requests
-    ]
+    ]  # fmt: skip
     drawn = [reply_texts(reply, url) for reply in client.post_many("/chat/completions", payloads)]
     for call in range(1, MAX_TOP_UPS * max((r.samples for r in requests), default=0) + 1):
         short = [i for i, r in enumerate(requests) if len(drawn[i]) < r.samples]
         if not short:
             break
         extra = [
-            sample_payload(model, messages_of(requests[i].prompt), 1,
-                           requests[i].max_new_tokens, derived_seed(requests[i].seed, call))
+            sample_payload(model, messages_of(requests[i].prompt), 1, requests[i].max_new_tokens,
+                           derived_seed(requests[i].seed, call) if seeded else None)
             for i in short
         ]  # fmt: skip
         for i, reply in zip(short, client.post_many("/chat/completions", extra), strict=True):
@@ -84,13 +89,22 @@ def draw(client, model: str, messages_of, requests) -> list[tuple[str, ...]]:
     return [tuple(texts[: r.samples]) for r, texts in zip(requests, drawn, strict=True)]
 
 
-def check_temperature_honoured(client, model: str, messages_of) -> None:
+def check_temperature_honoured(client, model: str, messages_of, seeded: bool = True) -> None:
     """Stop in one line when the endpoint gives the same reply every time at temperature 1 to
-    a prompt whose replies vary (module docstring)."""
+    a prompt whose replies vary (module docstring). A server that fails on this first sampled
+    call is named with what may work."""
     from biaslens.models.requests import SampleRequest
 
     request = SampleRequest(VARIETY_PROMPT, VARIETY_REPLIES, max_new_tokens=8, seed=0)
-    (texts,) = draw(client, model, messages_of, [request])
+    try:
+        (texts,) = draw(client, model, messages_of, [request], seeded)
+    except ServerError as error:
+        if not seeded:
+            raise
+        raise ServerError(
+            f"{error}; this was the first call with a seed: a server that fails on seeded "
+            "requests (vLLM's CPU build does) samples with --unseeded"
+        ) from None
     if len(set(texts)) == 1:
         raise ServerError(
             f"{client.base_url}/chat/completions gave the same reply {VARIETY_REPLIES} times "
