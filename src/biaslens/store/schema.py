@@ -83,6 +83,7 @@ GLOSSARY: dict[str, str] = {
     "p_female": "probability of the female pronouns at the slot (0 to 1)",
     "p_male": "probability of the male pronouns at the slot (0 to 1)",
     "p_neutral": "probability of the neutral pronouns at the slot (0 to 1)",
+    "samples": "sampled scoring: the replies drawn per input (K) the numbers rest on",
     "top_tokens": "the most probable next tokens (what --scoring paper reads)",
     "top_probs": "their probabilities (0 to 1)",
     "generation": "the greedy continuation (--scoring paper of a causal/seq2seq model)",

@@ -44,7 +44,7 @@ MGC = (
         "probability (%) on the W index",
         ("prompt", "w_kind", "gender", "slope", "intercept", "r", "r2", "p_value",
          "slope_stderr", "slope_ci_low", "slope_ci_high", "n"),
-        optional=("slope_ci_note", "slope_se", "slope_rho", "sentences"),
+        optional=("slope_ci_note", "slope_se", "slope_rho", "sentences", "samples"),
         meanings={
             "slope": "percentage points per W step (0: no trend with W)",
             "intercept": "the line's value at W index 0, in percent",
@@ -70,7 +70,7 @@ MGC = (
         ("prompt", "w_kind", "female_minus_male_slope", "mean_r2", "flat_fits",
          "female_minus_male_stderr", "female_minus_male_ci_low", "female_minus_male_ci_high"),
         optional=("n", "female_minus_male_ci_note", "female_minus_male_se",
-                  "female_minus_male_rho", "sentences"),
+                  "female_minus_male_rho", "sentences", "samples"),
         meanings={
             "female_minus_male_slope": "female slope − male slope (pp per W step; 0: no bias)",
             "mean_r2": "mean r² of the female and male lines whose r² is defined (empty when "
@@ -152,7 +152,7 @@ DETECT = (
         ("set", "tpr", "tpr_ci_low", "tpr_ci_high", "tnr", "tnr_ci_low", "tnr_ci_high",
          "balanced_accuracy", "balanced_accuracy_ci_low", "balanced_accuracy_ci_high", "n_tpr",
          "n_tnr", "n_unspecified", "n_well_specified", "n_no_pronoun", "threshold"),
-        optional=("n_undecided",),
+        optional=("n_undecided", "samples"),
         meanings={
             "tpr": "share of underspecified sentences flagged (0 to 1)",
             "tnr": "share of well-specified sentences cleared (0 to 1)",

@@ -197,6 +197,8 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
             for name, part in table.groupby("set", sort=False)
         ]
     )  # fmt: skip
+    if settings.mode == "sampled":  # every rate rests on verdicts read from K replies
+        rates["samples"] = settings.samples
     figures = {
         f"detector_{name}": detector_figure(
             part, settings.threshold, f"{ctx.lm.identity.name}, {name} Winogender"

@@ -189,6 +189,8 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
     slopes = slope_summary(
         fits, means, confidence=settings.ci_level, samples=samples, seed=settings.seed
     )
+    if settings.mode == "sampled":  # every number is read from K replies per input
+        fits["samples"] = slopes["samples"] = settings.samples
     name = ctx.lm.identity.name
     figures = {
         f"mgc_{w_kind}": mgc_trend_figure(
