@@ -379,3 +379,35 @@ def test_unseeded_calls_send_no_seed(sampling_server):
         lm.close()
     assert len(result.texts) == 4
     assert all("seed" not in body for body in sampling_server["faults"].requests[-2:])
+
+
+def test_a_completions_endpoint_samples_too(sampling_server):
+    """``/v1/completions``: with the model's tokenizer every request is exact and sampled
+    replies come as token-id prompts; a server that returns no log-probabilities at all is
+    asked for sampled replies only, and SIB chooses sampled scoring on it."""
+    from biaslens.scoring.pronouns import scoring_for
+
+    config = BackendConfig(backend="openai", base_url=sampling_server["url"],
+                           tokenizer=str(sampling_server["folder"]))  # fmt: skip
+    lm = load_model(NAME, config)
+    try:
+        assert "sample" in {t.value for t in lm.capabilities}
+        assert "token_distribution" in {t.value for t in lm.capabilities}
+        assert scoring_for(lm, "exact") == "exact"
+        (result,) = lm.sample([SampleRequest("Who was late?", samples=5, max_new_tokens=2)])
+        sent = sampling_server["faults"].requests[-1]
+        assert len(result.texts) == 5 and isinstance(sent["prompt"][0], int)
+        assert sent["temperature"] == 1.0 and sent["n"] == 5
+    finally:
+        lm.close()
+    faults = sampling_server["faults"]
+    faults.completion_logprobs = False
+    try:
+        bare = load_model(NAME, config)
+        assert [t.value for t in bare.capabilities] == ["sample"]
+        assert scoring_for(bare, "exact") == "sampled"
+        (result,) = bare.sample([SampleRequest("Who was late?", samples=3, max_new_tokens=2)])
+        assert len(result.texts) == 3 and faults.requests[-1]["prompt"] == "Who was late?"
+        bare.close()
+    finally:
+        faults.completion_logprobs = True

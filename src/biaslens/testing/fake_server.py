@@ -58,6 +58,8 @@ class Faults:
     chat_logprob: Any = None
     """If set, every log-probability of a chat reply is this JSON value (``False``, ``"-0.1"``,
     ``-0.01``: replies a client must refuse)."""
+    completion_logprobs: bool = True
+    """False: ``/v1/completions`` returns no log-probabilities (nor echoes the prompt)."""
     sampling: str = "ok"
     """Chat requests with a temperature above 0 draw each reply token from the model's
     softmax(logits / temperature) (``"ok"``, seeded by the request's ``seed``); ``"greedy"``
@@ -79,7 +81,13 @@ def _token(tokenizer, token_id: int, as_ids: bool, faults: Faults | None = None)
 
 
 def complete(model, tokenizer, body: dict, faults: Faults) -> dict:
-    """One ``/v1/completions`` answer (every prompt of the request, greedy)."""
+    """One ``/v1/completions`` answer (every prompt of the request, greedy; drawn at a
+    temperature above 0, :func:`complete_sampled`)."""
+    if float(body.get("temperature") or 0) > 0 and faults.sampling != "greedy":
+        return complete_sampled(model, tokenizer, body, faults)
+    if not faults.completion_logprobs:
+        body = {k: v for k, v in body.items()
+                if k not in ("logprobs", "echo", "logprob_token_ids")}  # fmt: skip
     prompts = body["prompt"]
     if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
         prompts = [prompts]
@@ -198,16 +206,15 @@ def chat_complete(model, tokenizer, body: dict, faults: Faults) -> dict:
     return {"object": "chat.completion", "model": body.get("model"), "choices": [choice]}
 
 
-def chat_sample(model, tokenizer, context: list[int], body: dict, faults: Faults) -> dict:
-    """``n`` replies, each token drawn from softmax(logits / temperature) cut to the smallest
-    set holding ``top_p`` of it, with a generator seeded by ``seed``; no log-probabilities."""
-    n = 1 if faults.sampling == "one" else int(body.get("n") or 1)
+def sampled_texts(model, tokenizer, context: list[int], body: dict, n: int) -> list[str]:
+    """``n`` replies to ``context``, each token drawn from softmax(logits / temperature) cut to
+    the smallest set holding ``top_p`` of it, with a generator seeded by ``seed``."""
     temperature = float(body["temperature"])
     top_p = float(body.get("top_p") or 1.0)
     seed = body.get("seed")
     generator = torch.Generator().manual_seed(int(seed) if seed is not None else time.time_ns())
-    choices = []
-    for index in range(n):
+    texts = []
+    for _ in range(n):
         reply = list(context)
         for _ in range(int(body.get("max_tokens", 16))):
             probs = (_logprobs_rows(model, reply)[-1] / temperature).softmax(-1).double()
@@ -219,15 +226,36 @@ def chat_sample(model, tokenizer, context: list[int], body: dict, faults: Faults
             reply.append(token)
             if token == tokenizer.eos_token_id:
                 break
-        message = {
-            "role": "assistant",
-            "content": tokenizer.decode(reply[len(context) :], skip_special_tokens=True),
-        }
+        texts.append(tokenizer.decode(reply[len(context) :], skip_special_tokens=True))
+    return texts
+
+
+def chat_sample(model, tokenizer, context: list[int], body: dict, faults: Faults) -> dict:
+    """``n`` replies drawn from the model (:func:`sampled_texts`); no log-probabilities."""
+    n = 1 if faults.sampling == "one" else int(body.get("n") or 1)
+    choices = []
+    for index, text in enumerate(sampled_texts(model, tokenizer, context, body, n)):
+        message = {"role": "assistant", "content": text}
         if faults.sampling == "refuse-odd" and index % 2:
             message = {"role": "assistant", "content": None, "refusal": "I can't."}
         choices.append({"index": index, "message": message, "logprobs": None,
                         "finish_reason": "length"})  # fmt: skip
     return {"object": "chat.completion", "model": body.get("model"), "choices": choices}
+
+
+def complete_sampled(model, tokenizer, body: dict, faults: Faults) -> dict:
+    """``/v1/completions`` at a temperature above 0: ``n`` drawn replies per prompt."""
+    prompts = body["prompt"]
+    if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
+        prompts = [prompts]
+    n = 1 if faults.sampling == "one" else int(body.get("n") or 1)
+    choices = []
+    for prompt in prompts:
+        ids = tokenizer(prompt)["input_ids"] if isinstance(prompt, str) else list(prompt)
+        for text in sampled_texts(model, tokenizer, ids, body, n):
+            choices.append({"index": len(choices), "text": text, "logprobs": None,
+                            "finish_reason": "length"})  # fmt: skip
+    return {"object": "text_completion", "model": body.get("model"), "choices": choices}
 
 
 def _chat_entry(tokenizer, token_id: int, logprob: float, faults: Faults) -> dict:

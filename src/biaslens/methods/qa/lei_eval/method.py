@@ -242,9 +242,10 @@ def prepare(settings: LeiEvalSettings, lm: LM) -> LeiEvalSettings:
     if mode == "extractive":
         lm.require("span_scores")
         return settings.model_copy(update={"mode": mode})
-    if settings.mode == "auto" and set(lm.capabilities) == {RequestType.GENERATE}:
+    answers = set(lm.capabilities)
+    if settings.mode == "auto" and answers - {RequestType.SAMPLE} == {RequestType.GENERATE}:
         mode = "first-token"  # a chat endpoint: the top-k of the answer is all there is
-    if settings.mode == "auto" and set(lm.capabilities) == {RequestType.SAMPLE}:
+    if settings.mode == "auto" and answers == {RequestType.SAMPLE}:
         mode = "sampled"  # an endpoint without log-probabilities: sampled replies
     if mode == "sampled":
         lm.require("sample")

@@ -27,6 +27,7 @@ import math
 from biaslens.errors import BiaslensError
 from biaslens.models.backends.openai.http_client import HTTPClient, ServedBy
 from biaslens.models.backends.openai.replies import ServerError, chat_choice, chat_token_text
+from biaslens.models.backends.openai.sampling import SampledBy
 from biaslens.models.backends.openai.server_probe import (
     served_fingerprint,
     served_model,
@@ -34,7 +35,7 @@ from biaslens.models.backends.openai.server_probe import (
 )
 from biaslens.models.base import LM, Exactness, ModelIdentity, ModelKind
 from biaslens.models.config import BackendConfig
-from biaslens.models.requests import GenerateResult, RequestType, SampleResult
+from biaslens.models.requests import GenerateResult, RequestType
 from biaslens.models.runtime.reply_checks import check_not_all_empty, check_step, check_step_count
 
 CHAT_CAPABILITIES = {RequestType.GENERATE: Exactness.EXACT, RequestType.SAMPLE: Exactness.EXACT}
@@ -79,7 +80,7 @@ def check_chat_request(
         )
 
 
-class ChatEndpointBackend(ServedBy, LM):
+class ChatEndpointBackend(SampledBy, ServedBy, LM):
     """Greedy chat replies with the top-k tokens at each step (see the module docstring)."""
 
     def __init__(
@@ -90,7 +91,6 @@ class ChatEndpointBackend(ServedBy, LM):
         self.config = config
         self.logprobs = True
         """False where the endpoint returns no log-probabilities (it answers ``sample`` only)."""
-        self._temperature_checked = False
 
     @property
     def source(self) -> str:
@@ -104,32 +104,13 @@ class ChatEndpointBackend(ServedBy, LM):
         check_chat_request(request_type, self.client.base_url, alternative, self.logprobs)
         super().require(request_type, exact, alternative)
 
-    def sample(self, requests, progress=None) -> list[SampleResult]:
-        """Replies drawn at temperature 1 (:mod:`.sampling`)."""
-        from biaslens.models.backends.openai import sampling
+    def sampling_endpoint(self):
+        from biaslens.models.backends.openai.sampling import SamplingEndpoint
 
-        self.require(RequestType.SAMPLE)
-        if not self._temperature_checked:
-            sampling.check_temperature_honoured(
-                self.client, self.model, self.messages, not self.config.unseeded
-            )
-            self._temperature_checked = True
-        results = []
-        for start in range(0, len(requests), self.chunk_size):
-            chunk = requests[start : start + self.chunk_size]
-            drawn = sampling.draw(
-                self.client, self.model, self.messages, chunk, not self.config.unseeded
-            )
-            if not any(text for texts in drawn for text in texts):
-                raise ServerError(
-                    f"{self.client.base_url}/chat/completions: every reply to "
-                    f"{len(chunk)} prompt(s) is empty or refused: there is nothing to read; "
-                    "check the prompts, the --system message or the server's content filter"
-                )
-            results += [SampleResult(texts) for texts in drawn]
-            if progress is not None:
-                progress(len(chunk))
-        return results
+        return SamplingEndpoint(
+            self.client, self.model, "/chat/completions",
+            lambda prompt: {"messages": self.messages(prompt)}, not self.config.unseeded,
+        )  # fmt: skip
 
     def messages(self, prompt: str) -> list[dict]:
         """The prompt as a user message, after the ``--system`` message if one is given."""

@@ -30,7 +30,9 @@ from biaslens.models.backends.openai.replies import (
     completion_choices,
     token_id,
 )
+from biaslens.models.backends.openai.sampling import SampledBy
 from biaslens.models.backends.openai.server_probe import (
+    NO_LOGPROBS,
     probe_server,
     served_fingerprint,
     served_model,
@@ -46,7 +48,7 @@ from biaslens.models.runtime.tokenization import chat_identity, check_chat
 __all__ = ["ServerError", "OpenAIBackend", "load_openai", "probe_server", "TOKEN_PREFIX"]
 
 
-class OpenAIBackend(ServedBy, TokenLevelBackend):
+class OpenAIBackend(SampledBy, ServedBy, TokenLevelBackend):
     """A causal model behind an OpenAI-compatible server (see the module docstring)."""
 
     def __init__(self, client: HTTPClient, model: str, tokenizer, identity, config, probe, eos):
@@ -62,14 +64,32 @@ class OpenAIBackend(ServedBy, TokenLevelBackend):
 
     @property
     def capabilities(self) -> dict[RequestType, Exactness]:
+        sampled = {RequestType.SAMPLE: Exactness.EXACT}
         if self.probe["mode"] == "tokens":
             return {
                 RequestType.TOKEN_DISTRIBUTION: Exactness.EXACT,
                 RequestType.CHOICE_LOGPROBS: Exactness.EXACT,
                 RequestType.GENERATE: Exactness.EXACT,
                 RequestType.CONTRASTIVE_GENERATE: Exactness.EXACT,
+                **sampled,
             }
-        return {RequestType.GENERATE: Exactness.EXACT}
+        if self.probe.get("why") == NO_LOGPROBS:  # replies are all it gives
+            return sampled
+        return {RequestType.GENERATE: Exactness.EXACT, **sampled}
+
+    def sampling_endpoint(self):
+        """Sampled calls to ``/completions``: the prompt as token ids, encoded as every other
+        request (chat template, BOS), where the server takes them; else as text."""
+        from biaslens.models.backends.openai.sampling import SamplingEndpoint
+
+        def prompt_part(prompt: str) -> dict:
+            if self.probe["mode"] == "tokens":
+                return {"prompt": self.encode_prompts([prompt])[0]}
+            return {"prompt": prompt}
+
+        return SamplingEndpoint(
+            self.client, self.model, "/completions", prompt_part, not self.config.unseeded
+        )
 
     def require(self, request_type, exact: bool = True, alternative: str = "") -> None:
         if RequestType(request_type) not in self.capabilities and self.probe.get("why"):
@@ -274,7 +294,8 @@ def plan_openai(name: str, config: BackendConfig):
     folder = tokenizer_folder(name, config)
     if not uses_chat_endpoint(config, folder is not None):
         exact = GENERATIVE if folder is not None else {RequestType.GENERATE: Exactness.EXACT}
-        return PlannedModel(capabilities=exact, tokenizer_folder=folder)
+        sampled = {RequestType.SAMPLE: Exactness.EXACT}
+        return PlannedModel(capabilities={**exact, **sampled}, tokenizer_folder=folder)
     url = redact_url(config.base_url or "")
 
     def check(request_type, alternative=""):

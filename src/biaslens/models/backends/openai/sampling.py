@@ -1,5 +1,5 @@
-"""Sampled replies from a chat endpoint (``sample`` requests): what a model that returns no
-log-probabilities still gives.
+"""Sampled replies from a chat or completions endpoint (``sample`` requests): what a model that
+returns no log-probabilities still gives.
 
 Each request is one call at temperature 1 and top-p 1 with ``n`` replies and the request's
 seed; a server that returns fewer replies than ``n`` (many take ``n`` = 1 only) is asked again,
@@ -16,8 +16,11 @@ from it would be 0 or 1 — the run stops with one line instead.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-from biaslens.models.backends.openai.replies import ChatCompletion, parse
+from biaslens.models.backends.openai.replies import ChatCompletion, Completion, parse
 from biaslens.models.runtime.reply_checks import ServerError
 
 VARIETY_PROMPT = "Write a random number between 1 and 1000000, digits only."
@@ -26,20 +29,49 @@ MAX_TOP_UPS = 4
 """Rounds of one-reply calls asked of a server that returns fewer replies than ``n``."""
 
 
-def sample_payload(
-    model: str, messages: list[dict], n: int, max_tokens: int, seed: int | None
-) -> dict:
-    """A chat request for ``n`` replies drawn from the model's own distribution (``seed``
-    None: unseeded, ``--unseeded``)."""
-    payload = {
-        "model": model,
-        "messages": messages,
-        "temperature": 1.0,
-        "top_p": 1.0,
-        "max_tokens": max_tokens,
-        "n": n,
-    }
-    return payload if seed is None else {**payload, "seed": seed}
+@dataclass(frozen=True)
+class SamplingEndpoint:
+    """Where sampled calls go: ``path`` (``/chat/completions`` or ``/completions``) of
+    ``client`` serving ``model``; ``prompt_part`` gives a prompt's part of the request body
+    (``{"messages": …}`` or ``{"prompt": …}``); ``seeded`` False sends no seeds
+    (``--unseeded``)."""
+
+    client: Any
+    model: str
+    path: str
+    prompt_part: Callable[[str], dict]
+    seeded: bool = True
+
+    @property
+    def url(self) -> str:
+        return f"{self.client.base_url}{self.path}"
+
+    def payload(self, prompt: str, n: int, max_tokens: int, seed: int) -> dict:
+        """A request for ``n`` replies drawn from the model's own distribution."""
+        payload = {
+            "model": self.model,
+            **self.prompt_part(prompt),
+            "temperature": 1.0,
+            "top_p": 1.0,
+            "max_tokens": max_tokens,
+            "n": n,
+        }
+        return {**payload, "seed": seed} if self.seeded else payload
+
+    def texts(self, reply) -> list[str]:
+        """Every reply's text in one answer; a refused or filtered reply is empty."""
+        if self.path == "/completions":
+            choices = parse(Completion, reply, self.url, self.path).choices
+            return [
+                "" if getattr(c, "finish_reason", None) == "content_filter" else c.text
+                for c in sorted(choices, key=lambda c: c.index)
+            ]
+        choices = parse(ChatCompletion, reply, self.url, self.path).choices
+        texts = []
+        for choice in sorted(choices, key=lambda c: c.index):
+            filtered = choice.message.refusal or choice.finish_reason == "content_filter"
+            texts.append("" if filtered else (choice.message.content or ""))
+        return texts
 
 
 def derived_seed(seed: int, call: int) -> int:
@@ -48,48 +80,34 @@ def derived_seed(seed: int, call: int) -> int:
     return int.from_bytes(digest[:4], "big")
 
 
-def reply_texts(reply, url: str) -> list[str]:
-    """Every reply's text in one chat answer; a refused or filtered reply is empty."""
-    choices = parse(ChatCompletion, reply, url, "/chat/completions").choices
-    texts = []
-    for choice in sorted(choices, key=lambda c: c.index):
-        filtered = choice.message.refusal or choice.finish_reason == "content_filter"
-        texts.append("" if filtered else (choice.message.content or ""))
-    return texts
-
-
-def draw(client, model: str, messages_of, requests, seeded: bool = True) -> list[tuple[str, ...]]:
-    """The replies of each sample request (module docstring); ``seeded`` False sends no
-    seeds."""
-    url = f"{client.base_url}/chat/completions"
-    payloads = [
-        sample_payload(model, messages_of(r.prompt), r.samples, r.max_new_tokens,
-                       r.seed if seeded else None)
-        for r in requests
-    ]  # fmt: skip
-    drawn = [reply_texts(reply, url) for reply in client.post_many("/chat/completions", payloads)]
+def draw(endpoint: SamplingEndpoint, requests) -> list[tuple[str, ...]]:
+    """The replies of each sample request (module docstring)."""
+    post = endpoint.client.post_many
+    payloads = [endpoint.payload(r.prompt, r.samples, r.max_new_tokens, r.seed) for r in requests]
+    drawn = [endpoint.texts(reply) for reply in post(endpoint.path, payloads)]
     for call in range(1, MAX_TOP_UPS * max((r.samples for r in requests), default=0) + 1):
         short = [i for i, r in enumerate(requests) if len(drawn[i]) < r.samples]
         if not short:
             break
         extra = [
-            sample_payload(model, messages_of(requests[i].prompt), 1, requests[i].max_new_tokens,
-                           derived_seed(requests[i].seed, call) if seeded else None)
+            endpoint.payload(requests[i].prompt, 1, requests[i].max_new_tokens,
+                             derived_seed(requests[i].seed, call))
             for i in short
         ]  # fmt: skip
-        for i, reply in zip(short, client.post_many("/chat/completions", extra), strict=True):
-            drawn[i] += reply_texts(reply, url)
+        for i, reply in zip(short, post(endpoint.path, extra), strict=True):
+            drawn[i] += endpoint.texts(reply)
     for request, texts in zip(requests, drawn, strict=True):
         if len(texts) < request.samples:
             raise ServerError(
-                f"{url}: {len(texts)} replies where {request.samples} were asked, after "
-                f"{MAX_TOP_UPS} rounds of calls for the rest: the server returns no replies "
-                "to some calls; sampled scoring needs every reply it asks for"
+                f"{endpoint.url}: {len(texts)} replies where {request.samples} were asked, "
+                "after as many further calls as replies were missing, several times over: the "
+                "server returns no replies to some calls; sampled scoring needs every reply it "
+                "asks for"
             )
     return [tuple(texts[: r.samples]) for r, texts in zip(requests, drawn, strict=True)]
 
 
-def check_temperature_honoured(client, model: str, messages_of, seeded: bool = True) -> None:
+def check_temperature_honoured(endpoint: SamplingEndpoint) -> None:
     """Stop in one line when the endpoint gives the same reply every time at temperature 1 to
     a prompt whose replies vary (module docstring). A server that fails on this first sampled
     call is named with what may work."""
@@ -97,9 +115,9 @@ def check_temperature_honoured(client, model: str, messages_of, seeded: bool = T
 
     request = SampleRequest(VARIETY_PROMPT, VARIETY_REPLIES, max_new_tokens=8, seed=0)
     try:
-        (texts,) = draw(client, model, messages_of, [request], seeded)
+        (texts,) = draw(endpoint, [request])
     except ServerError as error:
-        if not seeded:
+        if not endpoint.seeded:
             raise
         raise ServerError(
             f"{error}; this was the first call with a seed: a server that fails on seeded "
@@ -107,9 +125,42 @@ def check_temperature_honoured(client, model: str, messages_of, seeded: bool = T
         ) from None
     if len(set(texts)) == 1:
         raise ServerError(
-            f"{client.base_url}/chat/completions gave the same reply {VARIETY_REPLIES} times "
-            f"({texts[0][:40]!r}) at temperature 1 to {VARIETY_PROMPT!r}, whose replies vary: "
-            "it ignores temperature, so frequencies read from its replies would be 0 or 1; "
-            "sampled scoring needs an endpoint that samples (or one that returns "
-            "log-probabilities: --scoring exact or paper)"
+            f"{endpoint.url} gave the same reply {VARIETY_REPLIES} times ({texts[0][:40]!r}) "
+            f"at temperature 1 to {VARIETY_PROMPT!r}, whose replies vary: it ignores "
+            "temperature, so frequencies read from its replies would be 0 or 1; sampled "
+            "scoring needs an endpoint that samples (or one that returns log-probabilities: "
+            "--scoring exact or paper)"
         )
+
+
+class SampledBy:
+    """``sample`` for a served backend: draws through its :meth:`sampling_endpoint`, the
+    temperature checked before the first draws, in chunks committed as they complete."""
+
+    _temperature_checked = False
+
+    def sampling_endpoint(self) -> SamplingEndpoint:
+        raise NotImplementedError
+
+    def sample(self, requests, progress=None):
+        from biaslens.models.requests import RequestType, SampleResult
+
+        self.require(RequestType.SAMPLE)
+        endpoint = self.sampling_endpoint()
+        if not self._temperature_checked:
+            check_temperature_honoured(endpoint)
+            self._temperature_checked = True
+        results = []
+        for start in range(0, len(requests), self.chunk_size):
+            chunk = requests[start : start + self.chunk_size]
+            drawn = draw(endpoint, chunk)
+            if not any(text for texts in drawn for text in texts):
+                raise ServerError(
+                    f"{endpoint.url}: every reply to {len(chunk)} prompt(s) is empty or "
+                    "refused: there is nothing to read; check the prompts, the --system message "
+                    "or the server's content filter"
+                )
+            results += [SampleResult(texts) for texts in drawn]
+            if progress is not None:
+                progress(len(chunk))
+        return results

@@ -30,6 +30,9 @@ PROBE_PROMPT = "The capital of France is"
 SERVER_FIELDS = ("id", "root", "max_model_len", "owned_by", "parent")
 """What ``/v1/models`` says of a model that enters its identity."""
 PROBE_TOLERANCE = 1e-3
+NO_LOGPROBS = "the server returns no log-probabilities"
+"""The probe's verdict on a server that gives none (it is then asked for sampled replies
+only)."""
 
 
 def served_model(client: HTTPClient, name: str) -> dict:
@@ -82,7 +85,7 @@ def probe_server(client: HTTPClient, model: str, tokenizer) -> dict:
     choice = completion_choices(first, 1, url)[0]
     top = (choice_logprobs(choice).top_logprobs or [None])[0]
     if not top:
-        return {"mode": "text", "why": "the server returns no log-probabilities"}
+        return {"mode": "text", "why": NO_LOGPROBS}
     if not all(str(t).startswith(TOKEN_PREFIX) for t in top):
         return {
             "mode": "text",
