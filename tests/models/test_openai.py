@@ -48,7 +48,7 @@ def test_identity_and_capabilities(both):
     assert described["base_url"].startswith("http://127.0.0.1:")
     assert "token ids" in described["scoring"] and "logprob_token_ids" in described["scoring"]
     assert set(t.value for t in lm.capabilities) == {
-        "token_distribution", "choice_logprobs", "generate", "contrastive_generate",
+        "token_distribution", "choice_logprobs", "generate", "contrastive_generate", "sample",
     }  # fmt: skip
 
 
