@@ -359,3 +359,20 @@ def test_chat_endpoint_through_vllm_serve_equals_hf_chat(server, tmp_path):
         )
     remote.close()
     hf_chat.close()
+
+
+def test_sampled_replies_through_vllm_serve(server):
+    """``sample`` requests on vLLM's chat endpoint at temperature 1, unseeded (its CPU build
+    stops its engine on a seeded request): the temperature check passes (vLLM samples), each
+    request gets its K replies, and they vary."""
+    from biaslens.models.requests import SampleRequest
+
+    remote = client(server, chat=True, endpoint="chat", unseeded=True)
+    try:
+        requests = [SampleRequest(f"In {year}, who was the nurse? Answer:", samples=12,
+                                  max_new_tokens=4) for year in (1901, 2001)]  # fmt: skip
+        results = remote.sample(requests)
+    finally:
+        remote.close()
+    assert [len(r.texts) for r in results] == [12, 12]
+    assert all(len(set(r.texts)) > 1 for r in results)
