@@ -45,12 +45,18 @@ def share_first(prompt: str) -> float:
     return 1 / (1 + math.exp(-2 * turn * (lean(first) - lean(second))))
 
 
-class KnownExact(LM):
-    identity = ModelIdentity("known", ModelKind.CAUSAL, "known-exact-v1", backend="test")
+class Known(LM):
+    """The known model, answering one request type: ``choice_logprobs`` (its exact
+    probabilities) or ``sample`` (replies drawn from them)."""
+
+    def __init__(self, answers: RequestType) -> None:
+        self.answers = answers
+        self.identity = ModelIdentity("known", ModelKind.CAUSAL, f"known-{answers.value}-v1",
+                                      backend="test")  # fmt: skip
 
     @property
     def capabilities(self):
-        return {RequestType.CHOICE_LOGPROBS: Exactness.EXACT}
+        return {self.answers: Exactness.EXACT}
 
     def choice_logprobs(self, requests, progress=None):
         results = []
@@ -60,17 +66,7 @@ class KnownExact(LM):
             probs = [NAMED * s / 2] * 2 + [NAMED * (1 - s) / 2] * 2
             results.append(ChoiceLogprobsResult(tuple(math.log(p) for p in probs),
                                                 (1,) * len(probs)))  # fmt: skip
-        if progress is not None:
-            progress(len(requests))
-        return results
-
-
-class KnownSampler(LM):
-    identity = ModelIdentity("known", ModelKind.CAUSAL, "known-sampler-v1", backend="test")
-
-    @property
-    def capabilities(self):
-        return {RequestType.SAMPLE: Exactness.EXACT}
+        return self._done(results, progress)
 
     def sample(self, requests, progress=None):
         results = []
@@ -83,17 +79,24 @@ class KnownSampler(LM):
             texts = [(f" {first.capitalize()}.", f"{second} it was", "I cannot say.")[i]
                      for i in picks]  # fmt: skip
             results.append(SampleResult(tuple(texts)))
+        return self._done(results, progress)
+
+    @staticmethod
+    def _done(results, progress):
         if progress is not None:
-            progress(len(requests))
+            progress(len(results))
         return results
+
+
+EXACT, SAMPLED = RequestType.CHOICE_LOGPROBS, RequestType.SAMPLE
 
 
 @pytest.mark.slow
 def test_unqover_sampled_intervals_hold_the_exact_mu(tmp_path):
     common = dict(model="known", limit=300, data_dir=DATA, cache_dir=tmp_path / "cache",
                   report=False)  # fmt: skip
-    exact = run_method("unqover", lm=KnownExact(), output=tmp_path / "exact", **common)
-    sampled = run_method("unqover", lm=KnownSampler(), output=tmp_path / "sampled", samples=50,
+    exact = run_method("unqover", lm=Known(EXACT), output=tmp_path / "exact", **common)
+    sampled = run_method("unqover", lm=Known(SAMPLED), output=tmp_path / "sampled", samples=50,
                          **common)  # fmt: skip
     assert exact.settings["mode"] == "generative" and sampled.settings["mode"] == "sampled"
     truth = exact.tables["unqover"].iloc[0]
@@ -108,8 +111,8 @@ def test_unqover_sampled_intervals_hold_the_exact_mu(tmp_path):
 def test_lei_eval_sampled_intervals_hold_the_exact_mu(tmp_path):
     common = dict(model="known", domain="religion", split="noniid_dev", data_dir=DATA,
                   cache_dir=tmp_path / "cache", report=False)  # fmt: skip
-    exact = run_method("lei-eval", lm=KnownExact(), output=tmp_path / "exact", **common)
-    sampled = run_method("lei-eval", lm=KnownSampler(), output=tmp_path / "sampled",
+    exact = run_method("lei-eval", lm=Known(EXACT), output=tmp_path / "exact", **common)
+    sampled = run_method("lei-eval", lm=Known(SAMPLED), output=tmp_path / "sampled",
                          samples=50, **common)  # fmt: skip
     assert sampled.settings["mode"] == "sampled"
     truth = exact.tables["lei_mu"].set_index("set")

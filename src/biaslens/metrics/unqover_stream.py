@@ -58,8 +58,8 @@ class UnqoverAccumulator:
     ``intervals``: (level, seed) adds intervals over the crossed design of subjects ×
     templates to the summary (:mod:`.unqover_intervals`); None: point values only.
     ``skip_unscored``: a complete context with a question without a score (NaN, as sampled
-    scoring leaves a question no reply answers) is left out whole and kept in ``unscored``
-    instead of being an error."""
+    scoring leaves a question no reply answers) is left out whole instead of being an
+    error."""
 
     def __init__(
         self,
@@ -82,7 +82,6 @@ class UnqoverAccumulator:
         self.rows = 0
         self.clusters: dict[str, str] = {}
         self.skip_unscored = skip_unscored
-        self.unscored: list[pd.DataFrame] = []
 
     def add(self, scores: pd.DataFrame) -> None:
         """One chunk of scores (the columns :func:`~.unqover.comparative_scores` reads)."""
@@ -90,10 +89,7 @@ class UnqoverAccumulator:
         if self.skip_unscored and not scores.empty:
             context = context_ids(scores, self.within)
             missing = (scores["s_first"].isna() | scores["s_second"].isna()).to_numpy()
-            unscored = np.isin(context, context[missing])
-            if unscored.any():
-                self.unscored.append(scores[unscored])
-                scores = scores[~unscored]
+            scores = scores[~np.isin(context, context[missing])]
         if scores.empty:
             return
         comparative = comparative_scores(scores, self.within)

@@ -314,8 +314,8 @@ class SampleRequest:
     model's own next-token distribution), each up to ``max_new_tokens`` tokens: what a model
     that returns no probabilities can still give. ``seed`` names the draw: the same request
     is the same draw, so that a rerun reuses it and a larger budget adds draws of new seeds
-    (:mod:`biaslens.scoring.sampled`). ``chat``: the prompt is sent as a chat message.
-    Example: ``SampleRequest("Answer: who was late?", samples=10, max_new_tokens=4)``."""
+    (:mod:`biaslens.scoring.sampled`). Example:
+    ``SampleRequest("Answer: who was late?", samples=10, max_new_tokens=4)``."""
 
     request_type: ClassVar[RequestType] = RequestType.SAMPLE
     result_type: ClassVar[type] = SampleResult

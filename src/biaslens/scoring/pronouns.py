@@ -18,7 +18,7 @@ from biaslens.metrics.sib import mass_exact, mass_from_generation, mass_top_k
 from biaslens.models.base import LM, ModelKind
 from biaslens.models.requests import GenerateRequest, TokenDistributionRequest
 from biaslens.progress import Progress
-from biaslens.scoring.sampled import class_counts, draw_replies, first_word
+from biaslens.scoring.sampled import answers_only_samples, class_counts, draw_replies, first_word
 
 PAPER_TOP_K = 5
 PAPER_MAX_NEW_TOKENS = 20
@@ -46,9 +46,7 @@ def check_pronoun_model(lm: LM, mode: str) -> None:
 def scoring_for(lm: LM, mode: str) -> str:
     """``mode``, or ``sampled`` where the model answers only sampled replies (a served model
     that returns no log-probabilities) and the default exact scoring was asked."""
-    from biaslens.models.requests import RequestType
-
-    if mode == "exact" and set(lm.capabilities) == {RequestType.SAMPLE}:
+    if mode == "exact" and answers_only_samples(lm):
         return "sampled"
     return mode
 

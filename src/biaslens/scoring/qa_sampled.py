@@ -33,6 +33,12 @@ STATUSES = {
     "same start": "one subject's text begins the other's: a reply cannot tell them apart",
 }
 """What each question's ``score_status`` says under sampled scoring."""
+SAMPLED_NOTHING = (
+    "no context has a reply naming a subject for every question: sampled scoring has nothing "
+    "to score; a larger --samples, a --system message that asks for the answer alone, or a "
+    "model that names the subjects would give it some"
+)
+"""The line of a run in which no context is left to score."""
 
 
 def names(reply: str, subject: str) -> bool:

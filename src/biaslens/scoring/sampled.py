@@ -15,7 +15,7 @@ the blocks it lacks.
 
 from __future__ import annotations
 
-import hashlib
+import math
 import re
 from collections.abc import Sequence
 from typing import Annotated
@@ -23,8 +23,9 @@ from typing import Annotated
 import numpy as np
 from pydantic import Field
 
+from biaslens.common.seeds import derived_seed
 from biaslens.models.base import LM
-from biaslens.models.requests import SampleRequest
+from biaslens.models.requests import RequestType, SampleRequest
 from biaslens.progress import Progress
 
 BLOCK = 10
@@ -39,7 +40,7 @@ Samples = Annotated[
     int,
     Field(ge=1, le=100_000, description="sampled scoring: replies drawn per input"),
 ]
-"""The ``samples`` setting of SIB's methods."""
+"""The ``samples`` setting of the methods that can score sampled replies."""
 FIRST_WORD = re.compile(r"\s*([^\W\d_]+)")
 
 
@@ -52,15 +53,15 @@ def first_word(reply: str) -> str | None:
 
 def blocks(prompt: str, samples: int) -> list[tuple[int, int]]:
     """(seed, replies) of the blocks that make up ``samples`` draws for ``prompt``
-    (:data:`BLOCK` each, the last one shorter)."""
-    return [(block_seed(prompt, block), min(BLOCK, samples - start))
+    (:data:`BLOCK` each, the last one shorter), block ``b`` seeded from (``b``, ``prompt``)."""
+    return [(derived_seed(block, prompt), min(BLOCK, samples - start))
             for block, start in enumerate(range(0, samples, BLOCK))]  # fmt: skip
 
 
-def block_seed(prompt: str, block: int) -> int:
-    """The seed of block ``block`` of ``prompt``'s draws (32 bits of a sha256)."""
-    digest = hashlib.sha256(f"{block}\0{prompt}".encode()).digest()
-    return int.from_bytes(digest[:4], "big")
+def answers_only_samples(lm: LM) -> bool:
+    """Whether ``lm`` gives sampled replies and nothing else (a served model that returns no
+    log-probabilities): where the methods choose sampled scoring themselves."""
+    return set(lm.capabilities) == {RequestType.SAMPLE}
 
 
 def draw_replies(
@@ -73,7 +74,7 @@ def draw_replies(
 ) -> list[list[str]]:
     """``samples`` replies to each prompt (in blocks, see the module docstring)."""
     lm.require("sample")
-    per_prompt = len(blocks("", samples))
+    per_prompt = math.ceil(samples / BLOCK)
     requests = [
         SampleRequest(prompt, size, max_new_tokens, seed)
         for prompt in prompts

@@ -45,9 +45,8 @@ from biaslens.metrics.unqover import MEASURES
 from biaslens.metrics.unqover_stream import UnqoverAccumulator
 from biaslens.metrics.unqover_summary import sparse_note, summary_lines
 from biaslens.models.base import LM, ModelKind
-from biaslens.models.requests import RequestType
 from biaslens.scoring.qa import fill_mask_scores, qa_mode_for, score_examples
-from biaslens.scoring.sampled import DEFAULT_SAMPLES, Samples
+from biaslens.scoring.sampled import DEFAULT_SAMPLES, Samples, answers_only_samples
 from biaslens.store.run import RowsHash
 
 METHOD = "unqover"
@@ -104,7 +103,7 @@ def masked_lm_lists(kind: ModelKind, values: dict, details: dict):
 def prepare(settings: UnqoverSettings, lm: LM) -> UnqoverSettings:
     """The scoring mode the model supports recorded in the settings."""
     mode = qa_mode_for(lm, fill_mask=True) if settings.mode == "auto" else settings.mode
-    if settings.mode == "auto" and set(lm.capabilities) == {RequestType.SAMPLE}:
+    if settings.mode == "auto" and answers_only_samples(lm):
         mode = "sampled"  # an endpoint without log-probabilities: sampled replies
     lm.require(
         {"extractive": "span_scores", "generative": "choice_logprobs", "sampled": "sample"}.get(
@@ -212,7 +211,7 @@ def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
             if not scores.empty:
                 samples.write(scores)
         if totals.rows == 0 and settings.mode == "sampled":
-            from biaslens.methods.qa.lei_eval.scores import SAMPLED_NOTHING
+            from biaslens.scoring.qa_sampled import SAMPLED_NOTHING
 
             raise BiaslensError(SAMPLED_NOTHING)
         if totals.rows == 0:
@@ -222,13 +221,11 @@ def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
             )
     notes = []
     if unnamed:
-        from biaslens.scoring.qa_sampled import sampled_qa_note
+        from biaslens.scoring.first_token import drop_unscored
+        from biaslens.scoring.qa_sampled import SAMPLED_NOTHING, sampled_qa_note
 
         every = pd.concat(unnamed, ignore_index=True)
-        left_out = pd.concat(totals.unscored, ignore_index=True) if totals.unscored else every[:0]
-        key = ["row", "negated"]
-        gone = pd.MultiIndex.from_frame(left_out[key]) if len(left_out) else []
-        kept = every[~pd.MultiIndex.from_frame(every[key]).isin(gone)]
+        kept, left_out = drop_unscored(every, SAMPLED_NOTHING)
         notes.append(sampled_qa_note(every, kept, left_out))
     if dropped:
         notes.append(

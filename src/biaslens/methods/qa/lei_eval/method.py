@@ -47,6 +47,7 @@ from biaslens.models.base import LM, ModelKind
 from biaslens.models.requests import AnswerSpanRequest, GenerateRequest, RequestType
 from biaslens.progress import Progress
 from biaslens.scoring.qa import qa_mode_for, unifiedqa_prompt
+from biaslens.scoring.sampled import answers_only_samples
 from biaslens.store.paths import safe_name
 from biaslens.store.run import dataset_hash
 
@@ -245,7 +246,7 @@ def prepare(settings: LeiEvalSettings, lm: LM) -> LeiEvalSettings:
     answers = set(lm.capabilities)
     if settings.mode == "auto" and answers - {RequestType.SAMPLE} == {RequestType.GENERATE}:
         mode = "first-token"  # a chat endpoint: the top-k of the answer is all there is
-    if settings.mode == "auto" and answers == {RequestType.SAMPLE}:
+    if settings.mode == "auto" and answers_only_samples(lm):
         mode = "sampled"  # an endpoint without log-probabilities: sampled replies
     if mode == "sampled":
         lm.require("sample")

@@ -84,7 +84,7 @@ def score_questions(ctx: RunContext, rows: pd.DataFrame, settings) -> ScoredQues
 def _sampled(ctx: RunContext, rows: pd.DataFrame, samples: int) -> ScoredQuestions:
     """Sampled scoring (:mod:`biaslens.scoring.qa_sampled`): the contexts with a question no
     reply names a subject in are left out of every set."""
-    from biaslens.scoring.qa_sampled import sampled_qa_note, sampled_qa_scores
+    from biaslens.scoring.qa_sampled import SAMPLED_NOTHING, sampled_qa_note, sampled_qa_scores
 
     every = sampled_qa_scores(ctx.lm, rows, ctx.progress, samples)
     scores, left_out = drop_unscored(every, SAMPLED_NOTHING)
@@ -97,10 +97,3 @@ def _sampled(ctx: RunContext, rows: pd.DataFrame, samples: int) -> ScoredQuestio
         "mean_named_share": float(scores["candidate_mass"].mean()),
     }
     return ScoredQuestions(scores, left_out, [sampled_qa_note(every, scores, left_out)], metrics)
-
-
-SAMPLED_NOTHING = (
-    "no context has a reply naming a subject for every question: sampled scoring has nothing "
-    "to score; a larger --samples, a --system message that asks for the answer alone, or a "
-    "model that names the subjects would give it some"
-)

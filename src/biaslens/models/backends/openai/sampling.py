@@ -15,13 +15,13 @@ from it would be 0 or 1 — the run stops with one line instead.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from biaslens.common.seeds import derived_seed
 from biaslens.models.backends.openai.replies import ChatCompletion, Completion, parse
-from biaslens.models.runtime.reply_checks import ServerError
+from biaslens.models.runtime.reply_checks import ServerError, check_not_all_empty
 
 VARIETY_PROMPT = "Write a random number between 1 and 1000000, digits only."
 VARIETY_REPLIES = 8
@@ -72,12 +72,6 @@ class SamplingEndpoint:
             filtered = choice.message.refusal or choice.finish_reason == "content_filter"
             texts.append("" if filtered else (choice.message.content or ""))
         return texts
-
-
-def derived_seed(seed: int, call: int) -> int:
-    """The seed of top-up call ``call`` of a request with ``seed`` (distinct draws)."""
-    digest = hashlib.sha256(f"{seed}:{call}".encode()).digest()
-    return int.from_bytes(digest[:4], "big")
 
 
 def draw(endpoint: SamplingEndpoint, requests) -> list[tuple[str, ...]]:
@@ -154,12 +148,11 @@ class SampledBy:
         for start in range(0, len(requests), self.chunk_size):
             chunk = requests[start : start + self.chunk_size]
             drawn = draw(endpoint, chunk)
-            if not any(text for texts in drawn for text in texts):
-                raise ServerError(
-                    f"{endpoint.url}: every reply to {len(chunk)} prompt(s) is empty or "
-                    "refused: there is nothing to read; check the prompts, the --system message "
-                    "or the server's content filter"
-                )
+            check_not_all_empty(
+                [len(text) for texts in drawn for text in texts],
+                [r.max_new_tokens for r in chunk for _ in range(r.samples)],
+                endpoint.url,
+            )
             results += [SampleResult(texts) for texts in drawn]
             if progress is not None:
                 progress(len(chunk))
