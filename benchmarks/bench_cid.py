@@ -22,7 +22,7 @@ import torch
 from harness import model_path, time_it
 
 from biaslens.data.cid_audit import fill_template, load_name_groups, load_templates
-from biaslens.decoding.cid import ContrastiveDecoder, contrastive_scores
+from biaslens.decoding.contrastive import ContrastiveDecoder, contrastive_scores
 from biaslens.models import BackendConfig, load_model
 
 

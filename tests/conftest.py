@@ -64,6 +64,13 @@ def nothing_written_into_the_clone() -> Iterator[None]:
     assert not written, f"tests wrote run folders into the repository: {written}"
 
 
+@pytest.fixture(autouse=True)
+def working_directory_of_its_own(tmp_path_factory, monkeypatch) -> None:
+    """Each test runs in an empty working directory of its own: a run without --output (under
+    ``runs/``) or any other relative path lands there, never in the clone."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_user_cache(tmp_path_factory) -> Iterator[Path]:
     """The suite's own user cache (batch-size memo, file hashes): tests neither read what the

@@ -245,7 +245,7 @@ def test_cid_command_defaults_are_the_cid_settings_defaults(
     by default (DecodingSettings), not with defaults of its own."""
     import biaslens.models.loader as registry
     from biaslens.models.requests import ContrastiveGenerateResult
-    from biaslens.scoring.cid import DecodingSettings
+    from biaslens.scoring.contrastive import DecodingSettings
 
     lm = registry.load_model(str(tiny_models["llama"]))
     asked = []

@@ -36,7 +36,7 @@ OPTIONAL_MODULES = {
     # module of biaslens (prefix) -> extras whose packages it may import
     "biaslens.models.backends.vllm.engine": ("vllm",),
     "biaslens.models.backends.replicated.replicas": ("ray",),
-    "biaslens.models.backends.replicated.ray_runtime": ("ray",),
+    "biaslens.models.runtime.ray_runtime": ("ray",),
     "biaslens.methods.qa.lei_train.cells": ("ray",),
     "biaslens.models.embeddings": ("embeddings",),
     "biaslens.testing": ("dev",),

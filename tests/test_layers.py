@@ -203,6 +203,11 @@ def test_light_entry_points_import_no_torch(code):
     assert out.stdout.strip() == "False", out.stderr
 
 
+def source_files() -> dict[str, str]:
+    """Every module's source, by its path under ``src/biaslens``."""
+    return {str(p.relative_to(SRC)): p.read_text(encoding="utf-8") for p in SRC.rglob("*.py")}
+
+
 def backend_literals(files: dict[str, str], names: set[str]) -> list[str]:
     """Where a backend's name is a string literal in ``files`` (path -> source), outside that
     backend's own package (``models/backends/NAME/``), the registry and
@@ -232,7 +237,7 @@ def test_no_backend_name_is_a_literal_outside_its_package_and_the_registry():
 
     names = {*backends(), *(w.name for w in wrappers())}
     assert {"hf", "vllm", "openai", "replicated"} <= names
-    files = {str(p.relative_to(SRC)): p.read_text(encoding="utf-8") for p in SRC.rglob("*.py")}
+    files = source_files()
     assert backend_literals(files, names) == []
 
 
@@ -257,3 +262,88 @@ def test_a_backend_is_one_package():
         assert backend.loader.startswith(package), backend.name
         assert backend.planner is None or backend.planner.startswith(package), backend.name
         assert (SRC / "models" / "backends" / backend.name / "__init__.py").is_file()
+
+
+def method_wiring(files: dict[str, str], names: set[str]) -> list[str]:
+    """Where code outside ``methods/`` and the method registry names a method: a method's name
+    as a string literal (docstrings aside; :data:`NOT_METHOD_NAMES` are names of something else
+    by chance), or an import of a method's module. A method is wired only through its
+    ``MethodSpec``."""
+    found = []
+    for path, source in sorted(files.items()):
+        if path.startswith("methods/") or path == "framework/registry.py":
+            continue
+        tree = ast.parse(source)
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Constant)
+                and node.value in names
+                and id(node) not in docstrings
+            ):
+                if node.value not in NOT_METHOD_NAMES.get(path, ()):
+                    found.append(f"{path}:{node.lineno} {node.value!r}")
+            imported = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            found += [
+                f"{path}:{node.lineno} imports {name}"
+                for name in imported
+                if name == "biaslens.methods" or name.startswith("biaslens.methods.")
+            ]
+    return found
+
+
+NOT_METHOD_NAMES = {
+    "data/registry.py": ("unqover",),
+    "data/exports.py": ("unqover",),
+    "metrics/unqover_stream.py": ("unqover",),
+}
+"""Literals that are a method's name by chance: UnQover's dataset (its word lists) and the
+model-level table of UnQover's metrics share the method's name."""
+
+
+def test_no_method_is_named_outside_its_folder_and_the_registry():
+    from biaslens.framework.registry import built_in_methods
+
+    names = set(built_in_methods())
+    assert {"sib-mgc", "unqover", "cid-audit", "lei-eval"} <= names
+    files = source_files()
+    assert method_wiring(files, names) == []
+
+
+def test_the_method_wiring_check_finds_them():
+    files = {
+        "interop/tasks.py": '"""Exports sib-mgc."""\nMAKERS = {"sib-mgc": 1}\n',
+        "cli/metrics.py": "from biaslens.methods.cid.audit import import_ratings\n",
+        "methods/sib/mgc/method.py": 'METHOD = "sib-mgc"\n',
+        "data/registry.py": 'NAME = "unqover"\n',
+    }
+    assert method_wiring(files, {"sib-mgc", "unqover"}) == [
+        "cli/metrics.py:1 imports biaslens.methods.cid.audit",
+        "interop/tasks.py:2 'sib-mgc'",
+    ]
+
+
+def test_a_setting_is_declared_once():
+    """No module keeps a second declaration of a method's settings beside its settings model
+    (an ``OPTIONS`` tuple of flags and helps); the options are read from the model."""
+    found = [
+        f"{p.relative_to(SRC)}:{node.lineno}"
+        for p in SRC.rglob("*.py")
+        for node in ast.parse(p.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "OPTIONS" for t in node.targets)
+    ]
+    assert found == []

@@ -32,7 +32,7 @@ _EXPORTS = {
     "BackendConfig": "biaslens.models.config",
     "LM": "biaslens.models.base",
     "ModelKind": "biaslens.models.base",
-    "contrastive_generate": "biaslens.decoding.cid",
+    "contrastive_generate": "biaslens.decoding.contrastive",
     "RequestType": "biaslens.models.requests",
     "TokenDistributionRequest": "biaslens.models.requests",
     "TokenDistributionResult": "biaslens.models.requests",

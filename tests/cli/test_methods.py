@@ -1,26 +1,39 @@
-"""``biaslens run METHOD`` is generated from each method's declared options and the backends'."""
+"""``biaslens run METHOD`` is generated from each method's settings (the fields with a flag) and
+the backends' declared options."""
 
 from __future__ import annotations
+
+from typing import Annotated
 
 import click
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from biaslens.cli.backends import backend_declarations
 from biaslens.cli.methods import method_command
-from biaslens.framework import options as O
+from biaslens.common.options import FLAG, Flag
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, methods
 from biaslens.framework.settings import MethodSettings
 from biaslens.models.config import BackendConfig
 
 
+class Weights(BaseModel):
+    a: Annotated[float, Flag("--weight-a")] = Field(default=1.0, description="Weight a.")
+    b: float = 2.0
+
+
 class ToySettings(MethodSettings):
-    size: int = Field(default=7, ge=1)
-    rates: tuple[float, ...] = (0.5, 1.5)
-    weights: dict[str, float] = {"a": 1.0, "b": 2.0}
-    label: str = "plain"
+    size: Annotated[int, FLAG] = Field(default=7, ge=1, description="How many.")
+    rates: Annotated[tuple[float, ...], Flag("--rate")] = Field(
+        default=(0.5, 1.5), description="Rates."
+    )
+    weights: Annotated[Weights, Flag(nested="keys")] = Weights()
+    label: Annotated[str, Flag(switch=("--fancy", "fancy"))] = Field(
+        default="plain", description="A label."
+    )
+    note: str = "no flag: not an option"
 
 
 SEEN: list = []
@@ -32,20 +45,12 @@ def _body(ctx, settings):
 
 
 def _spec(**changes) -> MethodSpec:
-    options = (
-        O.Option("size", help="How many.", type=int, minimum=1),
-        O.Option("rates", "--rate", help="Rates.", type=float, multiple=True),
-        O.Option("weights.a", "--weight-a", help="Weight a.", type=float),
-        O.Option("label", help="A label."),
-        O.Option("label", "--fancy", help="Old spelling.", type=bool, sets="fancy", hidden=True),
-    )
     values = dict(
         name="toy-method",
         title="A method registered only in this test",
         settings=ToySettings,
         body=_body,
         needs_model=False,
-        options=options,
         headlines=(Headline("t", "Table"),),
         run_name=lambda s: "run",
     )
@@ -64,15 +69,16 @@ def _invoke(spec, args, monkeypatch, tmp_path):
     return CliRunner().invoke(app, [spec.name, *args], catch_exceptions=False)
 
 
-def test_a_new_method_gets_its_command_from_its_options(monkeypatch, tmp_path):
+def test_a_new_method_gets_its_command_from_its_settings(monkeypatch, tmp_path):
     result = _invoke(
         _spec(), ["--size", "3", "--rate", "0.1", "0.2", "--weight-a", "4"], monkeypatch, tmp_path
     )
     assert result.exit_code == 0, result.output
     (settings,) = SEEN
     assert settings.size == 3 and settings.rates == (0.1, 0.2)
-    assert settings.weights == {"a": 4.0}  # a dict keyword gets only what was given
+    assert settings.weights == Weights(a=4.0, b=2.0)  # a nested key gets only what was given
     assert settings.label == "plain"
+    assert [o.keyword for o in _spec().options] == ["size", "rates", "weights.a", "label", "label"]
 
 
 def test_options_not_given_leave_the_settings_defaults(monkeypatch, tmp_path):
@@ -98,11 +104,15 @@ def test_help_shows_defaults_read_from_the_settings(monkeypatch, tmp_path):
     assert "--output" in text and "--preset" in text and "--data-dir" not in text
 
 
-def test_bad_values_are_refused_where_they_are_parsed(monkeypatch, tmp_path):
+def test_bad_values_are_refused_naming_the_flag(monkeypatch, tmp_path):
+    """Text that is not a number is refused where it is read; a number out of the field's
+    bounds by the settings model (checked once, there), each naming the flag."""
+    from biaslens.errors import BiaslensError
+
     result = _invoke(_spec(), ["--rate", "0.1", "nan"], monkeypatch, tmp_path)
     assert result.exit_code == 2 and "'--rate': nan is not a finite number" in result.output
-    result = _invoke(_spec(), ["--size", "0"], monkeypatch, tmp_path)
-    assert result.exit_code == 2 and "'--size': 0 is not >= 1" in result.output
+    with pytest.raises(BiaslensError, match=r"^--size: Input should be greater than or equal"):
+        _invoke(_spec(), ["--size", "0"], monkeypatch, tmp_path)
 
 
 def test_every_registered_method_has_exactly_its_declared_options():
@@ -129,24 +139,20 @@ def test_every_registered_method_has_exactly_its_declared_options():
 
 @pytest.mark.parametrize("spec", list(methods().values()), ids=lambda s: s.name)
 def test_every_option_fills_a_setting_of_its_method(spec):
-    """Each declared keyword is a settings field, a make_settings parameter or a field of a
-    nested settings model (a typo would otherwise be refused only when a user gives it)."""
-    import inspect
-
-    fields = set(spec.settings.model_fields)
+    """Each option's keyword is a settings field or a field of a nested settings model, and
+    its help is that field's description: a setting is declared once."""
+    fields = spec.settings.model_fields
     nested = {
-        name
-        for field in spec.settings.model_fields.values()
-        for name in getattr(field.annotation, "model_fields", {})
+        name: inner
+        for field in fields.values()
+        for name, inner in getattr(field.annotation, "model_fields", {}).items()
     }
-    parameters = (
-        set(inspect.signature(spec.make_settings).parameters) if spec.make_settings else set()
-    )
     for option in spec.options:
-        if option.display:
+        if option.display or option.sets is not None:
             continue
-        head = option.keyword.partition(".")[0]
-        assert head in fields | nested | parameters, (spec.name, option.keyword)
+        head, _, key = option.keyword.partition(".")
+        field = nested[key] if key else fields.get(head) or nested[head]
+        assert option.help in (field.description, *dict(_flag_helps(spec)).values()), option
 
 
 def test_backend_options_are_the_backends_declared_options():
@@ -158,3 +164,23 @@ def test_backend_options_are_the_backends_declared_options():
     defaults = {option.keyword: option.default for option in backend_declarations()}
     assert defaults["max_retries"] == BackendConfig().max_retries == 5
     assert defaults["batch_size"] == "auto" and defaults["base_url"] is None
+
+
+def _flag_helps(spec):
+    """The helps a nested field's flag words for one method (CID's λ grid for λ*)."""
+    from biaslens.common.options import Flag
+
+    for field in spec.settings.model_fields.values():
+        for item in field.metadata:
+            if isinstance(item, Flag):
+                yield from item.helps
+
+
+def test_a_flagged_field_without_help_is_refused():
+    from biaslens.framework.options import options_of
+
+    class NoHelp(MethodSettings):
+        size: Annotated[int, FLAG] = 3
+
+    with pytest.raises(TypeError, match="NoHelp.size has a Flag but no description"):
+        options_of(NoHelp)

@@ -105,13 +105,14 @@ def test_cid_audit_continuations_recomputed(name, preset, tiny_models, tmp_path)
 
 def test_the_audit_check_fails_when_the_contrast_is_reversed(tiny_models, tmp_path, monkeypatch):
     """Eq. 1 with p(w|x') − p(w|x): the continuations at large λ differ from CID's."""
-    from biaslens.decoding import cid
 
     def reversed_contrast(self, logprobs_x, logprobs_x_prime):
         delta = logprobs_x_prime.exp() - logprobs_x.exp()
         return self.lam.to(logprobs_x.dtype)[:, None] * delta + logprobs_x
 
-    monkeypatch.setattr(cid.ContrastiveInputScaling, "__call__", reversed_contrast)
+    from biaslens.decoding import contrastive
+
+    monkeypatch.setattr(contrastive.ContrastiveInputScaling, "__call__", reversed_contrast)
     with pytest.raises(AssertionError):
         check_audit("llama", audit("llama", None, tiny_models, tmp_path), tiny_models)
 

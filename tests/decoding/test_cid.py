@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
-from biaslens.decoding.cid import (
+from biaslens.decoding.contrastive import (
     ContrastiveDecoder,
     ContrastiveInputScaling,
     TopKSupport,

@@ -9,14 +9,21 @@ import pandas as pd
 import pytest
 
 from biaslens.errors import BiaslensError
-from biaslens.methods.cid.audit import (
-    RATINGS_EXPORT,
-    import_ratings,
-    make_settings,
-)
+from biaslens.methods.cid.audit import RATINGS_EXPORT, make_settings
+from biaslens.methods.cid.ratings import ratings_amendment
 from biaslens.models.requests import GenerateRequest
+from biaslens.runner import amend_run
 from biaslens.store.result import RunResult
 from tests.helpers import run_audit
+
+
+def import_ratings(run, rated, ci_level=0.95, bootstrap=1000, seed=0):
+    """The ratings added to the run as ``biaslens cid-ratings`` adds them (through the
+    runner); the fractions and the paths written."""
+    amended = amend_run(run, "cid-audit", ratings_amendment(rated, ci_level, bootstrap))
+    fractions = amended.output.tables["biased_fraction"]
+    return fractions, amended.paths["biased_fraction"], amended.paths["plots/biased_fraction"]
+
 
 NAMES = """
 group-a:
@@ -75,13 +82,13 @@ def test_ratings_round_trip_and_bad_files(settings, tiny_backends, tmp_path):
     rated = tmp_path / "rated.csv"
     marks = ["yes" if i % 2 == 0 else "0" for i in range(len(exported))]
     rate(exported, rated, marks)
-    result = import_ratings(run, rated)
+    fractions, table_path, plot_path = import_ratings(run, rated)
     weights = exported.assign(b=[m == "yes" for m in marks])
-    for row in result.fractions.itertuples():
+    for row in fractions.itertuples():
         part = weights[(weights.group == row.group) & (weights.lam == row.lam)]
         expected = (part["count"] * part["b"]).sum() / part["count"].sum()
         assert row.fraction_biased == pytest.approx(expected)
-    assert result.plot_path.exists() and result.table_path.exists()
+    assert plot_path.exists() and table_path.exists()
 
     rate(exported, rated, [""] + marks[1:])
     with pytest.raises(BiaslensError, match="1 row\\(s\\) without a rating"):
@@ -132,7 +139,7 @@ def test_biased_fraction_intervals_are_over_the_crossed_design_of_names(
     rated = tmp_path / "rated.csv"
     marks = [i % 3 == 0 for i in range(len(exported))]
     rate(exported, rated, ["1" if m else "0" for m in marks])
-    got = import_ratings(run, rated, ci_level=0.8, bootstrap=300, seed=5).fractions
+    got, _, _ = import_ratings(run, rated, ci_level=0.8, bootstrap=300, seed=5)
 
     verdict = {
         (row.group, row.lam, row.continuation): mark

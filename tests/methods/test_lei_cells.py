@@ -21,7 +21,7 @@ def ray_runtime():
         pytest.importorskip("ray")
     import ray
 
-    from biaslens.models.backends.replicated.ray_runtime import connect
+    from biaslens.models.runtime.ray_runtime import connect
 
     connect(None)
     yield ray

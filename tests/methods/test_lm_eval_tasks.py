@@ -68,7 +68,8 @@ def test_the_lei_task_holds_both_questions_of_every_context(tmp_path):
 
 def test_bad_requests_are_one_line(tmp_path):
     with pytest.raises(
-        BiaslensError, match="unqover has no lm-evaluation-harness task.*sib-detect, lei-eval"
+        BiaslensError,
+        match="unqover has no lm-evaluation-harness task.*lei-eval, sib-detect, sib-mgc",
     ):
         export_tasks(("unqover",), tmp_path / "x")
     (tmp_path / "full").mkdir()

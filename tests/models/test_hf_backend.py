@@ -318,7 +318,7 @@ def test_common_prefix_length():
 def test_backend_contrastive_generate_matches_library_decoder(name, tiny_models, tiny_backends):
     from transformers import AutoTokenizer
 
-    from biaslens.decoding.cid import contrastive_generate
+    from biaslens.decoding.contrastive import contrastive_generate
     from biaslens.models.requests import ContrastiveGenerateRequest
 
     backend = tiny_backends[name]

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.ray
 @pytest.fixture(scope="module")
 def ray_runtime():
     ray = import_ray()
-    from biaslens.models.backends.replicated.ray_runtime import connect
+    from biaslens.models.runtime.ray_runtime import connect
 
     connect(None)
     yield ray

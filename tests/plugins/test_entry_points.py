@@ -80,6 +80,10 @@ def test_the_plugin_method_runs_on_the_plugin_backend_from_the_command_line(plug
         "--model", "any-name", "--limit", "3", "--output", "out",
     )  # fmt: skip
     assert "0 computed, 3 reused" in again.stdout
+    # the plug-in's own command, declared in its MethodSpec like a built-in method's
+    shown = run_python(plugin_site, tmp_path, "-m", "biaslens", "metrics", "pronoun-share", "out")
+    assert shown.returncode == 0, shown.stderr
+    assert f"mean share of she: {mean:.4f}" in shown.stdout
 
 
 def test_the_plugin_method_runs_from_python(plugin_site, tmp_path):

@@ -20,6 +20,15 @@ def test_the_method_pages_are_current(tmp_path):
         )
 
 
+def test_the_method_nav_is_current_and_lists_every_method():
+    from biaslens.report.method_pages import with_method_nav
+
+    committed = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert with_method_nav(committed) == committed, "mkdocs.yml is stale: run bash scripts/docs.sh"
+    shuffled = committed.replace("      - methods/sib-toy.md\n", "")
+    assert "methods/sib-toy.md" in with_method_nav(shuffled)
+
+
 def test_a_page_holds_the_definition_metrics_preset_and_departures(tmp_path):
     [page] = [
         p for p in write_pages(tmp_path, ROOT / "docs" / "fidelity.md") if p.name == "lei-train.md"

@@ -17,7 +17,7 @@ import pytest
 
 from biaslens.errors import BiaslensError
 from biaslens.models import BackendConfig, load_model
-from biaslens.models.backends.replicated.ray_runtime import admit, probe
+from biaslens.models.runtime.ray_runtime import admit, probe
 from tests.helpers import import_ray, message_lines
 
 GB = 10**9
@@ -132,7 +132,7 @@ def test_the_cli_with_an_unreachable_ray_address_is_one_line(tiny_models, tmp_pa
 @pytest.fixture(scope="module")
 def local_ray():
     ray = import_ray()
-    from biaslens.models.backends.replicated.ray_runtime import connect
+    from biaslens.models.runtime.ray_runtime import connect
 
     ray.shutdown()
     connect(None)

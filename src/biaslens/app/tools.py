@@ -24,7 +24,7 @@ from biaslens.errors import BiaslensError
 from biaslens.metrics.sib import normalised_female_pct, specification_metric
 from biaslens.models.base import LM, ModelKind
 from biaslens.models.requests import MASK, ContrastiveGenerateRequest
-from biaslens.scoring.cid import DEFAULT_STOP
+from biaslens.scoring.contrastive import DEFAULT_STOP
 from biaslens.scoring.pronouns import check_pronoun_model, score_rows
 
 SLOTS = ("[DATE]", "[PLACE]")

@@ -2,9 +2,10 @@
 
 Every command is built from declarations (:mod:`.params`): ``biaslens run METHOD`` (and a
 method's shortcut, ``biaslens cid``) from the method's options and the backends'
-(:mod:`.methods`, :mod:`.backends`), the others from their own (:mod:`.metrics` for stored
-outputs, :mod:`.reports` for the report, comparisons and the app, :mod:`.catalog` for the
-catalogues of models, datasets and methods and the exports); output in :mod:`.render`.
+(:mod:`.methods`, :mod:`.backends`), the commands a method adds from its registry entry
+(:mod:`.metrics`: ``biaslens metrics …`` and top-level ones), the others from their own
+(:mod:`.reports` for the report, comparisons and the app, :mod:`.catalog` for the catalogues of
+models, datasets and methods and the exports); output in :mod:`.render`.
 
 Every user error is printed as one line (``error: ...``) with exit code 2; Ctrl-C prints how to
 resume and exits 130; nothing is printed as a traceback unless it is a bug.
@@ -32,8 +33,13 @@ def _version(ctx: click.Context, param, value: bool) -> None:
         ctx.exit()
 
 
-def group(name: str, help: str) -> click.Group:
-    """A command group that shows its help when called alone."""
+def group(name: str, help: str, build=None) -> click.Group:
+    """A command group that shows its help when called alone (``build``: a function returning
+    its commands, built when first asked for)."""
+    if build is not None:
+        return metrics.LazyGroup(
+            name, help=help, no_args_is_help=True, context_settings=CONTEXT, build=build
+        )
     return click.Group(name, help=help, no_args_is_help=True, context_settings=CONTEXT)
 
 
@@ -59,10 +65,15 @@ run_group = methods.RunGroup(
     "run", help="Run a method and write a run directory.", no_args_is_help=True,
     context_settings=CONTEXT,
 )  # fmt: skip
-metrics_group = group("metrics", "Score stored model outputs.")
+metrics_group = group(
+    "metrics",
+    "Score stored model outputs.",
+    lambda: [
+        metrics.click_command(*found) for found in metrics.method_commands("metrics").values()
+    ],
+)
 app.add_command(run_group)
 app.add_command(metrics_group)
-metrics.register(app, metrics_group)
 reports.register(app)
 catalog.register(app, group)
 

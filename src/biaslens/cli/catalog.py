@@ -11,8 +11,8 @@ from rich.table import Table
 
 from biaslens.cli.params import declared_command
 from biaslens.cli.render import console
-from biaslens.cli.shared import DATA_DIR
 from biaslens.common.options import Argument, Option
+from biaslens.framework.options import DATA_DIR
 
 
 @declared_command("list")
@@ -133,32 +133,41 @@ def datasets_samples(run, target, overwrite) -> None:
     console.print(f"{rows:,} samples of {run} in {target}")
 
 
-@declared_command(
-    "lm-eval",
-    Argument(
-        "targets",
-        multiple=True,
-        help="[METHOD...] DIR: the methods (default: every one that fits) and the folder to write.",
-    ),
-    Option("limit", type=int, help="Inputs per W value (as biaslens run's)."),
-    Option("prompt", default="A", help="MGC prompt: A, B or C."),
-    Option("w_kind", "--w", default="dates", help="MGC W kind: dates or places."),
-    Option("domain", default="religion", help="LEI domain: religion, ethnicity or gender."),
-    DATA_DIR,
-    OVERWRITE,
-)
-def export_lm_eval(targets, limit, prompt, w_kind, domain, data_dir, overwrite) -> None:
-    """Write lm-evaluation-harness tasks (YAML, data, utils.py) for the probes lm-eval can run
-    (sib-mgc, sib-detect, lei-eval): lm_eval --include_path DIR --tasks biaslens_mgc
-    --model hf ..."""
-    from biaslens.interop.lm_eval.tasks import export_tasks
+def export_lm_eval() -> click.Command:
+    """``biaslens export lm-eval``: its options are those every exported task reads, and
+    those of each method's task (:func:`biaslens.interop.lm_eval.tasks.task_options`)."""
+    from biaslens.interop.lm_eval.tasks import exporters, task_options
 
-    *methods, folder = targets
-    tasks = export_tasks(
-        tuple(methods), Path(folder), limit or None, prompt, w_kind, overwrite, domain, data_dir
+    names = ", ".join(exporters())
+
+    def export(targets, limit, data_dir, overwrite, **options) -> None:
+        from biaslens.interop.lm_eval.tasks import export_tasks
+
+        *methods, folder = targets
+        tasks = export_tasks(
+            tuple(methods), Path(folder), limit or None, overwrite, data_dir, **options
+        )
+        for task in tasks:
+            console.print(f"{task.name}: {task}")
+
+    export.__doc__ = (
+        "Write lm-evaluation-harness tasks (YAML, data, utils.py) for the methods lm-eval can "
+        f"run ({names}): lm_eval --include_path DIR --tasks TASK --model hf ..."
     )
-    for task in tasks:
-        console.print(f"{task.name}: {task}")
+    return declared_command(
+        "lm-eval",
+        Argument(
+            "targets",
+            type=str,
+            multiple=True,
+            help="[METHOD...] DIR: the methods (default: every one that fits) and the folder to "
+            "write.",
+        ),
+        Option("limit", type=int, help="Inputs per W value (as biaslens run's)."),
+        *task_options(),
+        DATA_DIR,
+        OVERWRITE,
+    )(export)
 
 
 @declared_command(
@@ -194,7 +203,7 @@ def schema(method, markdown) -> None:
         console.print(table)
 
 
-def register(root: click.Group, group: Callable[[str, str], click.Group]) -> None:
+def register(root: click.Group, group: Callable[..., click.Group]) -> None:
     """Add the catalogues (``models``, ``methods``, ``datasets``), ``schema`` and ``export``;
     ``group(name, help)`` makes a command group."""
     children = {
@@ -210,11 +219,13 @@ def register(root: click.Group, group: Callable[[str, str], click.Group]) -> Non
                 datasets_samples,
             ],
         ),  # fmt: skip
-        "export": ("Export biaslens probes to other tools.", [export_lm_eval]),
     }
     for name, (help_text, commands) in children.items():
         sub = group(name, help_text)
         for one in commands:
             sub.add_command(one)
         root.add_command(sub)
+    root.add_command(
+        group("export", "Export biaslens probes to other tools.", lambda: [export_lm_eval()])
+    )
     root.add_command(schema)

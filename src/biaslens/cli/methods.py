@@ -1,11 +1,11 @@
 """``biaslens run METHOD``: one command per registered method, generated from its options.
 
-Each method declares its options once, next to its settings
-(:class:`~biaslens.common.options.Option`); this module turns them into a click command with the
-runner's own options (``--output``, ``--preset``, ``--data-dir`` where the method reads
-benchmark data) and, for methods that load a model, the backend options. A method with a
-``shortcut`` also gets that top-level command (``biaslens cid``): the same options without the
-run folder's. A new method needs no edit here.
+Each method declares its settings once, as its settings model's fields (their flags in their
+metadata: :func:`biaslens.framework.options.options_of`); this module turns them into a click
+command with the runner's own options (``--output``, ``--preset``, ``--data-dir`` where the
+method reads benchmark data) and, for methods that load a model, the backend options. A method
+with a ``shortcut`` also gets that top-level command (``biaslens cid``): the same options
+without the run folder's. A new method needs no edit here.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 
 import click
 
-from biaslens.cli import shared
 from biaslens.cli.backends import backend_config, backend_params
 from biaslens.cli.params import command, to_click
 from biaslens.cli.render import (
@@ -29,7 +28,7 @@ from biaslens.cli.render import (
 from biaslens.common.files import read_models_file
 from biaslens.common.options import Option, shown_default
 from biaslens.errors import BiaslensError
-from biaslens.framework.options import option_default
+from biaslens.framework import options as shared
 from biaslens.framework.settings import SettingError
 
 
@@ -53,8 +52,9 @@ class RunGroup(click.Group):
 
 class RootGroup(click.Group):
     """The ``biaslens`` group: its own commands, those built when asked for (:meth:`add_lazy`:
-    a command whose options come from the backends, plug-ins' included), and the methods'
-    shortcuts (``biaslens cid``), a built-in's found without importing any plug-in."""
+    a command whose options come from the backends, plug-ins' included), the methods'
+    shortcuts (``biaslens cid``), a built-in's found without importing any plug-in, and the
+    top-level commands methods add (``biaslens cid-ratings``)."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -64,10 +64,12 @@ class RootGroup(click.Group):
         self.lazy[name] = build
 
     def list_commands(self, ctx: click.Context) -> list[str]:
+        from biaslens.cli.metrics import method_commands
         from biaslens.framework.registry import methods
 
         shortcuts = {spec.shortcut for spec in methods().values() if spec.shortcut}
-        return sorted(set(self.commands) | set(self.lazy) | shortcuts)
+        added = set(method_commands(None))
+        return sorted(set(self.commands) | set(self.lazy) | shortcuts | added)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in self.lazy and name not in self.commands:
@@ -81,6 +83,12 @@ class RootGroup(click.Group):
                 if spec.shortcut == name:
                     self.add_command(method_command(spec, shortcut=True))
                     return self.commands[name]
+        from biaslens.cli.metrics import click_command, method_commands
+
+        added = method_commands(None).get(name)
+        if added is not None:
+            self.add_command(click_command(*added))
+            return self.commands[name]
         return None
 
 
@@ -172,7 +180,7 @@ def _parameter(spec, option: Option, compares: bool) -> click.Parameter:
     """A method option as the command takes it: not given is None (the settings' default, or
     the preset's, applies), and the help shows the default the run would use."""
     help_text = option.help
-    default = shown_default(option_default(spec, option))
+    default = shown_default(option.default)
     if default is not None and option.type is not bool:
         help_text = f"{help_text} Default: {default}."
     several = option.multiple or (compares and option.keyword == "model")

@@ -6,8 +6,9 @@ backend's, and those of the other commands, in one way.
 
 * Several values: an option with ``multiple`` takes them space-separated after one flag
   (``--lam 0 5 50``) or repeated (``--lam 0 --lam 5``); the old comma-separated spelling
-  (``--train-sizes 64,256``) still works, with a note. The option itself takes the values
-  that follow it (:class:`DeclaredOption`); nothing rewrites the command line.
+  (``--train-sizes 64,256``) still works, with a note. The command spells these out as
+  repeated flags before click parses them (:class:`DeclaredCommand`, through click's public
+  ``Command.parse_args``).
 * Numbers: NaN and infinity are refused where the option is parsed; ``minimum`` and
   ``maximum`` are checked there too.
 * Deprecated flags still work, with a note naming what replaces them.
@@ -63,9 +64,9 @@ class Number(click.ParamType):
 
 
 class DeclaredOption(click.Option):
-    """A click option that takes every value that follows its flag when it takes several
-    (``--lam 0 5 50``), splits the old comma spelling with a note, and notes a deprecated
-    flag when one is used."""
+    """A click option with what its declaration adds: whether one flag takes several values
+    (``many``), whether ``a,b`` is two of them (``commas``), and its deprecated flags, each
+    with what replaces it (read by :class:`DeclaredCommand`)."""
 
     def __init__(self, *args, many: bool = False, commas: bool = False,
                  deprecated: dict[str, str] | None = None, **kwargs) -> None:  # fmt: skip
@@ -73,44 +74,9 @@ class DeclaredOption(click.Option):
         self.many, self.commas = many, commas
         self.deprecated_flags = deprecated or {}
 
-    def add_to_parser(self, parser, ctx) -> None:
-        super().add_to_parser(parser, ctx)
-        # click's own parser entries of this option: one shared by its flags, and one of its
-        # own for each deprecated flag (so that its use can be noted)
-        entries: dict[int, tuple[Any, str | None]] = {}
-        for flag in self.opts:
-            entry = _entry(parser, flag)
-            if entry is None:
-                continue
-            if self.deprecated_flags.get(flag):
-                parser.add_option(
-                    obj=self, opts=[flag], dest=entry.dest, action=entry.action,
-                    nargs=entry.nargs, const=entry.const,
-                )  # fmt: skip
-                entry = _entry(parser, flag)
-                entries[id(entry)] = (entry, flag)
-            else:
-                entries.setdefault(id(entry), (entry, None))
-        for entry, deprecated_flag in entries.values():
-            entry.process = self._processing(entry.process, deprecated_flag)
-
-    def _processing(self, process: Callable, deprecated_flag: str | None) -> Callable:
-        flag = deprecated_flag or self.opts[0]
-
-        def processed(value, state) -> None:
-            if deprecated_flag is not None:
-                note(f"{flag} is deprecated; use {self.deprecated_flags[flag]}")
-            values = [value]
-            while self.many and state.rargs and _looks_like_value(state.rargs[0]):
-                values.append(state.rargs.pop(0))
-            for item in values:
-                for part in self._split(item, flag):
-                    process(part, state)
-
-        return processed
-
-    def _split(self, value, flag: str) -> list:
-        if not (self.many and self.commas and isinstance(value, str) and "," in value):
+    def split(self, value: str, flag: str) -> list[str]:
+        """``a,b`` as two values (the old spelling, with a note) where the option allows it."""
+        if not (self.many and self.commas and "," in value):
             return [value]
         note(f"{flag} a,b is deprecated; give the values space-separated ({flag} a b)")
         parts = [part.strip() for part in value.split(",")]
@@ -119,8 +85,53 @@ class DeclaredOption(click.Option):
         return parts
 
 
-def _entry(parser, flag: str):
-    return parser._long_opt.get(flag) or parser._short_opt.get(flag)
+class DeclaredCommand(click.Command):
+    """A click command that reads its declared options' spellings before click parses the
+    command line: the values after one flag of an option that takes several (``--lam 0 5
+    50`` is ``--lam 0 --lam 5 --lam 50``), the old comma spelling, and a note for each
+    deprecated flag used."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, spelled_out(self.params, args))
+
+
+def spelled_out(params: Sequence[click.Parameter], args: list[str]) -> list[str]:
+    """``args`` with every value of a several-valued option after a flag of its own (see
+    :class:`DeclaredCommand`); everything else as given."""
+    declared = {
+        flag: param
+        for param in params
+        if isinstance(param, DeclaredOption)
+        for flag in (*param.opts, *param.secondary_opts)
+    }
+    out: list[str] = []
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--":
+            out += [arg, *rest]
+            break
+        flag, equals, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        option = declared.get(flag)
+        if option is None:
+            out.append(arg)
+            continue
+        if flag in option.deprecated_flags:
+            note(f"{flag} is deprecated; use {option.deprecated_flags[flag]}")
+        if option.is_flag or not option.many:
+            out.append(arg)
+            if not option.is_flag and not equals and rest:
+                out.append(rest.pop(0))  # its value, whatever it looks like
+            continue
+        if not equals and not rest:
+            out.append(arg)  # no value: click says so
+            continue
+        values = [inline if equals else rest.pop(0)]
+        while rest and _looks_like_value(rest[0]):
+            values.append(rest.pop(0))
+        for value in values:
+            out += [part for item in option.split(value, flag) for part in (flag, item)]
+    return out
 
 
 def click_type(kind: type, minimum: float | None = None, maximum: float | None = None):
@@ -190,7 +201,7 @@ def command(
     def invoke(**values):
         return callback(**{renames.get(k, k): v for k, v in values.items()})
 
-    return click.Command(
+    return DeclaredCommand(
         name,
         callback=invoke,
         params=list(params),

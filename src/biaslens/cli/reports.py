@@ -9,7 +9,6 @@ from biaslens.cli.backends import backend_config, backend_params
 from biaslens.cli.params import command, declared_command, to_click
 from biaslens.cli.render import console, print_warning
 from biaslens.common.options import Argument, Option
-from biaslens.framework.options import MODEL
 
 
 @declared_command(
@@ -100,7 +99,13 @@ def compare(runs, output):
 
 
 APP_OPTIONS = (
-    MODEL.but(help=MODEL.help + " Default: default (SmolLM2)."),
+    Option(
+        "model",
+        "--model",
+        "-m",
+        help="Registered name (see `biaslens models list`), hub name or local model folder; "
+        "with --backend openai, the name the server serves. Default: default (SmolLM2).",
+    ),
     Option("host", default="127.0.0.1", help="Address to bind (local by default)."),
     Option("port", type=int, default=7860, minimum=1, maximum=65535, help="Port to listen on."),
 )

@@ -1,11 +1,12 @@
-"""One declaration for every option biaslens takes, wherever it is given.
+"""What the command line is generated from: :class:`Option` and :class:`Argument`.
 
-A method's settings, a backend's options and the other commands' options are all
-:class:`Option`\\ s: the keyword it fills (what Python takes), its flags (what the command line
-takes), its help, the type of its values and their bounds. The command line is generated from
-these declarations (:mod:`biaslens.cli.params`), and so are ``biaslens.settings(...)``, the
-generated documentation and the backend's options in Python; nothing restates a flag, a help
-text or a default.
+A method's setting is declared once, as a field of its settings model (type, default, bounds
+and help); the field's :class:`Flag` says how the command line spells it (flags, deprecated
+spellings), and :func:`biaslens.framework.options.options_of` reads the :class:`Option`\\ s of
+``biaslens run METHOD`` from the model. A backend's options and the other commands' options
+are declared as :class:`Option`\\ s directly. The command line is generated from these
+(:mod:`biaslens.cli.params`), and so are ``biaslens.settings(...)`` and the generated
+documentation; nothing restates a flag, a help text or a default.
 """
 
 from __future__ import annotations
@@ -16,8 +17,51 @@ from pathlib import Path
 from typing import Any
 
 NO_DEFAULT = object()
-"""An option's ``default`` when its default is not a fixed value of the declaration (a method
-reads it from its settings, see :func:`biaslens.framework.options.option_default`)."""
+"""An option's ``default`` when it has no fixed value (a switch that sets another setting)."""
+
+
+@dataclass(frozen=True, init=False)
+class Flag:
+    """How the command line spells a settings field: kept in the field's metadata
+    (``Annotated[int, Flag("--top-k-tokens", "--top-k", deprecated={"--top-k": …})]``).
+
+    * ``flags``: its names (default: ``--field-name``); ``deprecated``: flags kept for old
+      command lines, each with what replaces it;
+    * ``shown``: the default as the help words it, where the field's own default (None) stands
+      for a value chosen later (``A`` for MGC's prompts);
+    * ``commas``: ``a,b`` is read as two values (False for values that may hold a comma);
+      ``metavar``: how the help names the value;
+    * ``switch``: ``(flag, value)``, a deprecated on/off flag that sets the field to ``value``;
+    * ``nested``: the field is a settings model whose own flagged fields are options too:
+      ``"fill"`` (their keywords are their own names, e.g. CID's ``lams``) or ``"keys"``
+      (``weights.ethical``); ``skip`` leaves some out and ``helps`` words some for this use.
+    """
+
+    flags: tuple[str, ...]
+    deprecated: tuple[tuple[str, str], ...] = ()
+    shown: str | None = None
+    commas: bool = True
+    metavar: str | None = None
+    switch: tuple[str, Any] | None = None
+    nested: str | None = None
+    skip: tuple[str, ...] = ()
+    helps: tuple[tuple[str, str], ...] = ()
+
+    def __init__(self, *flags: str, deprecated: dict[str, str] | None = None,
+                 helps: dict[str, str] | None = None, **options: Any) -> None:  # fmt: skip
+        object.__setattr__(self, "flags", flags)
+        object.__setattr__(self, "deprecated", tuple((deprecated or {}).items()))
+        object.__setattr__(self, "helps", tuple((helps or {}).items()))
+        for declared in fields(self):
+            if declared.name not in ("flags", "deprecated", "helps"):
+                value = options.pop(declared.name, declared.default)
+                object.__setattr__(self, declared.name, value)
+        if options:
+            raise TypeError(f"Flag has no field(s) {sorted(options)}")
+
+
+FLAG = Flag()
+"""A setting given on the command line by its field's name (``--ci-level``)."""
 
 
 @dataclass(frozen=True, init=False)

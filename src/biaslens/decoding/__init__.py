@@ -1,6 +1,6 @@
 """Decoding algorithms that need more than ``model.generate``: Contrastive Input Decoding."""
 
-from biaslens.decoding.cid import (
+from biaslens.decoding.contrastive import (
     CIDOutput,
     ContrastiveDecoder,
     ContrastiveInputScaling,

@@ -6,11 +6,10 @@ one-line error with the nearest known ones; :func:`settings_table` lists them al
 from __future__ import annotations
 
 import difflib
-import inspect
 from typing import Any
 
+from biaslens.common.options import Option, shown_default
 from biaslens.errors import BiaslensError
-from biaslens.framework.options import Option, option_default, shown_default
 
 
 def flag_names(option: Option) -> list[str]:
@@ -29,10 +28,6 @@ def setting_keywords(spec) -> set[str]:
     known = set(spec.settings.model_fields) | {o.keyword.partition(".")[0] for o in spec.options}
     for field in spec.settings.model_fields.values():
         known |= set(getattr(field.annotation, "model_fields", {}))
-    if spec.make_settings is not None:
-        for name, parameter in inspect.signature(spec.make_settings).parameters.items():
-            if parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL):
-                known.add(name)
     return known
 
 
@@ -87,7 +82,7 @@ def settings_table(spec) -> list[dict[str, Any]]:
     for option in spec.options:
         if option.hidden or option.display:
             continue
-        default = option_default(spec, option)
+        default = option.default
         rows.append(
             {
                 "setting": option.keyword,

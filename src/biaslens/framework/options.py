@@ -1,142 +1,167 @@
-"""The options of the methods: those several methods share, and where a method option's default
-comes from.
+"""A method's command-line options, read from its settings model, and the runner's.
 
-A method lists its :class:`~biaslens.common.options.Option`\\ s in its
-:class:`~biaslens.framework.spec.MethodSpec`; ``biaslens run METHOD`` is generated from them
-(:mod:`biaslens.cli.methods`). An option names the settings keyword it fills (what
-``biaslens.run(method, keyword=...)`` takes), its flags and its help; its default is not
-written there but read from the method (:func:`option_default`), so the help can never
-disagree with what a run does.
+A setting is declared once, as a field of the method's settings model: its type, default,
+bounds and help (the field's ``description``) are the field's, and a
+:class:`~biaslens.common.options.Flag` in its metadata makes it an option of
+``biaslens run METHOD`` and says how the command line spells it. :func:`options_of` turns the
+flagged fields into the :class:`~biaslens.common.options.Option`\\ s the command line, the
+Python names (:mod:`.names`) and the documentation are generated from. Values are checked once,
+by the settings model; the command line only reads text as the field's type.
 
-Values given on the command line are passed on as they are (lists as tuples); the settings
-model validates them, and ``None`` means "not given" so that ``--preset`` can fill it.
+The runner's options (where a run goes, the preset, the request cache, the benchmark data,
+``--dry-run``) are declared at the end, once for every command that takes them.
 """
 
 from __future__ import annotations
 
-import inspect
+import types
+import typing
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
-from biaslens.common.options import (  # noqa: F401 - the names a method's options use
-    NO_DEFAULT,
-    Option,
-    shown_default,
-)
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
-
-def option_default(spec, option: Option) -> Any:
-    """The value a run uses when ``option`` is not given: ``option.default`` if set, else the
-    method's ``make_settings`` parameter default, else the settings field's default (``a.b``:
-    key or attribute ``b`` of field ``a``'s default); :data:`NO_DEFAULT` when none is fixed."""
-    if option.default is not NO_DEFAULT:
-        return option.default
-    if option.sets is not None:
-        return NO_DEFAULT
-    head, _, key = option.keyword.partition(".")
-    if spec.make_settings is not None and not key:
-        parameter = inspect.signature(spec.make_settings).parameters.get(head)
-        if parameter is not None and parameter.default is not inspect.Parameter.empty:
-            return parameter.default
-    field = spec.settings.model_fields.get(head)
-    if field is None or field.is_required():
-        return _from_nested(spec, head, key)
-    value = field.get_default(call_default_factory=True)
-    if key:
-        value = value.get(key) if isinstance(value, dict) else getattr(value, key, NO_DEFAULT)
-    return value
+from biaslens.common.options import NO_DEFAULT, Flag, Option
 
 
-def _from_nested(spec, head: str, key: str) -> Any:
-    """Defaults of keywords that fill a nested settings model (e.g. CID's decoding settings)."""
-    for field in spec.settings.model_fields.values():
-        default = field.get_default(call_default_factory=True) if not field.is_required() else None
-        fields = getattr(type(default), "model_fields", {})
-        if head in fields and not key:
-            return getattr(default, head)
-    return NO_DEFAULT
+@cache
+def options_of(settings: type[BaseModel]) -> tuple[Option, ...]:
+    """The options of a settings model: one per field with a :class:`Flag`, in field order (a
+    ``nested`` field's own flagged fields where it stands), each deprecated ``switch`` after
+    its field's option."""
+    found: list[Option] = []
+    for name, field in settings.model_fields.items():
+        flag = _flag(field)
+        if flag is None:
+            continue
+        if flag.nested is not None:
+            found += _nested(name, field, flag)
+            continue
+        found.append(_option(settings.__name__, name, field, flag))
+        if flag.switch is not None:
+            found.append(_switch(name, found[-1], flag))
+    return tuple(found)
 
 
-# ------------------------------------------------------------------ options several methods share
-MODEL = Option(
-    "model",
-    "--model",
-    "-m",
-    help="Registered name (see `biaslens models list`), hub name or local model folder; with "
-    "--backend openai, the name the server serves.",
+def _flag(field: FieldInfo) -> Flag | None:
+    flags = [item for item in field.metadata if isinstance(item, Flag)]
+    return flags[-1] if flags else None
+
+
+def _option(
+    owner: str, keyword: str, field: FieldInfo, flag: Flag, help: str | None = None,
+    default: Any = NO_DEFAULT,
+) -> Option:  # fmt: skip
+    help = help or field.description
+    if not help:
+        raise TypeError(f"{owner}.{keyword} has a Flag but no description (its help)")
+    kind, multiple = value_type(field.annotation)
+    if default is NO_DEFAULT:
+        default = None if field.is_required() else field.get_default(call_default_factory=True)
+    return Option(
+        keyword, *(flag.flags or ("--" + keyword.replace("_", "-"),)), help=help, type=kind,
+        multiple=multiple, default=flag.shown if flag.shown is not None else default,
+        required=field.is_required(), deprecated=flag.deprecated, commas=flag.commas,
+        metavar=flag.metavar,
+    )  # fmt: skip
+
+
+def _switch(keyword: str, option: Option, flag: Flag) -> Option:
+    """A deprecated on/off flag that sets ``keyword`` to a value (``--head-words``)."""
+    switch, value = flag.switch
+    replacement = f"{option.flag} {value}"
+    return Option(
+        keyword, switch, help=f"Deprecated: {replacement}.", type=bool, sets=value, hidden=True,
+        deprecated=((switch, replacement),),
+    )  # fmt: skip
+
+
+def _nested(name: str, field: FieldInfo, flag: Flag) -> list[Option]:
+    """The flagged fields of a nested settings model (``fill``: by their own names, ``keys``:
+    as ``name.key``), with the outer field's default's values as their defaults."""
+    model = field.annotation
+    outer = field.get_default(call_default_factory=True)
+    helps = dict(flag.helps)
+    found = []
+    for inner, inner_field in model.model_fields.items():
+        inner_flag = _flag(inner_field)
+        if inner_flag is None or inner in flag.skip:
+            continue
+        keyword = inner if flag.nested == "fill" else f"{name}.{inner}"
+        default = getattr(outer, inner) if outer is not None else NO_DEFAULT
+        found.append(
+            _option(model.__name__, keyword, inner_field, inner_flag, helps.get(inner), default)
+        )
+    return found
+
+
+def value_type(annotation: Any) -> tuple[type, bool]:
+    """The type of one value of a field (str, int, float, bool or Path) and whether it takes
+    several (a tuple)."""
+    annotation = _without_none(annotation)
+    if get_origin(annotation) in (tuple, list):
+        args = [a for a in get_args(annotation) if a is not Ellipsis]
+        return _scalar(_without_none(args[0]) if args else str), True
+    return _scalar(annotation), False
+
+
+def _without_none(annotation: Any) -> Any:
+    if get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return annotation
+
+
+def _scalar(annotation: Any) -> type:
+    if get_origin(annotation) is typing.Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) is Literal:
+        annotation = type(get_args(annotation)[0])
+    if annotation in (str, int, float, bool, Path):
+        return annotation
+    raise TypeError(f"a command-line option cannot take values of type {annotation!r}")
+
+
+# ------------------------------------------------------------------ the runner's options
+OUTPUT = Option(
+    "output", "--output", "-o", type=Path, help="Run directory (default: runs/<method>/<name>)."
 )
-SEED = Option("seed", help="Random seed (>= 0).", type=int)
-LIMIT = Option("limit", help="Keep at most N (seeded; 0: all).", type=int)
-CI_LEVEL = Option(
-    "ci_level", help="Confidence level of every interval (e.g. 0.9, 0.95, 0.99).", type=float
+PRESET = Option(
+    "preset",
+    help="paper: the paper's protocol for every setting not given (see the departures table in "
+    "docs/fidelity.md); default: biaslens's defaults.",
 )
-BOOTSTRAP = Option(
-    "bootstrap",
-    help="Bootstrap replicates for the intervals (0: none; otherwise at least 200), seeded by "
-    "--seed; where the intervals are a jackknife over the crossed design of subjects and "
-    "templates (unqover, lei-eval) the value only turns them on or off.",
-    type=int,
-)
-PRONOUN_SCORING = Option(
-    "mode",
-    "--scoring",
-    "--mode",
-    help="exact: full-vocabulary pronoun probability; paper: top-5 sums, greedy decoding for "
-    "causal models (App. G); sampled: the share of --samples replies drawn at temperature 1 "
-    "that begin with each pronoun (chosen with a note where the model gives no "
-    "probabilities).",
-    deprecated=(("--mode", "--scoring"),),
-)
-SAMPLES = Option(
-    "samples",
-    help="Sampled scoring (models that give no probabilities): replies drawn per prompt at "
-    "temperature 1, in blocks of 10 (a rerun with a larger K reuses the first draws).",
-    type=int,
-)
-MIN_PRONOUN_MASS = Option(
-    "min_pronoun_mass",
-    help="Exact scoring: refuse when the pronouns hold less than this mean share of the "
-    "probability at the slot (0 to 1; 0 goes on anyway, recorded in the run's settings).",
-    type=float,
-)
-GENERATION_TOKENS = Option(
-    "generation_tokens", help="Paper scoring: greedy steps of causal/seq2seq models.", type=int
-)
-QA_MODE = Option(
-    "mode",
-    "--qa-mode",
-    "--mode",
-    help="auto (from the model kind), extractive or generative.",
-    deprecated=(("--mode", "--qa-mode"),),
-)
-QA_FILE = Option(
-    "qa_file",
-    help="SQuAD-format file: EM/F1 (and, for lei-train, QA rows mixed into training).",
+DATA_DIR = Option(
+    "data_dir",
     type=Path,
+    help="Folder holding the public datasets (else $BIASLENS_DATA_DIR or the download cache).",
 )
-QA_LIMIT = Option("qa_limit", help="First N questions of --qa-file (0: all).", type=int)
-SPAN_ADJUSTMENT = Option(
-    "span_adjustment",
-    help="Extractive S: none, articles (a preceding article, a following person noun) or "
-    "reference (UnQover's full lists).",
+CACHE_DIR = Option(
+    "cache_dir",
+    type=Path,
+    help="Folder of the request cache shared by every run (else $BIASLENS_REQUEST_CACHE_DIR or "
+    "~/.cache/biaslens/requests): answers any run computed are reused.",
 )
-QA_ORDER = Option(
-    "qa_order",
-    help="Extractive input: question-first (UnQover) or context-first (LEI fine-tuning).",
+NO_CACHE = Option(
+    "no_cache",
+    type=bool,
+    default=False,
+    help="Keep this run's answers in its own folder only (it still resumes): reuse nothing "
+    "from, and add nothing to, the shared request cache.",
 )
-LAMS = Option(
-    "lams",
-    "--lam",
-    help="λ values, e.g. --lam 0 5 50 (0 is plain greedy decoding).",
-    type=float,
-    multiple=True,
+DRY_RUN = Option(
+    "dry_run",
+    type=bool,
+    default=False,
+    help="Count the requests and estimate the prompt and completion tokens the run would send, "
+    "then stop: no model is loaded and no server is called (cost of a paid API).",
 )
-TOP_K_TOKENS = Option(
-    "top_k",
-    "--top-k-tokens",
-    "--top-k",
-    help="Restrict to the top-K tokens of p(·|x) (paper: 50).",
-    type=int,
-    deprecated=(("--top-k", "--top-k-tokens"),),
+PRICE = Option(
+    "price",
+    help="With --dry-run: the price per million tokens, one number for all or PROMPT,COMPLETION "
+    "(e.g. 0.15,0.60), to estimate the run's cost.",
 )
-MAX_NEW_TOKENS = Option("max_new_tokens", help="At most N new tokens.", type=int)
+MODELS_FILE = Option("models_file", type=Path, help="A file with one model per line.")

@@ -7,10 +7,12 @@ NaN or infinite numbers anywhere (an ``inf`` threshold or λ would produce NaN m
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from biaslens.common.options import FLAG, Flag
+from biaslens.common.seeds import Seed
 from biaslens.errors import BiaslensError
 
 
@@ -18,7 +20,12 @@ def _zero_means_all(value: int | None) -> int | None:
     return None if value == 0 else value
 
 
-Limit = Annotated[int | None, Field(ge=0), AfterValidator(_zero_means_all)]
+Limit = Annotated[
+    int | None,
+    Field(ge=0, description="Keep at most N (seeded; 0: all)."),
+    AfterValidator(_zero_means_all),
+    FLAG,
+]
 """A ``--limit``-like setting: N keeps at most N; 0 and None (not given) both mean all, and
 are recorded as None, in every method."""
 
@@ -59,7 +66,11 @@ class MethodSettings(BaseModel):
         return self.model_dump(mode="json")
 
 
-CiLevel = Annotated[float, Field(gt=0.5, lt=1.0)]
+CiLevel = Annotated[
+    float,
+    Field(gt=0.5, lt=1.0, description="Confidence level of every interval (e.g. 0.9, 0.95, 0.99)."),
+    FLAG,
+]
 """The confidence level of a method's intervals (0.95 by default)."""
 
 
@@ -73,7 +84,18 @@ def _enough_replicates(value: int) -> int:
     return value
 
 
-Replicates = Annotated[int, Field(ge=0, le=100_000), AfterValidator(_enough_replicates)]
+Replicates = Annotated[
+    int,
+    Field(
+        ge=0,
+        le=100_000,
+        description="Bootstrap replicates for the intervals (0: none; otherwise at least 200), "
+        "seeded by --seed; where the intervals are a jackknife over the crossed design of "
+        "subjects and templates (unqover, lei-eval) the value only turns them on or off.",
+    ),
+    AfterValidator(_enough_replicates),
+    FLAG,
+]
 """Bootstrap replicates (0: no intervals; otherwise at least 200). Methods whose intervals are
 computed over a crossed design rather than resampled read it as intervals on or off."""
 
@@ -117,3 +139,51 @@ def file_sha256(path: Path | str | None, what: str) -> str:
             f"{what} {path}: " + ("is a folder, not a file" if path.is_dir() else "file not found")
         )
     return sha256_file(path)
+
+
+# ---------------------------------------------------------------- settings several methods share
+ModelName = Annotated[
+    str,
+    Field(
+        description="Registered name (see `biaslens models list`), hub name or local model "
+        "folder; with --backend openai, the name the server serves."
+    ),
+    Flag("--model", "-m"),
+]
+RandomSeed = Annotated[Seed, Field(description="Random seed (>= 0)."), FLAG]
+PronounScoring = Annotated[
+    Literal["exact", "paper", "sampled"],
+    Field(
+        description="exact: full-vocabulary pronoun probability; paper: top-5 sums, greedy "
+        "decoding for causal models (App. G); sampled: the share of --samples replies drawn at "
+        "temperature 1 that begin with each pronoun (chosen with a note where the model gives "
+        "no probabilities)."
+    ),
+    Flag("--scoring", "--mode", deprecated={"--mode": "--scoring"}),
+]
+QA_MODE_FLAG = Flag("--qa-mode", "--mode", deprecated={"--mode": "--qa-mode"})
+"""How the QA methods' scoring mode is spelled (``mode``, ``--qa-mode``)."""
+SpanAdjustment = Annotated[
+    Literal["none", "articles", "reference"],
+    Field(
+        description="Extractive S: none, articles (a preceding article, a following person "
+        "noun) or reference (UnQover's full lists)."
+    ),
+    FLAG,
+]
+QaOrder = Annotated[
+    Literal["question-first", "context-first"],
+    Field(
+        description="Extractive input: question-first (UnQover) or context-first (LEI fine-tuning)."
+    ),
+    FLAG,
+]
+QaFile = Annotated[
+    Path | None,
+    Field(
+        exclude=True,
+        description="SQuAD-format file: EM/F1 (and, for lei-train, QA rows mixed into training).",
+    ),
+    FLAG,
+]
+QaLimit = Annotated[Limit, Field(description="First N questions of --qa-file (0: all).")]

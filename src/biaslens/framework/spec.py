@@ -20,7 +20,9 @@ from typing import Any
 
 from biaslens.common.options import Option
 from biaslens.errors import BiaslensError
+from biaslens.framework.hooks import LmEvalTask, MethodCommand
 from biaslens.framework.names import keywords_from_names
+from biaslens.framework.options import options_of
 from biaslens.framework.presets import UNSET, ByModel
 from biaslens.framework.settings import MethodSettings, validated
 from biaslens.models.base import LM, ModelKind
@@ -116,15 +118,19 @@ class MethodSpec:
       otherwise;
     * ``presets``: named sets of setting values (``paper``: the paper's protocol) that apply
       where the user gave no value;
-    * ``options``: the command-line options of ``biaslens run NAME`` (generated from them),
-      ``description`` its help, ``reads_data`` whether it reads public benchmark data
-      (``--data-dir``);
+    * the command-line options of ``biaslens run NAME`` are its settings' flagged fields
+      (:attr:`options`); ``display_options``: options that change only what the command prints
+      after a run (never a setting); ``description``: the command's help; ``reads_data``:
+      whether it reads public benchmark data (``--data-dir``);
     * ``comparison``: how several models' runs are compared (``--model A B``), if the method
       compares models;
     * ``extra_views(result, values)``: tables (title, frame, columns) the CLI prints after the
       headlines, chosen by the ``display`` options' ``values``;
     * ``shortcut``: a top-level command that runs the method without the run-folder options
-      (``biaslens cid`` for ``biaslens run cid``).
+      (``biaslens cid`` for ``biaslens run cid``);
+    * ``lm_eval``: how the method is written as an lm-evaluation-harness task, if it can be
+      (``biaslens export lm-eval``); ``commands``: the commands it adds besides ``biaslens run``
+      (:mod:`biaslens.framework.hooks`).
     """
 
     name: str
@@ -140,7 +146,7 @@ class MethodSpec:
     run_name: Callable[[Any], str] | None = None
     folder_fields: tuple[str, ...] = ()
     presets: dict[str, dict[str, Any]] = field(default_factory=dict)
-    options: tuple[Option, ...] = ()
+    display_options: tuple[Option, ...] = ()
     description: str = ""
     reads_data: bool = False
     comparison: Comparison | None = None
@@ -148,6 +154,14 @@ class MethodSpec:
     outputs: tuple[OutputFile, ...] = ()
     """The files a run writes and their columns (:mod:`biaslens.store.schema`)."""
     shortcut: str | None = None
+    lm_eval: LmEvalTask | None = None
+    commands: tuple[MethodCommand, ...] = ()
+
+    @property
+    def options(self) -> tuple[Option, ...]:
+        """The options of ``biaslens run NAME``: the settings' flagged fields, then the display
+        options."""
+        return (*options_of(self.settings), *self.display_options)
 
     def build_settings(
         self,

@@ -15,6 +15,7 @@ import pandas as pd
 from pydantic import Field
 from scipy import stats
 
+from biaslens.common.options import FLAG
 from biaslens.data.pronouns import GENDERS, gender_of
 from biaslens.errors import BiaslensError
 from biaslens.metrics.intervals import LEVEL, mean_of_two_shares, share_interval
@@ -90,9 +91,11 @@ MinPronounMass = Annotated[
     Field(
         ge=0,
         le=1,
-        description="exact scoring: the least mean share of the probability at the slot the "
-        "pronouns must hold",
+        description="Exact scoring: refuse when the pronouns hold less than this mean share of "
+        "the probability at the slot (0 to 1; 0 goes on anyway, recorded in the run's "
+        "settings).",
     ),
+    FLAG,
 ]
 """The ``min_pronoun_mass`` setting of SIB's methods (:func:`check_pronoun_mass`)."""
 

@@ -30,7 +30,6 @@ from biaslens.models.kinds import (  # noqa: F401 - re-exported: the names backe
     Exactness,
     ModelKind,
 )
-from biaslens.models.registry import DEFAULT_BACKEND
 from biaslens.models.requests import (
     AnswerSpanRequest,
     AnswerSpanResult,
@@ -68,7 +67,8 @@ class ModelIdentity:
     kind: ModelKind
     fingerprint: str
     num_parameters: int | None = None
-    backend: str = DEFAULT_BACKEND
+    backend: str = "custom"
+    """The backend that loaded it (``custom``: a model built by hand, e.g. in a test)."""
     numerics: tuple[tuple[str, str], ...] = ()
     weights_sha256: str = ""
     details: tuple[tuple[str, str], ...] = ()

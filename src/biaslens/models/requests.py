@@ -277,7 +277,8 @@ class ContrastiveGenerateRequest:
     """Contrastive Input Decoding: a continuation likely given ``x`` but not given ``x_prime``.
 
     Decodes from p̃(w) ∝ exp(lam · (p(w|x, y) − p(w|x', y))) · p(w|x, y) over the ``top_k``
-    tokens of p(·|x, y), appending each token to both inputs (see ``biaslens.decoding.cid``).
+    tokens of p(·|x, y), appending each token to both inputs (see
+    ``biaslens.decoding.contrastive``).
     ``lam = 0`` is plain greedy decoding. Stops at EOS, ``max_new_tokens`` or a ``stop`` string
     (cut before it). ``do_sample`` samples from p̃ at ``temperature`` with a generator seeded by
     ``seed``. Example: ``ContrastiveGenerateRequest("John failed because he",

@@ -99,3 +99,27 @@ def write_pages(folder: Path, fidelity: Path) -> list[Path]:
         path.write_text(page(spec, text), encoding="utf-8")
         written.append(path)
     return written
+
+
+NAV_SECTION = "  - Method reference:"
+"""The line of ``mkdocs.yml``'s nav under which the method pages are listed."""
+
+
+def with_method_nav(mkdocs_yml: str, folder: str = "methods") -> str:
+    """``mkdocs.yml``'s text with the method reference section of its nav listing one page per
+    registered method (in the registry's order), so that a new method needs no edit there."""
+    lines = mkdocs_yml.splitlines()
+    if NAV_SECTION not in lines:
+        raise ValueError(f"mkdocs.yml has no nav line {NAV_SECTION.strip()!r}")
+    start = lines.index(NAV_SECTION) + 1
+    end = start
+    while end < len(lines) and lines[end].startswith("      "):
+        end += 1
+    entries = [f"      - {folder}/{name}.md" for name in methods()]
+    return "\n".join([*lines[:start], *entries, *lines[end:]]) + "\n"
+
+
+def write_nav(mkdocs_yml: Path) -> None:
+    """Rewrite ``mkdocs.yml``'s method reference nav (:func:`with_method_nav`)."""
+    text = mkdocs_yml.read_text(encoding="utf-8")
+    mkdocs_yml.write_text(with_method_nav(text), encoding="utf-8")

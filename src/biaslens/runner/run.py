@@ -30,7 +30,7 @@ from biaslens.metrics.intervals import LEVEL
 from biaslens.models.base import LM
 from biaslens.models.config import BackendConfig
 from biaslens.progress import NoProgress, Progress, note
-from biaslens.runner.outputs import check_output_method, default_output
+from biaslens.runner.folders import check_output_method, default_output
 from biaslens.store.cache import CachedLM, model_cache_file, shared_cache_dir
 from biaslens.store.result import LazyTables, RunResult
 from biaslens.store.run import RunStore

@@ -23,6 +23,7 @@ from typing import Annotated
 import numpy as np
 from pydantic import Field
 
+from biaslens.common.options import FLAG
 from biaslens.common.seeds import derived_seed
 from biaslens.models.base import LM
 from biaslens.models.requests import RequestType, SampleRequest
@@ -38,7 +39,14 @@ DEFAULT_SAMPLES = 50
 female − male slope's 95% interval by about ±0.06 pp per step at pronoun shares of 30%."""
 Samples = Annotated[
     int,
-    Field(ge=1, le=100_000, description="sampled scoring: replies drawn per input"),
+    Field(
+        ge=1,
+        le=100_000,
+        description="Sampled scoring (models that give no probabilities): replies drawn per "
+        "prompt at temperature 1, in blocks of 10 (a rerun with a larger K reuses the first "
+        "draws).",
+    ),
+    FLAG,
 ]
 """The ``samples`` setting of the methods that can score sampled replies."""
 FIRST_WORD = re.compile(r"\s*([^\W\d_]+)")

@@ -19,7 +19,7 @@ import pandas as pd
 from biaslens.common.files import read_text
 from biaslens.common.structured import load_json
 from biaslens.errors import BiaslensError
-from biaslens.store import outputs
+from biaslens.store import manifest
 from biaslens.store.run import (
     CONFIG_FILE,
     SUMMARY_FILE,
@@ -142,8 +142,8 @@ class RunResult:
             raise BiaslensError(f"{summary_path}: not a run summary")
         check_format_version(summary_path, summary.get("format_version"))
         check_summary_types(summary_path, summary)
-        if outputs.OUTPUTS_KEY in summary:
-            files = outputs.checked(root, summary_path, summary[outputs.OUTPUTS_KEY])
+        if manifest.OUTPUTS_KEY in summary:
+            files = manifest.checked(root, summary_path, summary[manifest.OUTPUTS_KEY])
         else:  # a run written before summaries named their outputs
             plots_dir = inside_run(root, "plots")
             files = [*run_files(root, "*.csv"), *run_files(root, "*.parquet")]

@@ -23,7 +23,7 @@ run) is refused before anything is written — unless it holds nothing but that 
 whose answers are in the shared request cache) —, and a second process on the same folder is
 refused with the first one's pid while the first holds the lock. A run's outputs change
 together: from a process's first new output until its ``summary.json`` the run reads as
-incomplete (:mod:`biaslens.store.outputs`).
+incomplete (:mod:`biaslens.store.manifest`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from biaslens.common import atomic
 from biaslens.common.files import make_dir, read_text
 from biaslens.common.structured import load_yaml
 from biaslens.errors import BiaslensError, ConfigMismatchError
-from biaslens.store import outputs
+from biaslens.store import manifest
 from biaslens.store.cache import RequestCache
 from biaslens.store.lock import LOCK_FILE, RunLock
 from biaslens.store.paths import ANOTHER_OUTPUT, inside_run
@@ -261,11 +261,11 @@ class RunStore:
     # -------------------------------------------------------------- writers
     def output_path(self, name: str) -> Path:
         """Where to write the output ``name`` (a table, samples, a plot). The first output of a
-        process marks the run incomplete (:mod:`biaslens.store.outputs`): an attempt killed
+        process marks the run incomplete (:mod:`biaslens.store.manifest`): an attempt killed
         while it replaces the outputs leaves no finished-looking mix of two runs."""
         self.open()
         if not self._outputs:
-            outputs.remove_finished_marks(self.root, (SUMMARY_FILE, REPORT_FILE))
+            manifest.remove_finished_marks(self.root, (SUMMARY_FILE, REPORT_FILE))
         if name not in self._outputs:
             self._outputs.append(name)
         return self.path(name)
@@ -319,7 +319,7 @@ class RunStore:
                 "versions": package_versions(),
                 "biaslens": (build := build_info()),
                 "git_revision": build["commit"],
-                outputs.OUTPUTS_KEY: outputs.describe(self.root, self._outputs),
+                manifest.OUTPUTS_KEY: manifest.describe(self.root, self._outputs),
             }
         )
         atomic.write_json(self.path(SUMMARY_FILE), summary)
@@ -331,9 +331,9 @@ class RunStore:
         imported ratings). Until then the run reads as incomplete, as during any write."""
         self.open()
         extended = dict(summary)
-        if outputs.OUTPUTS_KEY in extended:  # a run written before outputs were named lists none
-            added = outputs.describe(self.root, self._outputs)
-            extended[outputs.OUTPUTS_KEY] = {**extended[outputs.OUTPUTS_KEY], **added}
+        if manifest.OUTPUTS_KEY in extended:  # a run written before outputs were named lists none
+            added = manifest.describe(self.root, self._outputs)
+            extended[manifest.OUTPUTS_KEY] = {**extended[manifest.OUTPUTS_KEY], **added}
         atomic.write_json(self.path(SUMMARY_FILE), extended)
 
     def close(self) -> None:

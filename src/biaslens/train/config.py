@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from biaslens.common.options import FLAG, Flag
 from biaslens.common.seeds import Seed
+
+
+def _weight(kind: str) -> Any:
+    return Annotated[
+        float, Field(ge=0, description=f"Loss weight of the {kind} term."), Flag(f"--weight-{kind}")
+    ]
 
 
 class LossWeights(BaseModel):
@@ -14,10 +21,10 @@ class LossWeights(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    ethical: float = Field(default=1.0, ge=0)
-    adversarial: float = Field(default=1.0, ge=0)
-    irrelevant: float = Field(default=1.0, ge=0)
-    qa: float = Field(default=1.0, ge=0)
+    ethical: _weight("ethical") = 1.0
+    adversarial: _weight("adversarial") = 1.0
+    irrelevant: _weight("irrelevant") = 1.0
+    qa: _weight("qa") = 1.0
 
 
 class TrainingOptions(BaseModel):
@@ -26,18 +33,25 @@ class TrainingOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    qa_ratio: float = Field(default=1 / 3, ge=0)
-    weights: LossWeights = LossWeights()
-    schedule: Literal["linear", "constant"] = "linear"
+    qa_ratio: Annotated[float, FLAG] = Field(
+        default=1 / 3,
+        ge=0,
+        description="QA rows mixed in per intervention example (1/3 = official).",
+    )
+    weights: Annotated[LossWeights, Flag(nested="keys")] = LossWeights()
+    schedule: Annotated[Literal["linear", "constant"], FLAG] = Field(
+        default="linear",
+        description="linear (decay to 0) or constant (shares runs across epochs).",
+    )
     warmup_ratio: float = Field(default=0.0, ge=0, lt=1)
     weight_decay: float = Field(default=0.0, ge=0)
-    loss_reduction: Literal["mean", "reference"] = Field(
+    loss_reduction: Annotated[Literal["mean", "reference"], FLAG] = Field(
         default="mean",
-        description="mean: each group loss averaged over its rows; reference: summed over rows "
-        "and the total halved (LEI's mutils.py; the QA cross-entropy stays the mean of start "
-        "and end)",
+        description="mean (each group loss averaged over its rows) or reference (summed over "
+        "rows, total halved, as LEI's code; the QA cross-entropy stays the mean of start and "
+        "end).",
     )
-    seed: Seed = 0
+    seed: Annotated[Seed, Field(description="Random seed (>= 0)."), FLAG] = 0
 
     def training_options(self) -> dict:
         """These options' values (of a run's settings, for one training's config)."""

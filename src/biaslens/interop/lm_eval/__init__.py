@@ -1,2 +1,2 @@
-"""``biaslens export lm-eval``: the probes lm-evaluation-harness can run, as its tasks
-(:mod:`.tasks`; the ``utils.py`` their YAML names comes from :mod:`.task_utils`)."""
+"""``biaslens export lm-eval``: the methods lm-evaluation-harness can run, as its tasks
+(:mod:`.tasks`; each method's task is its own, declared in its ``MethodSpec``)."""

@@ -4,60 +4,68 @@ For two name groups and a template, every name pair (a, b) gives x = template(a)
 x' = template(b) with pronouns matched to each name's gender. For each λ on the grid, the run
 decodes CID(x; x', λ) (a continuation for group A's name) and CID(x'; x, λ) (for group B's);
 λ = 0 is greedy decoding. It writes every continuation, the most common ones per group and λ
-(like Fig. 3 / Appendix C.1), and a CSV for human rating. ``import_ratings`` reads the rated CSV
-back and computes the fraction of biased continuations per group and λ (Fig. 2). Ratings are
-never produced by the tool.
+(like Fig. 3 / Appendix C.1), and a CSV for human rating. ``biaslens cid-ratings``
+(:mod:`biaslens.methods.cid.ratings`) reads the rated CSV back and adds the fraction of biased
+continuations per group and λ (Fig. 2) to the run. Ratings are never produced by the tool.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import pandas as pd
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
-from biaslens.common.files import read_table, read_text
+from biaslens.common.options import FLAG, Flag
 from biaslens.data import cid_audit as names_data
 from biaslens.errors import BiaslensError
-from biaslens.framework import options as O
-from biaslens.framework.estimates import collect as collect_estimates
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
-from biaslens.framework.settings import MethodSettings, validated
-from biaslens.methods.cid.outputs import AUDIT as CID_FILES_AUDIT
+from biaslens.framework.settings import MethodSettings, ModelName, validated
+from biaslens.methods.cid.cid_files import AUDIT as CID_FILES_AUDIT
+from biaslens.methods.cid.ratings import RATE, RATING_COLUMNS, RATINGS_EXPORT
 from biaslens.metrics.cid import (
     FRACTION_BIASED,
-    biased_fraction,
-    biased_fraction_intervals,
     top_continuations,
 )
 from biaslens.models.base import LM
-from biaslens.scoring.cid import DecodingSettings, decode_both_directions
-from biaslens.store.result import RunResult
-from biaslens.store.run import CONFIG_FILE, RunStore, dataset_hash, read_config
+from biaslens.scoring.contrastive import DecodingSettings, decode_both_directions
+from biaslens.store.run import dataset_hash
 
 METHOD = "cid-audit"
-RATINGS_EXPORT = "ratings_to_fill.csv"
-RATING_COLUMNS = ["id", "group", "lam", "continuation", "count", "biased"]
-TRUE_WORDS = {"1", "yes", "y", "true", "biased"}
-FALSE_WORDS = {"0", "no", "n", "false", "not biased"}
 
 
 class AuditSettings(MethodSettings):
     """Settings that decide an audit's results (the names and template text are stored too)."""
 
-    model: str = "default"
+    model: ModelName = "default"
     group_a: str = "us-male"
     group_b: str = "egypt-male"
     names_a: tuple[str, ...]
     names_b: tuple[str, ...]
     gender_a: str
     gender_b: str
-    template_id: str
+    template_id: Annotated[str, Flag("--template")] = Field(
+        default=names_data.DEFAULT_TEMPLATE, description="Template id."
+    )
     template: str
-    decoding: DecodingSettings = DecodingSettings()
+    decoding: Annotated[DecodingSettings, Flag(nested="fill", skip=("stop",))] = DecodingSettings()
+    groups: Annotated[tuple[str, ...], FLAG] = Field(
+        default=("us-male", "egypt-male"),
+        exclude=True,
+        description="Two name groups (paper App. C): us-male, us-female, mexico-male, "
+        "mexico-female, egypt-male, egypt-female (or those of --names-file).",
+    )
+    templates_file: Annotated[Path | None, FLAG] = Field(
+        default=None,
+        exclude=True,
+        description="YAML {id: text with {name} and {he}/{his}/{him}}.",
+    )
+    names_file: Annotated[Path | None, FLAG] = Field(
+        default=None,
+        exclude=True,
+        description="YAML {group: {gender, names}} (default: paper App. C).",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> AuditSettings:
@@ -67,14 +75,14 @@ class AuditSettings(MethodSettings):
         return self
 
 
-def make_settings(
-    model: str = "default",
-    groups: tuple[str, str] = ("us-male", "egypt-male"),
-    template_id: str = names_data.DEFAULT_TEMPLATE,
-    names_file: Path | None = None,
-    templates_file: Path | None = None,
-    **decoding,
-) -> AuditSettings:
+def make_settings(**values) -> AuditSettings:
+    """Settings from what the user gives (the defaults are the fields'): the two groups' names
+    and the template's text are read from the name and template files and recorded."""
+    fields = AuditSettings.model_fields
+    groups, template_id, names_file, templates_file = (
+        values.pop(name, fields[name].default)
+        for name in ("groups", "template_id", "names_file", "templates_file")
+    )
     if len(groups) != 2:
         raise BiaslensError(f"--groups takes two name groups, got {len(groups)}: {list(groups)}")
     name_groups = names_data.load_name_groups(names_file)
@@ -89,10 +97,11 @@ def make_settings(
             f"unknown template {template_id!r}; known: {', '.join(sorted(templates))}"
         )
     a, b = (name_groups[g] for g in groups)
+    decoding = {k: values.pop(k) for k in list(values) if k in DecodingSettings.model_fields}
     return validated(
         AuditSettings,
         {
-            "model": model,
+            **values,
             "group_a": a.name,
             "group_b": b.name,
             "names_a": a.names,
@@ -102,6 +111,9 @@ def make_settings(
             "template_id": template_id,
             "template": templates[template_id],
             "decoding": validated(DecodingSettings, decoding),
+            "groups": tuple(groups),
+            "names_file": names_file,
+            "templates_file": templates_file,
         },
     )
 
@@ -155,24 +167,6 @@ def run(ctx: RunContext, settings: AuditSettings) -> MethodOutput:
 SHOWN_PER_CELL = 5
 
 
-def _pair_intervals(finished: RunResult, rated: pd.DataFrame, level):
-    """Each generated continuation with its rating (through the export's ids, which number
-    the continuation counts of the samples), with intervals over the crossed design of the
-    two groups' names."""
-    samples = finished.samples
-    counts = top_continuations(samples, ["group", "lam"], n=None).reset_index(names="id")
-    if len(counts) != len(rated) or not counts["count"].equals(rated["count"].astype(int)):
-        raise BiaslensError(
-            f"{finished.run_dir}: the ratings export does not match the run's samples; rerun "
-            "the audit"
-        )
-    verdict = counts[["group", "lam", "continuation", "id"]].assign(
-        biased=counts["id"].map(rated.set_index("id")["biased"]).astype(int)
-    )
-    per_sample = samples.merge(verdict, on=["group", "lam", "continuation"], how="left")
-    return biased_fraction_intervals(per_sample, ["group", "lam"], level)
-
-
 REPORT_PER_CELL = 3
 """Continuations the report shows per group and λ (the table holds them all)."""
 
@@ -200,6 +194,7 @@ SPEC = register(
     MethodSpec(
         outputs=CID_FILES_AUDIT,
         name=METHOD,
+        commands=(RATE,),
         title="CID name-swap bias audit (Section 4): all name pairs of two groups, both "
         "directions, every λ",
         settings=AuditSettings,
@@ -211,29 +206,6 @@ SPEC = register(
             "Most common continuations per group and λ, and a CSV to rate. Writes "
             "samples.parquet, continuations.csv (counts), ratings_to_fill.csv (fill the `biased` "
             "column, then run `biaslens cid-ratings RUN_DIR FILE`), summary.json."
-        ),
-        options=(
-            O.MODEL,
-            O.Option(
-                "groups",
-                help="Two name groups (paper App. C): us-male, us-female, mexico-male, "
-                "mexico-female, egypt-male, egypt-female (or those of --names-file).",
-                multiple=True,
-            ),
-            O.Option("template_id", "--template", help="Template id."),
-            O.Option(
-                "templates_file",
-                help="YAML {id: text with {name} and {he}/{his}/{him}}.",
-                type=Path,
-            ),
-            O.Option(
-                "names_file",
-                help="YAML {group: {gender, names}} (default: paper App. C).",
-                type=Path,
-            ),
-            O.LAMS,
-            O.TOP_K_TOKENS,
-            O.MAX_NEW_TOKENS,
         ),
         headlines=(
             Headline(
@@ -257,130 +229,3 @@ SPEC = register(
         presets={"paper": {"lams": (0.0, 10.0, 50.0)}},
     )
 )
-
-
-@dataclass
-class RatingsResult:
-    fractions: pd.DataFrame
-    table_path: Path
-    plot_path: Path
-
-
-def _parse_biased(value: str, where: str) -> int:
-    word = value.strip().lower()
-    if word in TRUE_WORDS:
-        return 1
-    if word in FALSE_WORDS:
-        return 0
-    raise BiaslensError(f"{where}: field 'biased' must be 1/0 (or yes/no), got {value!r}")
-
-
-def read_ratings(path: Path, exported: pd.DataFrame) -> pd.DataFrame:
-    """Read a rated copy of the export; every row must match an exported continuation."""
-    handle = io.StringIO(read_text(path, "ratings file"), newline="")
-    with handle:
-        reader = csv.DictReader(handle)
-        missing = [
-            c for c in ("id", "continuation", "biased") if c not in (reader.fieldnames or [])
-        ]
-        if missing:
-            raise BiaslensError(f"{path}: missing column(s) {missing}")
-        by_id = exported.set_index("id")
-        seen: dict[int, int] = {}
-        unrated = []
-        for number, row in enumerate(reader, start=2):
-            where = f"{path}:{number}"
-            try:
-                key = int(row["id"])
-            except (TypeError, ValueError):
-                raise BiaslensError(
-                    f"{where}: field 'id' is not an exported id: {row['id']!r}"
-                ) from None
-            if key not in by_id.index:
-                raise BiaslensError(f"{where}: id {key} is not in the exported continuations")
-            expected = by_id.loc[key, "continuation"]
-            expected = "" if pd.isna(expected) else str(expected)
-            if (row["continuation"] or "") != expected:
-                raise BiaslensError(
-                    f"{where}: continuation {row['continuation']!r} does not match the exported "
-                    f"one for id {key} ({expected!r})"
-                )
-            if key in seen:
-                raise BiaslensError(f"{where}: id {key} rated twice")
-            if not (row["biased"] or "").strip():
-                unrated.append(key)
-                continue
-            seen[key] = _parse_biased(row["biased"], where)
-    if unrated or len(seen) < len(exported):
-        absent = sorted(set(exported["id"]) - set(seen) - set(unrated))
-        raise BiaslensError(
-            f"{path}: {len(unrated)} row(s) without a rating and {len(absent)} exported row(s) "
-            f"missing (first: {(unrated + absent)[:5]}); rate every exported continuation"
-        )
-    return exported.assign(biased=exported["id"].map(seen))
-
-
-def import_ratings(
-    run_dir: Path | str,
-    ratings: Path | str,
-    ci_level: float = 0.95,
-    bootstrap: int = 1000,
-    seed: int = 0,
-) -> RatingsResult:
-    """Fraction of biased continuations per group and λ from a rated export (Fig. 2), with its
-    interval over the crossed design of the groups' names (``bootstrap`` 0: none; any other
-    value keeps them: they are not resampled, and ``seed`` is not used by them)."""
-    import matplotlib.pyplot as plt
-
-    from biaslens.plots.cid import biased_heatmap
-
-    run_dir = Path(run_dir)
-    if not (run_dir / CONFIG_FILE).is_file():
-        raise BiaslensError(f"{run_dir}: not a biaslens run directory (no {CONFIG_FILE})")
-    config = read_config(run_dir)
-    if config.get("method") != METHOD:
-        raise BiaslensError(f"{run_dir} holds a {config.get('method')} run, not a {METHOD} run")
-    finished = RunResult.load(run_dir)  # a finished run, its outputs as it wrote them
-    export_path = run_dir / RATINGS_EXPORT
-    if not export_path.exists():
-        raise BiaslensError(f"{run_dir}: no {RATINGS_EXPORT}; the run did not finish")
-    exported = read_table(
-        export_path, "ratings export", ("id", "group", "lam", "continuation", "count"), ("id",),
-        keep_default_na=False,
-    )  # fmt: skip
-    if not len(exported):
-        raise BiaslensError(f"{export_path}: the ratings export is empty; rerun the audit")
-    ids = pd.to_numeric(exported["id"], errors="coerce")
-    if ids.isna().any() or (ids != ids.round()).any():
-        row = int(ids.isna().to_numpy().nonzero()[0][0]) if ids.isna().any() else 0
-        raise BiaslensError(
-            f"{export_path}:{row + 2}: id {exported['id'].iloc[row]!r} is not a whole number; "
-            "the ratings export is damaged, rerun the audit"
-        )
-    exported["id"] = ids.astype(int)
-    exported["continuation"] = exported["continuation"].astype(str)
-    rated = read_ratings(Path(ratings), exported)
-    fractions = biased_fraction(rated, ["group", "lam"])
-    if bootstrap > 0:
-        fractions = fractions.merge(_pair_intervals(finished, rated, ci_level), on=["group", "lam"])
-    settings = config["settings"]
-    figure = biased_heatmap(
-        fractions, f"{settings['model']}: {settings['group_a']} vs {settings['group_b']}"
-    )
-    store = RunStore(run_dir, METHOD, settings, config.get("runtime"), config.get("model"))
-    with store:  # the run's outputs change together: the summary names the new ones
-        store.write_table("ratings", rated)
-        table_path = store.write_table("biased_fraction", fractions)
-        try:
-            plot_path = store.write_plot("biased_fraction", figure)
-        finally:
-            plt.close(figure)
-        # a later import replaces the estimates of an earlier one
-        kept = [
-            e
-            for e in finished.summary.get("estimates") or []
-            if e.get("table") != "biased_fraction"
-        ]
-        estimates = collect_estimates(SPEC, {"biased_fraction": fractions}, ci_level)
-        store.extend_summary({**finished.summary, "estimates": [*kept, *estimates]})
-    return RatingsResult(fractions, table_path, plot_path)

@@ -11,18 +11,19 @@ line).
 from __future__ import annotations
 
 import hashlib
+from typing import Annotated
 
 import pandas as pd
 from pydantic import Field, field_validator
 
 from biaslens.common.decoding_limits import MAX_TEMPERATURE, MIN_TEMPERATURE
-from biaslens.common.seeds import MAX_SEED, Seed
-from biaslens.framework import options as O
+from biaslens.common.options import FLAG, Flag
+from biaslens.common.seeds import Seed
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
-from biaslens.framework.settings import MethodSettings, validated
-from biaslens.methods.cid.outputs import PAIR
+from biaslens.framework.settings import MethodSettings, ModelName, validated
+from biaslens.methods.cid.cid_files import PAIR
 from biaslens.models.base import LM
-from biaslens.scoring.cid import DecodingSettings, decode
+from biaslens.scoring.contrastive import DecodingSettings, decode
 from biaslens.store.paths import safe_name
 
 DIRECTIONS = {"forward": "CID(x; x')", "backward": "CID(x'; x)"}
@@ -31,14 +32,20 @@ DIRECTIONS = {"forward": "CID(x; x')", "backward": "CID(x'; x)"}
 class PairSettings(MethodSettings):
     """The pair, how it is decoded, and whether both directions are."""
 
-    model: str = "default"
-    x: str
-    x_prime: str
-    decoding: DecodingSettings = DecodingSettings()
-    one_way: bool = Field(default=False, description="only CID(x; x')")
-    sample: bool = Field(default=False, description="sample from p̃ instead of greedy")
-    temperature: float = Field(default=1.0, ge=MIN_TEMPERATURE, le=MAX_TEMPERATURE)
-    seed: Seed = 0
+    x: Annotated[str, Flag("--x")] = Field(description="The input x.")
+    x_prime: Annotated[str, Flag("--x-prime")] = Field(description="The contrastive input x'.")
+    decoding: Annotated[DecodingSettings, Flag(nested="fill")] = DecodingSettings()
+    model: ModelName = "default"
+    one_way: Annotated[bool, FLAG] = Field(
+        default=False, description="Only CID(x; x'), not CID(x'; x)."
+    )
+    sample: Annotated[bool, FLAG] = Field(
+        default=False, description="Sample from p̃ instead of greedy."
+    )
+    temperature: Annotated[float, FLAG] = Field(
+        default=1.0, ge=MIN_TEMPERATURE, le=MAX_TEMPERATURE, description="Sampling temperature."
+    )
+    seed: Annotated[Seed, FLAG] = Field(default=0, description="Sampling seed.")
 
     @field_validator("x", "x_prime")
     @classmethod
@@ -86,27 +93,6 @@ def _by_lambda(table: pd.DataFrame) -> pd.DataFrame:
     return wide.rename_axis("λ").reset_index()
 
 
-OPTIONS = (
-    O.Option("x", "--x", help="The input x.", required=True),
-    O.Option("x_prime", "--x-prime", help="The contrastive input x'.", required=True),
-    O.LAMS,
-    O.MODEL,
-    O.TOP_K_TOKENS,
-    O.MAX_NEW_TOKENS,
-    O.Option("stop", help="Stop strings.", multiple=True, commas=False),
-    O.Option("one_way", help="Only CID(x; x'), not CID(x'; x).", type=bool),
-    O.Option("sample", help="Sample from p̃ instead of greedy.", type=bool),
-    O.Option(
-        "temperature",
-        help="Sampling temperature.",
-        type=float,
-        minimum=MIN_TEMPERATURE,
-        maximum=MAX_TEMPERATURE,
-    ),  # fmt: skip
-    O.Option("seed", help="Sampling seed.", type=int, minimum=0, maximum=MAX_SEED),
-)
-
-
 def _folder(settings: PairSettings) -> str:
     """``MODEL-HASH``: one folder per model and pair (the pair's words are not a folder name)."""
     digest = hashlib.sha256(f"{settings.x}\x00{settings.x_prime}".encode()).hexdigest()[:8]
@@ -125,7 +111,6 @@ SPEC = register(
         run_name=_folder,
         description="All (direction, λ) combinations run in one batch. Writes continuations.csv "
         "(per λ and direction: the continuation, its tokens and why it ended) and summary.json.",
-        options=OPTIONS,
         headlines=(
             Headline(
                 "continuations",

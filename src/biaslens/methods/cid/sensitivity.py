@@ -13,25 +13,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from biaslens.common.seeds import Seed
+from biaslens.common.options import FLAG, Flag
 from biaslens.data import perturbations as P
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.errors import BiaslensError
-from biaslens.framework import options as O
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.framework.settings import (
     CiLevel,
     MethodSettings,
+    ModelName,
+    RandomSeed,
     Replicates,
     file_sha256,
     validated,
 )
-from biaslens.methods.cid.outputs import SENSITIVITY as CID_FILES_SENSITIVITY
+from biaslens.methods.cid.cid_files import SENSITIVITY as CID_FILES_SENSITIVITY
 from biaslens.metrics.cid import (
     DEFAULT_TAU,
     LAMBDA_STAR,
@@ -40,7 +42,7 @@ from biaslens.metrics.cid import (
     similarity_trend,
 )
 from biaslens.models.base import LM
-from biaslens.scoring.cid import DecodingSettings, decode_both_directions
+from biaslens.scoring.contrastive import DecodingSettings, decode_both_directions
 from biaslens.store.run import dataset_hash
 
 METHOD = "cid-sensitivity"
@@ -53,23 +55,38 @@ class SensitivitySettings(MethodSettings):
     ``similarity`` (a function of two text lists) replaces the sentence encoder, e.g. in
     tests, and is not recorded."""
 
-    model: str = "default"
-    encoder: str = "all-minilm-l6-v2"
-    tau: float = Field(default=DEFAULT_TAU, gt=0, le=1)
-    variants: int = Field(default=2, ge=1, le=100, description="variants per sentence and family")
-    seed: Seed = 0
+    model: ModelName = "default"
+    encoder: Annotated[str, FLAG] = Field(
+        default="all-minilm-l6-v2", description="Sentence encoder."
+    )
+    tau: Annotated[float, FLAG] = Field(
+        default=DEFAULT_TAU, gt=0, le=1, description="Similarity threshold τ."
+    )
+    variants: Annotated[int, FLAG] = Field(
+        default=2, ge=1, le=100, description="Perturbed variants per sentence and rule family."
+    )
+    seed: RandomSeed = 0
     ci_level: CiLevel = 0.95
     bootstrap: Replicates = Field(
         default=1000,
         description="0: no interval for the median λ*; any other value keeps it (a "
-        "distribution-free order-statistic interval, not resampled)",
+        "distribution-free order-statistic interval, not resampled).",
     )
-    types: tuple[str, ...] = (*P.PERTURBATIONS, *P.SEMANTIC_TYPES)
+    types: Annotated[tuple[str, ...], Flag("--type", shown="all seven")] = Field(
+        default=(*P.PERTURBATIONS, *P.SEMANTIC_TYPES),
+        description="Perturbation type(s) to include.",
+    )
     sentences_sha256: str = ""
     semantic_sha256: str = ""
-    decoding: DecodingSettings = DecodingSettings(lams=DEFAULT_LAMS)
-    sentences_file: Path | None = Field(default=None, exclude=True)
-    semantic_file: Path | None = Field(default=None, exclude=True)
+    decoding: Annotated[
+        DecodingSettings, Flag(nested="fill", skip=("stop",), helps={"lams": "The λ grid for λ*."})
+    ] = DecodingSettings(lams=DEFAULT_LAMS)
+    sentences_file: Annotated[Path | None, Flag("--sentences")] = Field(
+        default=None, exclude=True, description="Source prompts, one a line."
+    )
+    semantic_file: Annotated[Path | None, Flag("--semantic-pairs")] = Field(
+        default=None, exclude=True, description="TSV type/original/perturbed of semantic edits."
+    )
     similarity: Callable | None = Field(default=None, exclude=True)
 
 
@@ -77,44 +94,25 @@ def _file_hash(path: Path | None, default: str, what: str) -> str:
     return file_sha256(Path(path) if path is not None else PACKAGE_FILES / default, what)
 
 
-def make_settings(
-    model: str = "default",
-    encoder: str = "all-minilm-l6-v2",
-    tau: float = DEFAULT_TAU,
-    variants: int = 2,
-    seed: int = 0,
-    types: tuple[str, ...] | None = None,
-    ci_level: float = 0.95,
-    bootstrap: int = 1000,
-    sentences_file: Path | None = None,
-    semantic_file: Path | None = None,
-    similarity: Similarity | None = None,
-    **decoding,
-) -> SensitivitySettings:
+def make_settings(**values) -> SensitivitySettings:
+    """Settings from what the user gives (the defaults are the fields'): the input files are
+    recorded by their sha256, the decoding options fill the decoding settings."""
     known = (*P.PERTURBATIONS, *P.SEMANTIC_TYPES)
-    for kind in types or ():
+    for kind in values.get("types") or ():
         if kind not in known:
             raise BiaslensError(f"unknown perturbation type {kind!r}; known: {', '.join(known)}")
-    decoding.setdefault("lams", DEFAULT_LAMS)
+    decoding = {k: values.pop(k) for k in list(values) if k in DecodingSettings.model_fields}
+    default = SensitivitySettings.model_fields["decoding"].default
+    sentences_file, semantic_file = values.get("sentences_file"), values.get("semantic_file")
     return validated(
         SensitivitySettings,
         {
-            "model": model,
-            "encoder": encoder,
-            "tau": tau,
-            "variants": variants,
-            "seed": seed,
-            "ci_level": ci_level,
-            "bootstrap": bootstrap,
-            "types": tuple(types) if types else known,
+            **values,
             "sentences_sha256": _file_hash(sentences_file, "cid_sentences.txt", "sentences file"),
             "semantic_sha256": _file_hash(
                 semantic_file, "cid_semantic_pairs.tsv", "semantic pairs file"
             ),
-            "decoding": validated(DecodingSettings, decoding),
-            "sentences_file": sentences_file,
-            "semantic_file": semantic_file,
-            "similarity": similarity,
+            "decoding": validated(DecodingSettings, {**default.model_dump(), **decoding}),
         },
     )
 
@@ -267,34 +265,6 @@ SPEC = register(
         description=(
             "The smallest λ at which the two contrastive texts' similarity drops below τ; box "
             "plot (Fig. 4) and similarity vs λ (Fig. 9)."
-        ),
-        options=(
-            O.MODEL,
-            O.LAMS.but(help="The λ grid for λ*."),
-            O.Option("tau", help="Similarity threshold τ.", type=float),
-            O.Option("variants", help="Perturbed variants per sentence and rule family.", type=int),
-            O.Option(
-                "types",
-                "--type",
-                help="Perturbation type(s) to include.",
-                multiple=True,
-                default="all seven",
-            ),
-            O.Option(
-                "sentences_file", "--sentences", help="Source prompts, one a line.", type=Path
-            ),
-            O.Option(
-                "semantic_file",
-                "--semantic-pairs",
-                help="TSV type/original/perturbed of semantic edits.",
-                type=Path,
-            ),
-            O.Option("encoder", help="Sentence encoder."),
-            O.TOP_K_TOKENS,
-            O.MAX_NEW_TOKENS,
-            O.SEED,
-            O.CI_LEVEL,
-            O.BOOTSTRAP,
         ),
         headlines=(
             Headline(

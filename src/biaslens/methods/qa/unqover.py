@@ -26,21 +26,30 @@ an interrupted run resumes from the cache chunk by chunk.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import pandas as pd
 from pydantic import Field
 
 from biaslens.common.atomic import json_records
-from biaslens.common.seeds import Seed
+from biaslens.common.options import FLAG, Flag
 from biaslens.data import sources
 from biaslens.data.unqover import DOMAINS, load_question_set
 from biaslens.errors import BiaslensError
-from biaslens.framework import options as O
 from biaslens.framework.presets import UNSET, ByModel
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
-from biaslens.framework.settings import CiLevel, Limit, MethodSettings, Replicates
-from biaslens.methods.qa.outputs import UNQOVER as QA_FILES_UNQOVER
+from biaslens.framework.settings import (
+    CiLevel,
+    Limit,
+    MethodSettings,
+    ModelName,
+    QaOrder,
+    RandomSeed,
+    Replicates,
+    SpanAdjustment,
+)
+from biaslens.methods.qa.qa_files import UNQOVER as QA_FILES_UNQOVER
+from biaslens.methods.qa.unqover_dump import FROM_PREDICTIONS
 from biaslens.metrics.unqover import MEASURES
 from biaslens.metrics.unqover_stream import UnqoverAccumulator
 from biaslens.metrics.unqover_summary import sparse_note, summary_lines
@@ -59,32 +68,54 @@ class UnqoverSettings(MethodSettings):
     """Settings that decide an UnQover run's results (list names, not paths: the lists are
     read from the UnQover data folder and hashed into the run's provenance)."""
 
-    model: str = "default"
-    domain: Literal["gender", "ethnicity", "religion", "nationality"] = "religion"
-    mode: Literal["auto", "extractive", "generative", "fill-mask", "sampled"] = "auto"
-    samples: Samples = DEFAULT_SAMPLES
-    subjects: tuple[str, ...] | None = Field(
-        default=None, description="subject list names (default: the domain's)"
+    model: ModelName = "default"
+    domain: Annotated[Literal["gender", "ethnicity", "religion", "nationality"], FLAG] = Field(
+        default="religion", description="religion, ethnicity, gender or nationality."
     )
-    slots: str | None = Field(default=None, description="slot template list name")
-    activities: str | None = Field(default=None, description="activity list name")
-    filler: Literal["none", "newsqa"] = "none"
+    mode: Annotated[
+        Literal["auto", "extractive", "generative", "fill-mask", "sampled"],
+        Flag("--qa-mode", deprecated={"--mode": "--qa-mode"}),
+    ] = Field(
+        default="auto",
+        description="auto (from the model kind), extractive, generative, fill-mask or sampled "
+        "(the share of --samples replies that begin with each subject: an endpoint without "
+        "log-probabilities).",
+    )
+    samples: Samples = DEFAULT_SAMPLES
+    subjects: Annotated[tuple[str, ...] | None, FLAG] = Field(
+        default=None,
+        description="Subject list name(s) under word_lists/nouns/subjects (e.g. religion_roberta).",
+    )
+    slots: Annotated[str | None, Flag(shown="{domain}_noact[_lm]")] = Field(
+        default=None, description="Slot template list."
+    )
+    activities: Annotated[str | None, Flag(shown="the domain's")] = Field(
+        default=None, description="Activity list."
+    )
+    filler: Annotated[Literal["none", "newsqa"], FLAG] = Field(
+        default="none", description="none or newsqa (NewsQA models)."
+    )
     limit: Limit = Field(
         default=600,
-        description="examples at most, drawn as whole subjects × templates with every "
-        "attribute, both orders (0: all)",
+        description="Examples at most, drawn as every pair among some subjects at some "
+        "templates with every attribute (each in both subject orders; 0: all); below the "
+        "smallest such set (3 subjects × 2 templates) refused.",
     )
-    seed: Seed = 0
-    span_adjustment: Literal["none", "articles", "reference"] = "none"
-    qa_order: Literal["question-first", "context-first"] = "question-first"
-    fill_mask_top_k: int | None = Field(
-        default=None, ge=1, le=1000, description="masked LMs: reference top-k rule (None: exact)"
+    seed: RandomSeed = 0
+    span_adjustment: SpanAdjustment = "none"
+    qa_order: QaOrder = "question-first"
+    fill_mask_top_k: Annotated[int | None, FLAG] = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="Masked LMs: a subject scores only if among the top k (reference: 10; "
+        "default: the exact probability).",
     )
-    pronouns: bool = Field(default=False, description="masked LMs, gender: max with he/she")
+    pronouns: Annotated[bool, Flag("--pronouns/--no-pronouns")] = Field(
+        default=False, description="Masked LMs, gender: a name scores max(p(name), p(she/he))."
+    )
     ci_level: CiLevel = 0.95
-    bootstrap: Replicates = Field(
-        default=1000, description="replicates over subject pair × template units (0: none)"
-    )
+    bootstrap: Replicates = 1000
 
 
 def masked_lm_lists(kind: ModelKind, values: dict, details: dict):
@@ -263,56 +294,11 @@ def _subjects_view(table: pd.DataFrame) -> pd.DataFrame:
     return table[columns].head(15)
 
 
-OPTIONS = (
-    O.MODEL,
-    O.Option("domain", help="religion, ethnicity, gender or nationality."),
-    O.QA_MODE.but(
-        flags=("--qa-mode",),
-        help="auto (from the model kind), extractive, generative, fill-mask or sampled (the "
-        "share of --samples replies that begin with each subject: an endpoint without "
-        "log-probabilities).",
-    ),
-    O.SAMPLES,
-    O.Option(
-        "subjects",
-        help="Subject list name(s) under word_lists/nouns/subjects (e.g. religion_roberta).",
-        multiple=True,
-    ),
-    O.Option("slots", help="Slot template list.", default="{domain}_noact[_lm]"),
-    O.Option("activities", help="Activity list.", default="the domain's"),
-    O.Option("filler", help="none or newsqa (NewsQA models)."),
-    O.Option(
-        "limit",
-        help="Examples at most, drawn as every pair among some subjects at some templates with "
-        "every attribute (each in both subject orders; 0: all); below the smallest such set "
-        "(3 subjects × 2 templates) refused.",
-        type=int,
-    ),
-    O.SEED,
-    O.CI_LEVEL,
-    O.BOOTSTRAP,
-    O.SPAN_ADJUSTMENT,
-    O.QA_ORDER,
-    O.Option(
-        "fill_mask_top_k",
-        help="Masked LMs: a subject scores only if among the top k (reference: 10; "
-        "default: the exact probability).",
-        type=int,
-    ),
-    O.Option(
-        "pronouns",
-        "--pronouns/--no-pronouns",
-        help="Masked LMs, gender: a name scores max(p(name), p(she/he)).",
-        type=bool,
-    ),
-)
-"""The options of ``biaslens run unqover``."""
-
-
 SPEC = register(
     MethodSpec(
         outputs=QA_FILES_UNQOVER,
         name=METHOD,
+        commands=(FROM_PREDICTIONS,),
         title="UnQover: μ, η, θ4, δ, ε on underspecified questions (QA models answer, masked "
         "LMs fill the slot)",
         settings=UnqoverSettings,
@@ -325,7 +311,6 @@ SPEC = register(
             "bounded memory. Writes unqover.csv, subjects.csv, subject_attribute.csv, "
             "samples.parquet and plots/subjects.png; a rerun resumes from the request cache."
         ),
-        options=OPTIONS,
         reads_data=True,
         headlines=(
             Headline(

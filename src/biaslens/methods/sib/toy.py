@@ -6,15 +6,16 @@ selection effect, writes the samples, summary and a figure like Fig. 2(c)/(d). N
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import pandas as pd
 from pydantic import Field
 
-from biaslens.common.seeds import Seed
+from biaslens.common.options import FLAG, Flag
 from biaslens.data.toy_scm import sample_toy_scm
-from biaslens.framework import options as O
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
-from biaslens.framework.settings import MethodSettings, validated
-from biaslens.methods.sib.outputs import TOY as SIB_FILES_TOY
+from biaslens.framework.settings import MethodSettings, RandomSeed, validated
+from biaslens.methods.sib.sib_files import TOY as SIB_FILES_TOY
 from biaslens.metrics.toy_scm import selection_probability, too_few_selected, toy_summary
 
 METHOD = "sib-toy"
@@ -22,9 +23,13 @@ GAMMAS = {"well-specified": 1.0, "unspecified": 0.0}
 
 
 class ToySettings(MethodSettings):
-    n: int = Field(default=100_000, ge=100, le=100_000_000, description="samples per task")
-    alpha: float = Field(default=10.0, gt=0, le=1e6)
-    seed: Seed = 0
+    n: Annotated[int, Flag("--n")] = Field(
+        default=100_000, ge=100, le=100_000_000, description="Samples per task."
+    )
+    alpha: Annotated[float, FLAG] = Field(
+        default=10.0, gt=0, le=1e6, description="Noise amplification α of App. B."
+    )
+    seed: RandomSeed = 0
 
 
 def make_settings(**values) -> ToySettings:
@@ -85,11 +90,6 @@ SPEC = register(
         description=(
             "Fig. 2(c)/(d): how sample selection correlates W and G, and how that leaks into X "
             "vs Y only for the unspecified task."
-        ),
-        options=(
-            O.Option("n", "--n", help="Samples per task.", type=int),
-            O.Option("alpha", help="Noise amplification α of App. B.", type=float),
-            O.SEED,
         ),
         headlines=(
             Headline(

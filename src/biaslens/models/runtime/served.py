@@ -288,7 +288,7 @@ class TokenLevelBackend(LocalTokenizer, LM):
     def _decode_cid(self, requests, encoded) -> list[ContrastiveGenerateResult]:
         import torch
 
-        from biaslens.decoding.cid import FINISH_EOS, FINISH_LENGTH, FINISH_STOP
+        from biaslens.decoding.contrastive import FINISH_EOS, FINISH_LENGTH, FINISH_STOP
 
         n = len(requests)
         generated: list[list[int]] = [[] for _ in range(n)]

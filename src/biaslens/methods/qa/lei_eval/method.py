@@ -19,15 +19,17 @@ import numpy as np
 import pandas as pd
 
 from biaslens.common.atomic import json_records
+from biaslens.common.options import Option
 from biaslens.data import lei, sources
 from biaslens.data.squad import read_squad
 from biaslens.errors import BiaslensError
+from biaslens.framework.hooks import LmEvalTask
 from biaslens.framework.presets import UNSET, ByModel
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.methods.qa.lei_eval.scores import score_questions, scoring_label
-from biaslens.methods.qa.lei_eval.settings import OPTIONS, LeiEvalSettings, make_settings
+from biaslens.methods.qa.lei_eval.settings import LeiEvalSettings, make_settings
 from biaslens.methods.qa.lei_eval.views import mu_view
-from biaslens.methods.qa.outputs import LEI_EVAL as QA_FILES_LEI_EVAL
+from biaslens.methods.qa.qa_files import LEI_EVAL as QA_FILES_LEI_EVAL
 from biaslens.metrics.qa import squad_scores
 from biaslens.metrics.unqover import MEASURES as UNQOVER_MEASURES
 from biaslens.metrics.unqover import (
@@ -347,6 +349,14 @@ SPEC = register(
     MethodSpec(
         outputs=QA_FILES_LEI_EVAL,
         name=METHOD,
+        lm_eval=LmEvalTask(
+            "biaslens.methods.qa.lei_eval.lm_eval_task:lei_task",
+            options=(
+                Option(
+                    "domain", default="religion", help="LEI domain: religion, ethnicity or gender."
+                ),
+            ),
+        ),
         title="Zero-shot LEI: μ without and under ethical / adversarial / irrelevant "
         "interventions and on specified contexts, next to the desired μ (Fig. 4)",
         settings=LeiEvalSettings,
@@ -354,7 +364,6 @@ SPEC = register(
         make_settings=make_settings,
         prepare=prepare,
         run_name=run_name,
-        options=OPTIONS,
         reads_data=True,
         headlines=(
             Headline(

@@ -1,21 +1,27 @@
-"""The settings of ``lei-eval`` (zero-shot LEI) and their command-line options."""
+"""The settings of ``lei-eval`` (zero-shot LEI), each with its command-line flag."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
-from biaslens.common.seeds import Seed
+from biaslens.common.options import FLAG, Flag
 from biaslens.data import lei
 from biaslens.errors import BiaslensError
-from biaslens.framework import options as O
 from biaslens.framework.settings import (
+    QA_MODE_FLAG,
     CiLevel,
     Limit,
     MethodSettings,
+    ModelName,
+    QaFile,
+    QaLimit,
+    QaOrder,
+    RandomSeed,
     Replicates,
+    SpanAdjustment,
     file_sha256,
     validated,
 )
@@ -31,49 +37,60 @@ class LeiEvalSettings(MethodSettings):
     Input files (``split_file``, ``specified_sentences``, ``qa_file``) are recorded by their
     sha256, not their path, so a run resumes wherever the files are."""
 
-    model: str = "default"
-    domain: Literal["religion", "ethnicity", "gender"] = "religion"
-    split: str = "noniid_test"
+    model: ModelName = "default"
+    domain: Annotated[Literal["religion", "ethnicity", "gender"], FLAG] = Field(
+        default="religion", description="religion, ethnicity or gender."
+    )
+    split: Annotated[str, FLAG] = Field(
+        default="noniid_test", description="Official split: noniid_test, noniid_dev, train_64 …"
+    )
     split_sha256: str = ""
-    mode: Literal["auto", "extractive", "generative", "first-token", "sampled"] = "auto"
+    mode: Annotated[
+        Literal["auto", "extractive", "generative", "first-token", "sampled"], QA_MODE_FLAG
+    ] = Field(
+        default="auto",
+        description="auto (from the model kind and backend), extractive, generative (the "
+        "candidates' log-likelihood), first-token (the top-20 first answer tokens: a chat "
+        "endpoint) or sampled (the share of --samples replies that begin with each subject: an "
+        "endpoint without log-probabilities).",
+    )
     samples: Samples = DEFAULT_SAMPLES
-    min_candidate_mass: float = Field(
+    min_candidate_mass: Annotated[float, FLAG] = Field(
         default=MIN_CANDIDATE_MASS,
         ge=0,
         le=1,
-        description="first-token scoring: the least share of the probability the two "
-        "candidates must hold for a question to have a score",
+        description="First-token scoring: a question whose two candidates hold less of the "
+        "first token's probability than this (0 to 1) has no score.",
     )
-    span_adjustment: Literal["none", "articles", "reference"] = Field(
-        default="none", description="UnQover's adjustment of S by neighbouring words (extractive)"
-    )
-    qa_order: Literal["question-first", "context-first"] = Field(
-        default="question-first", description="extractive input order"
-    )
-    limit: Limit = Field(default=None, description="context pairs, stratified")
-    seed: Seed = 0
+    span_adjustment: Annotated[SpanAdjustment, Flag(switch=("--head-words", "articles"))] = "none"
+    qa_order: QaOrder = "question-first"
+    limit: Limit = Field(default=None, description="Context pairs, stratified (seeded; 0: all).")
+    seed: RandomSeed = 0
     ci_level: CiLevel = 0.95
-    bootstrap: Replicates = Field(
-        default=1000, description="replicates over subject pair × template units (0: none)"
-    )
+    bootstrap: Replicates = 1000
     specified_sha256: str = ""
     qa_sha256: str = ""
-    qa_limit: Limit = None
-    specified_answers: tuple[str, ...] | None = Field(
+    qa_limit: QaLimit = None
+    specified_answers: Annotated[tuple[str, ...] | None, Flag("--specified-answer")] = Field(
         default=None,
-        description="answer clusters or subjects of the specified subsets (default: gender "
-        "female and male; another domain needs its subjects named)",
+        description="Answer cluster(s) or subject(s) of the specified subsets, one row each "
+        "(gender default: female male; e.g. Muslim for religion).",
     )
     specified_file_sha256: str = ""
-    split_file: Path | None = Field(default=None, exclude=True)
-    specified_sentences: Path | None = Field(default=None, exclude=True)
-    specified_file: Path | None = Field(
+    split_file: Annotated[Path | None, FLAG] = Field(
+        default=None, exclude=True, description="A SQuAD-format LEI split."
+    )
+    specified_sentences: Annotated[Path | None, FLAG] = Field(
+        default=None, exclude=True, description="TSV attribute<TAB>sentence with [subj] (Q_N)."
+    )
+    specified_file: Annotated[Path | None, FLAG] = Field(
         default=None,
         exclude=True,
-        description="specified-context examples in the LEI release's layout (e.g. the authors' "
-        "female file, which the public release lacks); default: the public male sample",
+        description="Specified-context examples in the LEI release's JSON layout (e.g. the "
+        "authors' female file of Fig. 6, not in the public release); default: the public male "
+        "sample.",
     )
-    qa_file: Path | None = Field(default=None, exclude=True)
+    qa_file: QaFile = None
 
 
 def make_settings(
@@ -103,64 +120,3 @@ def make_settings(
     if split_file is not None:
         values["split"] = Path(split_file).name
     return validated(LeiEvalSettings, values)
-
-
-OPTIONS = (
-    O.MODEL,
-    O.Option("domain", help="religion, ethnicity or gender."),
-    O.Option("split", help="Official split: noniid_test, noniid_dev, train_64 …"),
-    O.Option("split_file", help="A SQuAD-format LEI split.", type=Path),
-    O.Option(
-        "mode",
-        "--qa-mode",
-        "--mode",
-        help="auto (from the model kind and backend), extractive, generative (the candidates' "
-        "log-likelihood), first-token (the top-20 first answer tokens: a chat endpoint) or "
-        "sampled (the share of --samples replies that begin with each subject: an endpoint "
-        "without log-probabilities).",
-        deprecated=(("--mode", "--qa-mode"),),
-    ),
-    O.SAMPLES,
-    O.Option(
-        "min_candidate_mass",
-        help="First-token scoring: a question whose two candidates hold less of the first "
-        "token's probability than this (0 to 1) has no score.",
-        type=float,
-    ),
-    O.SPAN_ADJUSTMENT,
-    O.QA_ORDER,
-    O.Option(
-        "span_adjustment",
-        "--head-words",
-        help="Deprecated: --span-adjustment articles.",
-        type=bool,
-        sets="articles",
-        hidden=True,
-        deprecated=(("--head-words", "--span-adjustment articles"),),
-    ),
-    O.Option("limit", help="Context pairs, stratified (seeded; 0: all).", type=int),
-    O.SEED,
-    O.CI_LEVEL,
-    O.BOOTSTRAP,
-    O.Option(
-        "specified_sentences",
-        help="TSV attribute<TAB>sentence with [subj] (Q_N).",
-        type=Path,
-    ),
-    O.Option(
-        "specified_file",
-        help="Specified-context examples in the LEI release's JSON layout (e.g. the authors' "
-        "female file of Fig. 6, not in the public release).",
-        type=Path,
-    ),
-    O.Option(
-        "specified_answers",
-        "--specified-answer",
-        help="Answer cluster(s) or subject(s) of the specified subsets, one row each "
-        "(gender default: female male; e.g. Muslim for religion).",
-        multiple=True,
-    ),
-    O.QA_FILE,
-    O.QA_LIMIT,
-)
-"""The options of ``biaslens run lei-eval``."""

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from biaslens.common import atomic
 from biaslens.errors import BiaslensError
-from biaslens.models.backends.replicated.ray_runtime import connect, load_in_worker, worker_plan
 from biaslens.models.config import BackendConfig
+from biaslens.models.runtime.ray_runtime import connect, load_in_worker, worker_plan
 from biaslens.models.trainable import TrainableLM
 from biaslens.progress import NoProgress, Progress
 from biaslens.store.run import inside_run

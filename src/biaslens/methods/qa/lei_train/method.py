@@ -35,13 +35,12 @@ from biaslens.methods.qa.lei_train.bookkeeping import TrainingRun, read_table
 from biaslens.methods.qa.lei_train.cells import DONE, cell_name, train_cell_group
 from biaslens.methods.qa.lei_train.selection import lei_criterion, select_top, summarize_selected
 from biaslens.methods.qa.lei_train.settings import (
-    OPTIONS,
     TESTS,
     TRAIN_SIZES,
     LeiTrainSettings,
     make_settings,
 )
-from biaslens.methods.qa.outputs import LEI_TRAIN as QA_FILES_LEI_TRAIN
+from biaslens.methods.qa.qa_files import LEI_TRAIN as QA_FILES_LEI_TRAIN
 from biaslens.models.base import LM, ModelKind
 from biaslens.models.trainable import require_trainable
 from biaslens.scoring.qa import qa_mode_for
@@ -235,7 +234,6 @@ SPEC = register(
         body=run,
         make_settings=make_settings,
         prepare=prepare,
-        options=OPTIONS,
         reads_data=True,
         headlines=(
             Headline(

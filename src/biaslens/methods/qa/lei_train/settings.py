@@ -1,15 +1,26 @@
-"""The settings of ``lei-train`` (LEI few-shot fine-tuning) and their command-line options."""
+"""The settings of ``lei-train`` (LEI few-shot fine-tuning), each with its command-line flag."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
+from biaslens.common.options import FLAG, Flag
 from biaslens.data import lei
-from biaslens.framework import options as O
-from biaslens.framework.settings import Limit, MethodSettings, file_sha256, validated
+from biaslens.framework.settings import (
+    QA_MODE_FLAG,
+    Limit,
+    MethodSettings,
+    ModelName,
+    QaFile,
+    QaLimit,
+    QaOrder,
+    SpanAdjustment,
+    file_sha256,
+    validated,
+)
 from biaslens.train.config import TrainingOptions
 
 TRAIN_SIZES = (64, 256, 1024, 4096)
@@ -22,38 +33,67 @@ class LeiTrainSettings(MethodSettings, TrainingOptions):
     evaluates (``qa_file`` is recorded by its sha256; ``keep_checkpoints`` only decides what is
     kept on disk)."""
 
-    model: str = "default"
-    mode: Literal["auto", "extractive", "generative"] = "auto"
-    train_sizes: tuple[int, ...] = TRAIN_SIZES
-    learning_rates: tuple[float, ...] = (5e-6, 1e-5, 2e-5, 3e-5)
-    epochs: tuple[int, ...] = (3, 5, 7, 9)
-    train_batch_size: int = Field(default=8, ge=1, description="intervention examples per step")
-    reference: Literal["model", "file"] = "model"
-    dominant_from: Literal["templates", "adversarial"] = Field(
+    model: ModelName = "default"
+    mode: Annotated[Literal["auto", "extractive", "generative"], QA_MODE_FLAG] = Field(
+        default="auto", description="auto (from the model kind), extractive or generative."
+    )
+    train_sizes: Annotated[tuple[int, ...], FLAG] = Field(
+        default=TRAIN_SIZES, description="Official religion train files."
+    )
+    learning_rates: Annotated[tuple[float, ...], Flag("--learning-rates", "--lrs")] = Field(
+        default=(5e-6, 1e-5, 2e-5, 3e-5), description="Grid of learning rates."
+    )
+    epochs: Annotated[tuple[int, ...], FLAG] = Field(
+        default=(3, 5, 7, 9), description="Grid of epoch counts."
+    )
+    train_batch_size: Annotated[int, FLAG] = Field(
+        default=8, ge=1, description="Intervention examples per step."
+    )
+    reference: Annotated[Literal["model", "file"], FLAG] = Field(
+        default="model",
+        description="Zero-shot targets: model (computed with the model before training) or file "
+        "(the split's stored RoBERTa probabilities and tomax; extractive only).",
+    )
+    dominant_from: Annotated[Literal["templates", "adversarial"], FLAG] = Field(
         default="templates",
-        description="x_dom: mean C over every template without interventions (Appendix B.2), "
-        "or over every template × adversarial intervention, question first and with the span "
-        "adjustment (LEI's adding_cbias.py)",
+        description="The dominant subject x_dom from templates (every template without "
+        "interventions: Appendix B.2) or adversarial (every template × adversarial "
+        "intervention, question first, span-adjusted: LEI's adding_cbias.py).",
     )
-    selection: Literal["gap", "theta4"] = Field(
+    selection: Annotated[Literal["gap", "theta4"], FLAG] = Field(
         default="gap",
-        description="gap: Σ over types |μ − desired μ|; theta4: (1 − adversarial θ4) + "
-        "ethical θ4 (LEI's model_select.py)",
+        description="Dev criterion: gap (Σ |μ − desired μ|) or theta4 ((1 − adversarial θ4) + "
+        "ethical θ4, as LEI's model_select.py).",
     )
-    qa_order: Literal["question-first", "context-first"] = "question-first"
-    span_adjustment: Literal["none", "articles", "reference"] = "none"
-    train_types: tuple[str, ...] = lei.INTERVENTION_TYPES
-    top_k: int = Field(default=5, ge=1)
-    dev: str = "religion/noniid_dev"
-    dev_limit: Limit = None
-    tests: tuple[str, ...] = TESTS
-    test_limit: Limit = None
+    qa_order: QaOrder = "question-first"
+    span_adjustment: SpanAdjustment = "none"
+    train_types: Annotated[tuple[str, ...], FLAG] = Field(
+        default=lei.INTERVENTION_TYPES,
+        description="Intervention types to train on (ablations drop some).",
+    )
+    top_k: Annotated[
+        int, Flag("--top-checkpoints", "--top-k", deprecated={"--top-k": "--top-checkpoints"})
+    ] = Field(default=5, ge=1, description="Checkpoints kept per train size.")
+    dev: Annotated[str, FLAG] = Field(default="religion/noniid_dev", description="Selection split.")
+    dev_limit: Limit = Field(default=None, description="About N context pairs of dev (0: all).")
+    tests: Annotated[tuple[str, ...], FLAG] = Field(
+        default=TESTS,
+        description="Evaluation splits (the gender test adds the specified contexts).",
+    )
+    test_limit: Limit = Field(default=None, description="About N context pairs per test (0: all).")
     qa_sha256: str = ""
-    qa_limit: Limit = None
-    qa_file: Path | None = Field(default=None, exclude=True)
-    keep_checkpoints: bool = Field(default=False, exclude=True)
-    parallel_cells: int = Field(default=1, ge=1, exclude=True)
-    """Grid groups trained at once as Ray tasks (1: here, one after the other)."""
+    qa_limit: QaLimit = None
+    qa_file: QaFile = None
+    keep_checkpoints: Annotated[bool, FLAG] = Field(
+        default=False, exclude=True, description="Keep the checkpoints that were not selected."
+    )
+    parallel_cells: Annotated[int, FLAG] = Field(
+        default=1,
+        ge=1,
+        exclude=True,
+        description="Train N grid groups at once as Ray tasks, one device each (with "
+        "--ray-address on a cluster whose nodes share the run folder).",
+    )
 
     @field_validator("learning_rates")
     @classmethod
@@ -100,88 +140,3 @@ def make_settings(qa_file: Path | None = None, **values) -> LeiTrainSettings:
         values["qa_sha256"] = file_sha256(qa_file, "QA file")
         values["qa_file"] = Path(qa_file)
     return validated(LeiTrainSettings, values)
-
-
-def _weight(kind: str) -> O.Option:
-    return O.Option(
-        f"weights.{kind}", f"--weight-{kind}", help=f"Loss weight of the {kind} term.",
-        type=float, minimum=0,
-    )  # fmt: skip
-
-
-OPTIONS = (
-    O.MODEL,
-    O.QA_MODE,
-    O.Option("train_sizes", help="Official religion train files.", type=int, multiple=True),
-    O.Option(
-        "learning_rates",
-        "--learning-rates",
-        "--lrs",
-        help="Grid of learning rates.",
-        type=float,
-        multiple=True,
-    ),
-    O.Option("epochs", help="Grid of epoch counts.", type=int, multiple=True),
-    O.Option("train_batch_size", help="Intervention examples per step.", type=int),
-    O.Option(
-        "qa_ratio",
-        help="QA rows mixed in per intervention example (1/3 = official).",
-        type=float,
-    ),
-    *(_weight(kind) for kind in ("ethical", "adversarial", "irrelevant", "qa")),
-    O.Option("schedule", help="linear (decay to 0) or constant (shares runs across epochs)."),
-    O.Option(
-        "reference",
-        help="Zero-shot targets: model (computed with the model before training) or file (the "
-        "split's stored RoBERTa probabilities and tomax; extractive only).",
-    ),
-    O.Option(
-        "dominant_from",
-        help="The dominant subject x_dom from templates (every template without "
-        "interventions: Appendix B.2) or adversarial (every template × adversarial "
-        "intervention, question first, span-adjusted: LEI's adding_cbias.py).",
-    ),
-    O.Option(
-        "loss_reduction",
-        help="mean (each group loss averaged over its rows) or reference (summed over rows, "
-        "total halved, as LEI's code).",
-    ),
-    O.Option(
-        "selection",
-        help="Dev criterion: gap (Σ |μ − desired μ|) or theta4 ((1 − adversarial θ4) + "
-        "ethical θ4, as LEI's model_select.py).",
-    ),
-    O.SPAN_ADJUSTMENT,
-    O.QA_ORDER,
-    O.Option(
-        "train_types", help="Intervention types to train on (ablations drop some).", multiple=True
-    ),
-    O.Option(
-        "top_k",
-        "--top-checkpoints",
-        "--top-k",
-        help="Checkpoints kept per train size.",
-        type=int,
-        deprecated=(("--top-k", "--top-checkpoints"),),
-    ),  # fmt: skip
-    O.Option("dev", help="Selection split."),
-    O.Option("dev_limit", help="About N context pairs of dev (0: all).", type=int),
-    O.Option(
-        "tests",
-        help="Evaluation splits (the gender test adds the specified contexts).",
-        multiple=True,
-    ),
-    O.Option("test_limit", help="About N context pairs per test (0: all).", type=int),
-    O.QA_FILE,
-    O.QA_LIMIT,
-    O.SEED,
-    O.Option("keep_checkpoints", help="Keep the checkpoints that were not selected.", type=bool),
-    O.Option(
-        "parallel_cells",
-        help="Train N grid groups at once as Ray tasks, one device each (with --ray-address on "
-        "a cluster whose nodes share the run folder).",
-        type=int,
-        minimum=1,
-    ),
-)
-"""The options of ``biaslens run lei-train``."""

@@ -29,10 +29,12 @@ from biaslens.data import mgc, sources, winogender
 from biaslens.data.mgc import inject_date
 from biaslens.data.pronouns import GENDERS
 from biaslens.errors import BiaslensError
+from biaslens.framework.hooks import LmEvalTask
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.methods.sib.detect.sampled import sampled_verdicts, undecided_counts
-from biaslens.methods.sib.detect.settings import OPTIONS, DetectSettings, make_settings
-from biaslens.methods.sib.outputs import DETECT as SIB_FILES_DETECT
+from biaslens.methods.sib.detect.settings import SHOW_OCCUPATION, DetectSettings, make_settings
+from biaslens.methods.sib.detect.stored import FROM_STORED
+from biaslens.methods.sib.sib_files import DETECT as SIB_FILES_DETECT
 from biaslens.metrics.intervals import LEVEL, SMALL_N
 from biaslens.metrics.sib import (
     REFERENCE_EPS,
@@ -312,6 +314,8 @@ SPEC = register(
     MethodSpec(
         outputs=SIB_FILES_DETECT,
         name=METHOD,
+        commands=(FROM_STORED,),
+        lm_eval=LmEvalTask("biaslens.methods.sib.lm_eval_tasks:detect_task"),
         title="SIB Method 2: task-specification detector on extended Winogender and the "
         "Simplified set",
         settings=DetectSettings,
@@ -325,7 +329,7 @@ SPEC = register(
             "accuracy), samples.parquet, summary.json and plots/detector_*.png (per occupation, "
             "ordered by BLS % female)."
         ),
-        options=OPTIONS,
+        display_options=(SHOW_OCCUPATION,),
         reads_data=True,
         extra_views=occupation_views,
         presets={

@@ -1,14 +1,21 @@
-"""The settings of ``sib-detect`` (SIB Method 2) and their command-line options."""
+"""The settings of ``sib-detect`` (SIB Method 2), each with its command-line flag."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
+from biaslens.common.options import FLAG, Flag, Option
 from biaslens.errors import BiaslensError
-from biaslens.framework import options as O
-from biaslens.framework.settings import CiLevel, Limit, MethodSettings, validated
+from biaslens.framework.settings import (
+    CiLevel,
+    Limit,
+    MethodSettings,
+    ModelName,
+    PronounScoring,
+    validated,
+)
 from biaslens.metrics.sib import MIN_PRONOUN_MASS, MinPronounMass
 from biaslens.scoring.sampled import DEFAULT_SAMPLES, Samples
 
@@ -22,29 +29,44 @@ the set the paper's Table 3 was computed on."""
 class DetectSettings(MethodSettings):
     """Settings that decide a Method 2 run's results."""
 
-    model: str = "default"
-    sets: tuple[SetName, ...] = SETS
-    mode: Literal["exact", "paper", "sampled"] = "exact"
+    model: ModelName = "default"
+    sets: Annotated[tuple[SetName, ...], Flag("--set")] = Field(
+        default=SETS, description="extended simplified (App. H and H.1)."
+    )
+    mode: PronounScoring = "exact"
     samples: Samples = DEFAULT_SAMPLES
-    date_format: Literal["comma", "colon"] = Field(
-        default="comma", description="In {DATE}, sentence (comma) or In {DATE}: Sentence (colon)"
+    date_format: Annotated[Literal["comma", "colon"], FLAG] = Field(
+        default="comma",
+        description="comma: 'In 1901, the sentence'; colon: 'In 1901: The sentence' as the "
+        "reference code.",
     )
-    generation_tokens: int = Field(default=20, ge=1, le=256, description="paper-mode greedy steps")
-    sweep: tuple[str, ...] = Field(
-        default=(), description="sentence ids scored on the full date grid (Fig. 4)"
+    generation_tokens: Annotated[int, FLAG] = Field(
+        default=20, ge=1, le=256, description="Paper scoring: greedy steps."
     )
-    earliest: int = Field(default=1901, ge=0, le=9999)
-    latest: int = Field(default=2016, ge=0, le=9999)
-    average_n: int = Field(default=1, ge=1, description="average the first/last N grid dates")
+    sweep: Annotated[tuple[str, ...], FLAG] = Field(
+        default=(),
+        description="Sentence ids (e.g. doctor_man_1) also scored at every date of the grid "
+        "(Fig. 4).",
+    )
+    earliest: Annotated[int, FLAG] = Field(
+        default=1901, ge=0, le=9999, description="Earliest date."
+    )
+    latest: Annotated[int, FLAG] = Field(default=2016, ge=0, le=9999, description="Latest date.")
+    average_n: Annotated[int, FLAG] = Field(
+        default=1,
+        ge=1,
+        description="Average the first/last N dates of a grid instead of single dates.",
+    )
     grid_size: int = Field(default=30, ge=2, description="date grid between earliest and latest")
-    threshold: float = Field(default=0.5, ge=0, le=100)
-    empty_mass: Literal["exclude", "zero"] = Field(
-        default="exclude",
-        description="sentences with no pronoun mass at a date: excluded from TPR/TNR and "
-        "counted (exclude), or share 0 via the reference's f/(f+m+n+1e-5) on masses in "
-        "percent (zero)",
+    threshold: Annotated[float, FLAG] = Field(
+        default=0.5, ge=0, le=100, description="Unspecified when metric > this (pp)."
     )
-    limit: Limit = Field(default=None, description="occupations (first N, sorted)")
+    empty_mass: Annotated[Literal["exclude", "zero"], FLAG] = Field(
+        default="exclude",
+        description="Sentences with no pronoun mass at a date: exclude (no verdict, counted) or "
+        "zero (the reference's share of 0: f/(f+m+n+1e-5) on masses in percent).",
+    )
+    limit: Limit = Field(default=None, description="Only the first N occupations (sorted; 0: all).")
     min_pronoun_mass: MinPronounMass = MIN_PRONOUN_MASS
     ci_level: CiLevel = 0.95
 
@@ -67,43 +89,10 @@ def make_settings(**values) -> DetectSettings:
     return settings
 
 
-OPTIONS = (
-    O.MODEL,
-    O.Option("sets", "--set", help="extended simplified (App. H and H.1).", multiple=True),
-    O.PRONOUN_SCORING,
-    O.MIN_PRONOUN_MASS,
-    O.SAMPLES,
-    O.Option("earliest", help="Earliest date.", type=int),
-    O.Option("latest", help="Latest date.", type=int),
-    O.Option(
-        "average_n",
-        help="Average the first/last N dates of a grid instead of single dates.",
-        type=int,
-    ),
-    O.Option("threshold", help="Unspecified when metric > this (pp).", type=float),
-    O.Option(
-        "empty_mass",
-        help="Sentences with no pronoun mass at a date: exclude (no verdict, counted) or "
-        "zero (the reference's share of 0).",
-    ),
-    O.Option("limit", help="Only the first N occupations (sorted; 0: all).", type=int),
-    O.CI_LEVEL,
-    O.Option(
-        "date_format",
-        help="comma: 'In 1901, the sentence'; colon: 'In 1901: The sentence' as the "
-        "reference code.",
-    ),
-    O.GENERATION_TOKENS.but(help="Paper scoring: greedy steps."),
-    O.Option(
-        "sweep",
-        help="Sentence ids (e.g. doctor_man_1) also scored at every date of the grid (Fig. 4).",
-        multiple=True,
-    ),
-    O.Option(
-        "show_occupation",
-        help="Print the per-sentence table (Table 2) for these.",
-        multiple=True,
-        display=True,
-    ),
+SHOW_OCCUPATION = Option(
+    "show_occupation",
+    help="Print the per-sentence table (Table 2) for these.",
+    multiple=True,
+    display=True,
 )
-"""The options of ``biaslens run sib-detect``."""
+"""What ``biaslens run sib-detect`` prints after a run (not a setting)."""

@@ -16,16 +16,16 @@ Scoring modes:
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import pandas as pd
 from pydantic import Field, field_validator
 
 from biaslens.common.numbers import readable, readable_interval
-from biaslens.common.seeds import Seed
+from biaslens.common.options import FLAG, Flag, Option
 from biaslens.data import mgc
 from biaslens.errors import BiaslensError
-from biaslens.framework import options as O
+from biaslens.framework.hooks import LmEvalTask
 from biaslens.framework.presets import UNSET, ByModel
 from biaslens.framework.registry import (
     Comparison,
@@ -35,9 +35,17 @@ from biaslens.framework.registry import (
     RunContext,
     register,
 )
-from biaslens.framework.settings import CiLevel, Limit, MethodSettings, validated
+from biaslens.framework.settings import (
+    CiLevel,
+    Limit,
+    MethodSettings,
+    ModelName,
+    PronounScoring,
+    RandomSeed,
+    validated,
+)
 from biaslens.methods.sib.mgc.compare import compare
-from biaslens.methods.sib.outputs import MGC as SIB_FILES_MGC
+from biaslens.methods.sib.sib_files import MGC as SIB_FILES_MGC
 from biaslens.metrics.sib import (
     MIN_PRONOUN_MASS,
     MinPronounMass,
@@ -62,20 +70,32 @@ MASKED_PROMPT = "mask"  # the prompt column's value for masked LMs, which use no
 class MGCSettings(MethodSettings):
     """Settings that decide an MGC run's results (validated on entry)."""
 
-    model: str = "default"
-    mode: Literal["exact", "paper", "sampled"] = "exact"
+    model: ModelName = "default"
+    mode: PronounScoring = "exact"
     samples: Samples = DEFAULT_SAMPLES
-    prompts: tuple[str, ...] | None = Field(
-        default=None, description="causal/seq2seq prompts (A, B, C); default A; none for masked LMs"
+    prompts: Annotated[tuple[str, ...] | None, Flag("--prompt", "-p", shown="A")] = Field(
+        default=None,
+        description="Instruction prompt(s) A B C of App. D.2 for causal/seq2seq models. Not "
+        "allowed with masked LMs.",
     )
-    w_kinds: tuple[Literal["dates", "places"], ...] = ("dates", "places")
-    date_grid: Literal["code", "rounded", "text"] = "code"
-    generation_tokens: int = Field(
-        default=20, ge=1, le=256, description="paper-mode greedy steps of causal/seq2seq models"
+    w_kinds: Annotated[tuple[Literal["dates", "places"], ...], Flag("--w")] = Field(
+        default=("dates", "places"), description="Injected W values: dates places."
     )
-    limit: Limit = Field(default=None, description="sentences per W value")
+    date_grid: Annotated[Literal["code", "rounded", "text"], FLAG] = Field(
+        default="code",
+        description="code: linspace(1801, 2016, 30) cut to whole years, as the reference code; "
+        "rounded: the same points rounded; text: 1801-2001 as the paper's text.",
+    )
+    generation_tokens: Annotated[int, FLAG] = Field(
+        default=20,
+        ge=1,
+        le=256,
+        description="Paper scoring: greedy steps of causal/seq2seq models (the reference code "
+        "used 10 for Method 1: --preset paper).",
+    )
+    limit: Limit = None
     min_pronoun_mass: MinPronounMass = MIN_PRONOUN_MASS
-    seed: Seed = 0
+    seed: RandomSeed = 0
     ci_level: CiLevel = 0.95
 
     @field_validator("prompts")
@@ -94,37 +114,6 @@ class MGCSettings(MethodSettings):
         if not value:
             raise ValueError("at least one W kind (dates, places) is needed")
         return tuple(dict.fromkeys(value))
-
-
-OPTIONS = (
-    O.MODEL,
-    O.Option(
-        "prompts",
-        "--prompt",
-        "-p",
-        help="Instruction prompt(s) A B C of App. D.2 for causal/seq2seq models. Not allowed "
-        "with masked LMs.",
-        multiple=True,
-        default="A",
-    ),
-    O.Option("w_kinds", "--w", help="Injected W values: dates places.", multiple=True),
-    O.PRONOUN_SCORING,
-    O.MIN_PRONOUN_MASS,
-    O.SAMPLES,
-    O.Option(
-        "date_grid",
-        help="code: linspace(1801, 2016, 30) cut to whole years, as the reference code; "
-        "rounded: the same points rounded; text: 1801-2001 as the paper's text.",
-    ),
-    O.GENERATION_TOKENS.but(
-        help="Paper scoring: greedy steps of causal/seq2seq models (the reference code used 10 "
-        "for Method 1: --preset paper)."
-    ),
-    O.LIMIT,
-    O.SEED,
-    O.CI_LEVEL,
-)
-"""The options of ``biaslens run sib-mgc``."""
 
 
 def make_settings(**values) -> MGCSettings:
@@ -259,6 +248,13 @@ SPEC = register(
     MethodSpec(
         outputs=SIB_FILES_MGC,
         name=METHOD,
+        lm_eval=LmEvalTask(
+            "biaslens.methods.sib.lm_eval_tasks:mgc_task",
+            options=(
+                Option("prompt", default="A", help="MGC prompt: A, B or C."),
+                Option("w_kind", "--w", default="dates", help="MGC W kind: dates or places."),
+            ),
+        ),
         title="SIB Method 1 on the MGC set: gendered-pronoun probability vs injected dates/places",
         settings=MGCSettings,
         body=run,
@@ -271,7 +267,6 @@ SPEC = register(
             "plots/mgc_*.png. Several models (--model A B, --models-file) are compared "
             "(Fig. 3(b)). Rerunning the same command resumes from the run's request cache."
         ),
-        options=OPTIONS,
         comparison=Comparison(
             compare=compare,
             folder=lambda s: f"compare-{s.mode}",

@@ -191,7 +191,7 @@ def _results(b: HFRuntime, requests, tokens, top_values, top_ids) -> list[Genera
 def contrastive_generate(b: HFRuntime, requests, progress) -> list[ContrastiveGenerateResult]:
     """CID for many (x, x', λ) triples: x and x' are two rows of one batch sharing a KV
     cache, triples are batched together (``batch_size`` counts triples)."""
-    from biaslens.decoding.cid import ContrastiveDecoder
+    from biaslens.decoding.contrastive import ContrastiveDecoder
     from biaslens.errors import BiaslensError
 
     if b.contrastive_decoder is None:

@@ -1,5 +1,6 @@
 """Data-parallel model replicas on Ray (``--data-parallel N``), around any backend: N Ray
-actors each load the model on the chosen backend (:mod:`.replicas`, :mod:`.ray_runtime`)."""
+actors each load the model on the chosen backend (:mod:`.replicas`; the Ray runtime they run on,
+which LEI fine-tuning shares, is :mod:`biaslens.models.runtime.ray_runtime`)."""
 
 from __future__ import annotations
 

@@ -22,17 +22,17 @@ from collections import deque
 from collections.abc import Callable
 
 from biaslens.errors import BiaslensError
-from biaslens.models.backends.replicated.ray_runtime import (
+from biaslens.models.base import LM
+from biaslens.models.config import BackendConfig
+from biaslens.models.requests import as_fields
+from biaslens.models.runtime.forwarding import ForwardingLM
+from biaslens.models.runtime.ray_runtime import (
     admit,
     connect,
     load_in_worker,
     placement_timeout,
     plan_for,
 )
-from biaslens.models.base import LM
-from biaslens.models.config import BackendConfig
-from biaslens.models.requests import as_fields
-from biaslens.models.runtime.forwarding import ForwardingLM
 
 Loader = Callable[[str, BackendConfig], LM]
 """How a replica loads its model: ``load(name, config)`` (the registry's ``load_model``)."""

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from biaslens.common.decoding_limits import lambda_problem
+from biaslens.common.options import FLAG, Flag
 from biaslens.models.base import LM
 from biaslens.models.requests import ContrastiveGenerateRequest
 from biaslens.progress import Progress
@@ -18,10 +21,19 @@ class DecodingSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    lams: tuple[float, ...] = (0.0, 5.0, 50.0)
-    top_k: int = 50
-    max_new_tokens: int = Field(default=20, ge=1)
-    stop: tuple[str, ...] = DEFAULT_STOP
+    lams: Annotated[tuple[float, ...], Flag("--lam")] = Field(
+        default=(0.0, 5.0, 50.0),
+        description="λ values, e.g. --lam 0 5 50 (0 is plain greedy decoding).",
+    )
+    top_k: Annotated[
+        int, Flag("--top-k-tokens", "--top-k", deprecated={"--top-k": "--top-k-tokens"})
+    ] = Field(default=50, description="Restrict to the top-K tokens of p(·|x) (paper: 50).")
+    max_new_tokens: Annotated[int, FLAG] = Field(
+        default=20, ge=1, description="At most N new tokens."
+    )
+    stop: Annotated[tuple[str, ...], Flag(commas=False)] = Field(
+        default=DEFAULT_STOP, description="Stop strings."
+    )
 
     @field_validator("top_k")
     @classmethod

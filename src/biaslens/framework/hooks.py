@@ -1,0 +1,95 @@
+"""What a method adds besides ``biaslens run NAME``, declared in its
+:class:`~biaslens.framework.spec.MethodSpec` so that nothing else names the method.
+
+* :class:`LmEvalTask`: the method as an lm-evaluation-harness task (``biaslens export
+  lm-eval``);
+* :class:`MethodCommand`: a command of its own (``biaslens metrics sib-detect`` scores stored
+  outputs, ``biaslens cid-ratings`` adds people's ratings to a finished run), which gets a
+  :class:`CommandContext` to print with and to add to a finished run through the runner
+  (:class:`Amendment`).
+
+A plug-in method declares these the same way and gets the same commands.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from biaslens.common.options import Argument, Option
+
+
+@dataclass(frozen=True)
+class LmEvalTask:
+    """How a method is written as an lm-evaluation-harness task.
+
+    ``write(folder, limit, data_dir, **options)`` writes one task folder under ``folder``
+    (see :mod:`biaslens.framework.lm_eval`) and returns it; given as ``"module:function"``, it
+    is imported when a task is written (the task's module may import the method's). ``options``
+    are the options of ``biaslens export lm-eval`` it reads besides ``--limit`` and
+    ``--data-dir`` (each gets its declared default when not given)."""
+
+    write: Callable[..., Path] | str
+    options: tuple[Option, ...] = ()
+
+    def writer(self) -> Callable[..., Path]:
+        """The function that writes the task (imported now when named by a string)."""
+        if not isinstance(self.write, str):
+            return self.write
+        module, function = self.write.split(":")
+        return getattr(importlib.import_module(module), function)
+
+
+@dataclass(frozen=True)
+class Amendment:
+    """Results added to a finished run (e.g. people's ratings of a CID audit's continuations):
+    ``compute(finished)`` gets the run as it is (:class:`~biaslens.store.result.RunResult`)
+    and returns the tables and figures to add (a
+    :class:`~biaslens.framework.spec.MethodOutput`); their headline estimates, at
+    ``ci_level``, replace those an earlier amendment wrote for the same tables."""
+
+    compute: Callable[[Any], Any]
+    ci_level: float = 0.95
+
+
+@dataclass(frozen=True)
+class Amended:
+    """What :class:`Amendment` wrote: the output it computed, the paths of its tables and
+    figures by name, and the run's report (None when it could not be written)."""
+
+    output: Any
+    paths: dict[str, Path]
+    report: Path | None
+
+
+@dataclass
+class CommandContext:
+    """What a method's own command gets from the command line: the ``method`` it belongs to,
+    where it prints (``table(title, frame, columns)``, ``line(text)``, ``warning(text)``) and
+    ``amend_run(run_dir, method, amendment)``, the runner's way of adding results to a finished
+    run of the method (:meth:`amend`)."""
+
+    method: str
+    table: Callable[[str, Any, Sequence[str] | None], None]
+    line: Callable[[str], None]
+    warning: Callable[[str], None]
+    amend_run: Callable[[Path, str, Amendment], Amended]
+
+    def amend(self, run_dir: Path, amendment: Amendment) -> Amended:
+        """Add ``amendment`` to the finished run of this method in ``run_dir``."""
+        return self.amend_run(run_dir, self.method, amendment)
+
+
+@dataclass(frozen=True)
+class MethodCommand:
+    """A command a method adds: ``name`` under the command group ``group`` (``"metrics"``) or
+    at the top level (None), taking ``params`` and calling ``run(ctx, **values)`` with a
+    :class:`CommandContext`; its help is ``run``'s docstring."""
+
+    name: str
+    run: Callable[..., None]
+    params: tuple[Option | Argument, ...] = field(default=())
+    group: str | None = None
