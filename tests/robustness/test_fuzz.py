@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from biaslens.data import cid_audit, lei, perturbations, unqover, unqover_predictions
 from biaslens.errors import BiaslensError
-from biaslens.methods.cid import audit
+from biaslens.methods.cid import ratings
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -122,7 +122,7 @@ rows = st.lists(
     )
 )
 def test_ratings_csv(data):
-    result = _outcome(lambda p: audit.read_ratings(p, EXPORTED), data)
+    result = _outcome(lambda p: ratings.read_ratings(p, EXPORTED), data)
     if isinstance(result, pd.DataFrame):
         assert set(result["biased"]) <= {0, 1}
 

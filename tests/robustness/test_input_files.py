@@ -11,7 +11,7 @@ import pytest
 from biaslens.data import cid_audit, lei, perturbations, squad, unqover, unqover_predictions
 from biaslens.data import winogender as W
 from biaslens.errors import BiaslensError
-from biaslens.methods.cid import audit
+from biaslens.methods.cid import ratings
 from biaslens.methods.sib.mgc.compare import read_models_file
 from biaslens.store.result import RunResult
 
@@ -34,7 +34,7 @@ READERS = {
     "CID sentences": lambda p: perturbations.load_sentences(p),
     "semantic pairs (TSV)": lambda p: perturbations.load_semantic_pairs(p),
     "synonyms (TSV)": lambda p: perturbations.load_synonyms(p),
-    "ratings (CSV)": lambda p: audit.read_ratings(p, EXPORTED),
+    "ratings (CSV)": lambda p: ratings.read_ratings(p, EXPORTED),
     "models file": lambda p: read_models_file(p),
     "Simplified templates (TSV)": lambda p: W.load_simplified_templates(p),
     "Winogender templates (TSV)": lambda p: W.load_templates(_as_folder(p, W.TEMPLATES_FILE)),
