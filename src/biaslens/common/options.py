@@ -72,8 +72,9 @@ class Option:
     * ``flags``: its names (the first is the main one; ``--x/--no-x`` for an on/off switch);
     * ``type``: ``str``, ``int``, ``float``, ``bool`` or ``Path`` (of each value when
       ``multiple``); ``multiple``: several values (``--lam 0 5 50``), passed as a tuple;
-    * ``default``: the value when the option is not given (:data:`NO_DEFAULT`: read from the
-      method's settings); ``minimum`` / ``maximum``: the bounds the command line accepts;
+    * ``default``: the value when the option is not given (a method's option: its field's
+      default, shown in the help; :data:`NO_DEFAULT`: none); ``minimum`` / ``maximum``: the
+      bounds the command line accepts (a method's option leaves them to its settings model);
     * ``required``: the command line refuses to run without it;
     * ``sets``: a flag without a value that sets ``keyword`` to this (when not given otherwise);
     * ``hidden``: kept for old command lines, not shown in the help;
