@@ -283,6 +283,8 @@ def test_multi_value_options_take_space_separated_values():
         parsed(["cid"], "--x", "5", "6", "--x-prime", "b")
     mgc = parsed(["run", "sib-mgc"], "--prompt", "A", "B", "--w", "dates")
     assert mgc["prompt"] == ("A", "B") and mgc["w"] == ("dates",)
+    for spelling in (["-p", "A", "B"], ["-pA", "B"], ["--prompt=A", "B"]):
+        assert parsed(["run", "sib-mgc"], *spelling)["prompt"] == ("A", "B"), spelling
     # a list option of one command is not one of another
     with pytest.raises(click.UsageError):
         parsed(["run", "lei-eval"], "--model", "a", "b")

@@ -112,6 +112,8 @@ def spelled_out(params: Sequence[click.Parameter], args: list[str]) -> list[str]
             out += [arg, *rest]
             break
         flag, equals, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if flag not in declared and len(arg) > 2 and arg[0] == "-" and arg[1] != "-":
+            flag, equals, inline = arg[:2], "=", arg[2:]  # a short flag with its value: -pA
         option = declared.get(flag)
         if option is None:
             out.append(arg)
