@@ -9,6 +9,7 @@ from biaslens.cli.backends import backend_config, backend_params
 from biaslens.cli.params import command, declared_command, to_click
 from biaslens.cli.render import console, print_warning
 from biaslens.common.options import Argument, Option
+from biaslens.framework.settings import MODEL_HELP
 
 
 @declared_command(
@@ -99,13 +100,7 @@ def compare(runs, output):
 
 
 APP_OPTIONS = (
-    Option(
-        "model",
-        "--model",
-        "-m",
-        help="Registered name (see `biaslens models list`), hub name or local model folder; "
-        "with --backend openai, the name the server serves. Default: default (SmolLM2).",
-    ),
+    Option("model", "--model", "-m", help=f"{MODEL_HELP} Default: default (SmolLM2)."),
     Option("host", default="127.0.0.1", help="Address to bind (local by default)."),
     Option("port", type=int, default=7860, minimum=1, maximum=65535, help="Port to listen on."),
 )

@@ -21,10 +21,12 @@ none.
 
 from __future__ import annotations
 
+import importlib
 import sys
 import threading
 from functools import cache
 from importlib import metadata
+from typing import Any
 
 from biaslens.common.env import flag_from_env, number_from_env
 
@@ -37,6 +39,13 @@ DEFAULT_TIMEOUT = 20.0
 """Seconds a plug-in's import may take before it is left out (its import goes on, unused)."""
 
 _FAILED: dict[str, dict[str, str]] = {}
+
+
+def imported(reference: str) -> Any:
+    """The object a ``"module:name"`` reference names (as an entry point's value does), its
+    module imported now: a backend's loader or planner, a method's lm-eval task writer."""
+    module, name = reference.split(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def _origin(entry: metadata.EntryPoint) -> str:

@@ -13,12 +13,12 @@ A plug-in method declares these the same way and gets the same commands.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from biaslens.common import plugins
 from biaslens.common.options import Argument, Option
 
 
@@ -37,10 +37,7 @@ class LmEvalTask:
 
     def writer(self) -> Callable[..., Path]:
         """The function that writes the task (imported now when named by a string)."""
-        if not isinstance(self.write, str):
-            return self.write
-        module, function = self.write.split(":")
-        return getattr(importlib.import_module(module), function)
+        return plugins.imported(self.write) if isinstance(self.write, str) else self.write
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from biaslens.common.options import NO_DEFAULT, Flag, Option
+from biaslens.framework.settings import validated
 
 
 @cache
@@ -43,6 +44,22 @@ def options_of(settings: type[BaseModel]) -> tuple[Option, ...]:
         if flag.switch is not None:
             found.append(_switch(name, found[-1], flag))
     return tuple(found)
+
+
+def filled(settings: type[BaseModel], values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with the keywords of each ``Flag(nested="fill")`` field's model (CID's
+    ``lams``, ``top_k`` …) moved into that field, validated on top of the field's default: what
+    a ``make_settings`` validates."""
+    values = dict(values)
+    for name, field in settings.model_fields.items():
+        flag = _flag(field)
+        if flag is None or flag.nested != "fill":
+            continue
+        model = field.annotation
+        given = {k: values.pop(k) for k in list(values) if k in model.model_fields}
+        default = field.get_default(call_default_factory=True)
+        values[name] = validated(model, {**default.model_dump(), **given})
+    return values
 
 
 def _flag(field: FieldInfo) -> Flag | None:

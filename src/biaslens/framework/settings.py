@@ -142,14 +142,11 @@ def file_sha256(path: Path | str | None, what: str) -> str:
 
 
 # ---------------------------------------------------------------- settings several methods share
-ModelName = Annotated[
-    str,
-    Field(
-        description="Registered name (see `biaslens models list`), hub name or local model "
-        "folder; with --backend openai, the name the server serves."
-    ),
-    Flag("--model", "-m"),
-]
+MODEL_HELP = (
+    "Registered name (see `biaslens models list`), hub name or local model folder; with "
+    "--backend openai, the name the server serves."
+)
+ModelName = Annotated[str, Field(description=MODEL_HELP), Flag("--model", "-m")]
 RandomSeed = Annotated[Seed, Field(description="Random seed (>= 0)."), FLAG]
 PronounScoring = Annotated[
     Literal["exact", "paper", "sampled"],

@@ -107,14 +107,10 @@ class RegisteredBackend:
     switch: str | None = None
 
     def load(self) -> Callable:
-        module, function = self.loader.split(":")
-        return getattr(importlib.import_module(module), function)
+        return plugins.imported(self.loader)
 
     def plan(self) -> Callable | None:
-        if self.planner is None:
-            return None
-        module, function = self.planner.split(":")
-        return getattr(importlib.import_module(module), function)
+        return None if self.planner is None else plugins.imported(self.planner)
 
 
 REGISTRY: dict[str, RegisteredModel] = {

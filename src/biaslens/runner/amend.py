@@ -10,7 +10,7 @@ from biaslens.errors import BiaslensError
 from biaslens.framework.estimates import collect as collect_estimates
 from biaslens.framework.hooks import Amended, Amendment
 from biaslens.framework.registry import get_method
-from biaslens.runner.run import _write_figure, write_run_report
+from biaslens.runner.run import write_figure, write_run_report
 from biaslens.store.result import RunResult
 from biaslens.store.run import CONFIG_FILE, RunStore, read_config
 
@@ -38,7 +38,7 @@ def amend_run(run_dir: Path | str, method: str, amendment: Amendment) -> Amended
         for name, table in output.tables.items():
             paths[name] = store.write_table(name, table)
         for name, figure in output.figures.items():
-            paths[f"plots/{name}"] = _write_figure(store, name, figure)
+            paths[f"plots/{name}"] = write_figure(store, name, figure)
         kept = [
             e
             for e in finished.summary.get("estimates") or []

@@ -174,7 +174,7 @@ def _write_outputs(spec, store: RunStore, out, settings, base, backend, cached):
     for name, table in out.samples.items():
         if not isinstance(table, Path):  # a Path: streamed into the run folder already
             store.write_samples(table, name)
-    plots = [_write_figure(store, name, figure) for name, figure in out.figures.items()]
+    plots = [write_figure(store, name, figure) for name, figure in out.figures.items()]
     provenance: dict[str, Any] = {}
     if base is not None:
         provenance = {
@@ -217,7 +217,7 @@ def loaded_backend_config(lm: LM, given: BackendConfig | None) -> BackendConfig:
     return own
 
 
-def _write_figure(store: RunStore, name: str, figure) -> Path:
+def write_figure(store: RunStore, name: str, figure) -> Path:
     import matplotlib.pyplot as plt
 
     try:

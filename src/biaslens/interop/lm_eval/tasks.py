@@ -54,8 +54,7 @@ def export_tasks(
             f"{unknown[0]} has no lm-evaluation-harness task (its requests are not lm-eval's "
             f"request types); tasks exist for: {', '.join(tasks)}"
         )
-    declared = {option.keyword: option for option in task_options()}
-    extra = sorted(set(options) - set(declared))
+    extra = sorted(set(options) - {option.keyword for option in task_options()})
     if extra:
         raise BiaslensError(f"no lm-eval task takes {', '.join(extra)}")
     folder = Path(folder)

@@ -20,6 +20,7 @@ from pydantic import Field, model_validator
 from biaslens.common.options import FLAG, Flag
 from biaslens.data import cid_audit as names_data
 from biaslens.errors import BiaslensError
+from biaslens.framework.options import filled
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.framework.settings import MethodSettings, ModelName, validated
 from biaslens.methods.cid.cid_files import AUDIT as CID_FILES_AUDIT
@@ -97,11 +98,10 @@ def make_settings(**values) -> AuditSettings:
             f"unknown template {template_id!r}; known: {', '.join(sorted(templates))}"
         )
     a, b = (name_groups[g] for g in groups)
-    decoding = {k: values.pop(k) for k in list(values) if k in DecodingSettings.model_fields}
     return validated(
         AuditSettings,
         {
-            **values,
+            **filled(AuditSettings, values),
             "group_a": a.name,
             "group_b": b.name,
             "names_a": a.names,
@@ -110,7 +110,6 @@ def make_settings(**values) -> AuditSettings:
             "gender_b": b.gender,
             "template_id": template_id,
             "template": templates[template_id],
-            "decoding": validated(DecodingSettings, decoding),
             "groups": tuple(groups),
             "names_file": names_file,
             "templates_file": templates_file,

@@ -19,6 +19,7 @@ from pydantic import Field, field_validator
 from biaslens.common.decoding_limits import MAX_TEMPERATURE, MIN_TEMPERATURE
 from biaslens.common.options import FLAG, Flag
 from biaslens.common.seeds import Seed
+from biaslens.framework.options import filled
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.framework.settings import MethodSettings, ModelName, validated
 from biaslens.methods.cid.cid_files import PAIR
@@ -58,8 +59,7 @@ class PairSettings(MethodSettings):
 def make_settings(**values) -> PairSettings:
     """Settings from the command line's names: the decoding options (λ grid, top-K, token
     budget, stop strings) fill the decoding settings; every default is the settings'."""
-    decoding = {k: values.pop(k) for k in list(values) if k in DecodingSettings.model_fields}
-    return validated(PairSettings, {**values, "decoding": validated(DecodingSettings, decoding)})
+    return validated(PairSettings, filled(PairSettings, values))
 
 
 def prepare(settings: PairSettings, lm: LM) -> PairSettings:

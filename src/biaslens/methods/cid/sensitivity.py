@@ -23,6 +23,7 @@ from biaslens.common.options import FLAG, Flag
 from biaslens.data import perturbations as P
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.errors import BiaslensError
+from biaslens.framework.options import filled
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.framework.settings import (
     CiLevel,
@@ -101,18 +102,15 @@ def make_settings(**values) -> SensitivitySettings:
     for kind in values.get("types") or ():
         if kind not in known:
             raise BiaslensError(f"unknown perturbation type {kind!r}; known: {', '.join(known)}")
-    decoding = {k: values.pop(k) for k in list(values) if k in DecodingSettings.model_fields}
-    default = SensitivitySettings.model_fields["decoding"].default
     sentences_file, semantic_file = values.get("sentences_file"), values.get("semantic_file")
     return validated(
         SensitivitySettings,
         {
-            **values,
+            **filled(SensitivitySettings, values),
             "sentences_sha256": _file_hash(sentences_file, "cid_sentences.txt", "sentences file"),
             "semantic_sha256": _file_hash(
                 semantic_file, "cid_semantic_pairs.tsv", "semantic pairs file"
             ),
-            "decoding": validated(DecodingSettings, {**default.model_dump(), **decoding}),
         },
     )
 
