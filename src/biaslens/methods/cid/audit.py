@@ -34,14 +34,15 @@ from biaslens.scoring.contrastive import DecodingSettings, decode_both_direction
 from biaslens.store.run import dataset_hash
 
 METHOD = "cid-audit"
+DEFAULT_GROUPS = ("us-male", "egypt-male")
 
 
 class AuditSettings(MethodSettings):
     """Settings that decide an audit's results (the names and template text are stored too)."""
 
     model: ModelName = "default"
-    group_a: str = "us-male"
-    group_b: str = "egypt-male"
+    group_a: str = DEFAULT_GROUPS[0]
+    group_b: str = DEFAULT_GROUPS[1]
     names_a: tuple[str, ...]
     names_b: tuple[str, ...]
     gender_a: str
@@ -52,7 +53,7 @@ class AuditSettings(MethodSettings):
     template: str
     decoding: Annotated[DecodingSettings, Flag(nested="fill", skip=("stop",))] = DecodingSettings()
     groups: Annotated[tuple[str, ...], FLAG] = Field(
-        default=("us-male", "egypt-male"),
+        default=DEFAULT_GROUPS,
         exclude=True,
         description="Two name groups (paper App. C): us-male, us-female, mexico-male, "
         "mexico-female, egypt-male, egypt-female (or those of --names-file).",
