@@ -166,7 +166,7 @@ def transformers_sdpa_row(lm, requests, reference) -> harness.Row:
     ``models/backends/hf/attention.py``."""
     size = lm.sizer(RequestType.TOKEN_DISTRIBUTION).size
     implementation = lm.model.config._attn_implementation
-    batch_size = lm.config.batch_size
+    batch_size = lm.config.options.batch_size
     harness.set_batch_size(lm, size)
     lm.model.set_attn_implementation("sdpa")
     try:
@@ -339,9 +339,9 @@ def exact_mode(args, lm, texts, counter, peak):
     executed = per_token * counter.tokens + per_row * counter.rows
     chosen = lm.sizer(RequestType.TOKEN_DISTRIBUTION)
     settled = f"settled at {chosen.size}" if chosen.settled else f"probing, at {chosen.size}"
-    if lm.config.batch_size != "auto":
+    if lm.config.options.batch_size != "auto":
         settled = "fixed"
-    table = [harness.Row(f"biaslens, batch {lm.config.batch_size} ({settled})", n, seconds)]
+    table = [harness.Row(f"biaslens, batch {lm.config.options.batch_size} ({settled})", n, seconds)]
     if args.compare_attention:
         table.append(transformers_sdpa_row(lm, requests, reference))
     if args.no_baselines:
@@ -404,7 +404,7 @@ def paper_mode(args, lm, texts) -> None:
     prompts = lm.encode_prompts(texts)
     seconds, results = harness.timed(lambda: lm.generate(requests))
     chosen = lm.sizer(RequestType.GENERATE)
-    label = f"biaslens greedy loop, batch {lm.config.batch_size} (at {chosen.size})"
+    label = f"biaslens greedy loop, batch {lm.config.options.batch_size} (at {chosen.size})"
     table = [harness.Row(label, n, seconds)]
     seconds, previous = harness.timed(lambda: previous_generate(lm, prompts, requests))
     same, worst = generation_agreement(previous, results)

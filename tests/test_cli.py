@@ -12,6 +12,11 @@ from tests.helpers import message_lines, shared_cache_file
 
 
 def run_cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    """``biaslens ARGS`` in this process, as a process of its own would run it (its once-per-
+    process notes not yet said)."""
+    from biaslens.cli import params
+
+    monkeypatch.setattr(params, "_notes", [])
     monkeypatch.setattr(sys, "argv", ["biaslens", *args])
     monkeypatch.setenv("COLUMNS", "200")
     with pytest.raises(SystemExit) as exit_info:

@@ -11,6 +11,7 @@ import pytest
 
 from biaslens.errors import BiaslensError, ConfigMismatchError
 from biaslens.models.checkpoints import hub
+from biaslens.models.checkpoints.reference import checkpoint_ref
 from biaslens.models.config import BackendConfig
 from biaslens.models.loader import load_model
 from biaslens.store.provenance import build_info
@@ -19,14 +20,29 @@ from biaslens.store.run import RunStore
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
-def test_name_at_revision_and_the_revision_option():
-    assert hub.split_revision("org/m@v1") == ("org/m", "v1")
-    assert hub.split_revision("org/m", "v2") == ("org/m", "v2")
-    assert hub.split_revision("org/m@v1", "v1") == ("org/m", "v1")
+def test_name_at_revision_and_the_revision_option(tmp_path):
+    def resolved(name, revision=None):
+        ref = checkpoint_ref(name, revision)
+        return ref.repo_id, ref.revision
+
+    assert resolved("org/m@v1") == ("org/m", "v1")
+    assert resolved("org/m", "v2") == ("org/m", "v2")
+    assert resolved("org/m@v1", "v1") == ("org/m", "v1")
+    assert resolved("org/m") == ("org/m", None)
+    assert (
+        checkpoint_ref(str(tmp_path)).path == tmp_path
+        and checkpoint_ref(str(tmp_path)).revision is None
+    )
     with pytest.raises(BiaslensError, match="--revision says 'v2'"):
-        hub.split_revision("org/m@v1", "v2")
+        checkpoint_ref("org/m@v1", "v2")
     with pytest.raises(BiaslensError, match="needs both parts"):
-        hub.split_revision("org/m@")
+        checkpoint_ref("org/m@")
+    with pytest.raises(BiaslensError, match="local folder: --revision applies to hub names"):
+        checkpoint_ref(str(tmp_path), "v1")
+    with pytest.raises(BiaslensError, match="not a branch, tag or commit name"):
+        checkpoint_ref("org/m", "../../escape")
+    with pytest.raises(BiaslensError, match="not a hub model name"):
+        checkpoint_ref("a/b/c")
 
 
 @pytest.mark.parametrize(
@@ -90,7 +106,7 @@ def test_revision_applies_to_hub_names_only(tiny_models):
 
 def test_offline_without_the_model_in_the_cache_is_one_line_naming_the_fix():
     with pytest.raises(BiaslensError) as error:
-        hub.fetch("org/not-downloaded", offline=True)
+        checkpoint_ref("org/not-downloaded").folder(offline=True)
     assert "hf download org/not-downloaded" in str(error.value)
     assert "HF_HUB_OFFLINE=1" in str(error.value)
 

@@ -213,10 +213,12 @@ def test_fixed_batch_size_does_not_swallow_errors():
         BatchSizer(4).run([1, 2], [1, 1], fn)
 
 
-@pytest.mark.parametrize("bad", [0, -3, "many"])
+@pytest.mark.parametrize("bad", [0, -3, "many", True])
 def test_invalid_batch_size(bad):
-    with pytest.raises(BiaslensError, match="batch size"):
-        BatchSizer(bad)
+    from biaslens.models import BackendConfig
+
+    with pytest.raises(BiaslensError, match="--batch-size"):
+        BackendConfig(batch_size=bad)
 
 
 def test_a_model_run_starts_at_a_poisoned_memo_and_revalidates_it(tiny_models, tmp_path):

@@ -41,7 +41,7 @@ def test_prompts_are_the_chat_templates_token_ids(chat):
     lm, tokenizer, _ = chat
     assert lm.encode_prompts(PROMPTS) == [template_ids(tokenizer, p, SYSTEM) for p in PROMPTS]
     plain = BackendConfig(chat=True)
-    assert encode_causal_prompts(tokenizer, PROMPTS, None, plain) == [
+    assert encode_causal_prompts(tokenizer, PROMPTS, None, plain.options) == [
         template_ids(tokenizer, p) for p in PROMPTS
     ]
     assert tokenizer.decode(lm.encode_prompts(PROMPTS[:1])[0]).endswith("<s>assistant\n")

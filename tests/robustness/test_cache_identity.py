@@ -81,12 +81,12 @@ def test_numerics_settings_are_part_of_the_identity(backend, model_copy, tmp_pat
     # the machine the suite runs on
     monkeypatch.setattr("biaslens.models.backends.hf.loading.cpu_has_bf16_units", lambda: False)
     _run(model_copy, tmp_path / "run")
-    with pytest.warns(UserWarning) if backend.dtype == "bfloat16" else _no_warning():
+    with pytest.warns(UserWarning) if backend.options.dtype == "bfloat16" else _no_warning():
         again = _run(model_copy, tmp_path / "other", backend)
     assert again.cache_stats["computed"] == 30  # the shared cache holds none of its answers
     # and the first run's folder is not overwritten with the other numbers
     with pytest.raises(ConfigMismatchError, match="read with other settings"):
-        with pytest.warns(UserWarning) if backend.dtype == "bfloat16" else _no_warning():
+        with pytest.warns(UserWarning) if backend.options.dtype == "bfloat16" else _no_warning():
             _run(model_copy, tmp_path / "run", backend)
 
 

@@ -19,7 +19,7 @@ from biaslens.framework.options import DATA_DIR
 def models_list() -> None:
     """Registered model names (usable as --model; any hub name or local folder works too)
     and the backends (--backend)."""
-    from biaslens.models.registry import ALIASES, REGISTRY, backends, wrappers
+    from biaslens.models.registry import ALIASES, REGISTRY, backends, own_options, wrappers
 
     table = Table(title="registered models")
     for column in ("name", "aliases", "kind", "description"):
@@ -32,7 +32,7 @@ def models_list() -> None:
     for column in ("name", "description", "its options"):
         backend_table.add_column(column)
     for entry in (*backends().values(), *wrappers()):
-        flags = " ".join(o.flag for o in entry.options if o.cli)
+        flags = " ".join(o.flag for o in own_options(entry.options) if o.cli)
         backend_table.add_row(entry.name, entry.description, flags)
     console.print(backend_table)
 

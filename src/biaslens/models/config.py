@@ -1,10 +1,11 @@
 """The backend of a run and its options, in one object: :class:`BackendConfig`.
 
 ``BackendConfig()`` is the default backend with its defaults; ``BackendConfig(backend="openai",
-base_url=URL, concurrency=4)`` another with some options. The options are those the backends
-declare (:mod:`biaslens.models.options` and each backend's package): a value is parsed and
-checked by its declaration once, here, and an option the chosen backend does not take is
-refused unless it keeps its default, so nothing a user gives is recorded but unused.
+base_url=URL, concurrency=4)`` another with some options. ``config.options`` is an instance of
+the backend's options model (:mod:`biaslens.models.options` and each backend's package), read
+as attributes (``config.options.concurrency``): a value is parsed and checked by its field
+once, and an option the chosen backend does not take is refused unless it keeps its default,
+so nothing a user gives is recorded but unused.
 """
 
 from __future__ import annotations
@@ -14,67 +15,42 @@ from typing import Any
 
 from biaslens.errors import BiaslensError
 from biaslens.models import registry
+from biaslens.models.options import OptionGroup
 
 
 class BackendConfig:
-    """A backend and its options (see the module docstring). Every declared option reads as an
-    attribute: its value, or its default where it was not given or the backend does not take
-    it. Frozen, comparable and hashable."""
+    """A backend (``backend``, its name) and its options (``options``, a typed model of the
+    options it takes). Frozen, comparable and hashable."""
 
-    __slots__ = ("backend", "_values")
+    __slots__ = ("backend", "options")
+    backend: str
+    options: OptionGroup
 
     def __init__(self, backend: str | None = None, **options: Any) -> None:
         backend = registry.DEFAULT_BACKEND if backend is None else backend
         spec = registry.get_backend(backend)
+        model = registry.options_model(spec)
         declared = registry.declared_options()
-        taken = {o.keyword: o for o in registry.options_of(spec)}
-        values: dict[str, Any] = {}
+        taken = {}
         for keyword, value in options.items():
             if keyword not in declared:
                 close = difflib.get_close_matches(keyword, sorted(declared), n=2, cutoff=0.6)
                 hint = f"; did you mean {' or '.join(close)}?" if close else ""
                 raise BiaslensError(f"unknown backend option {keyword!r}{hint}")
-            option, owners = declared[keyword]
-            value = option.value_of(value)
-            if keyword not in taken:
-                if value != option.default:
-                    raise BiaslensError(_not_taken(option, backend, owners, declared))
+            if keyword in model.model_fields:
+                taken[keyword] = value
                 continue
-            values[keyword] = value
+            option, owners = declared[keyword]
+            if option.value_of(value) != option.default:
+                raise BiaslensError(_not_taken(option, backend, owners, declared))
         object.__setattr__(self, "backend", backend)
-        object.__setattr__(self, "_values", values)
-        for option in taken.values():
-            if option.requires is not None:
-                problem = option.requires(getattr(self, option.keyword), self)
-                if problem:
-                    raise BiaslensError(problem)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        values = object.__getattribute__(self, "_values")
-        if name in values:
-            return values[name]
-        declared = registry.declared_options()
-        if name in declared:
-            return declared[name][0].default
-        raise AttributeError(f"BackendConfig has no option {name!r}")
+        object.__setattr__(self, "options", model(**taken))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("BackendConfig is frozen: use with_options(...)")
 
     def _compared(self) -> tuple:
-        declared = registry.declared_options()
-        return (
-            self.backend,
-            tuple(
-                sorted(
-                    (k, repr(getattr(self, k)))
-                    for k, (option, _) in declared.items()
-                    if option.compare
-                )
-            ),
-        )
+        return (self.backend, self.options.compared())
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, BackendConfig):
@@ -88,13 +64,12 @@ class BackendConfig:
         given = ", ".join(f"{k}={v!r}" for k, v in self.given().items())
         return f"BackendConfig(backend={self.backend!r}{', ' if given else ''}{given})"
 
-    def __reduce__(self):  # pickled for model replicas: rebuilt (and checked) from its values
+    def __reduce__(self):  # sent to model replicas: rebuilt (and checked) from its values
         return (_rebuild, (self.to_dict(),))
 
     def given(self) -> dict[str, Any]:
         """The options that differ from their defaults."""
-        declared = registry.declared_options()
-        return {k: v for k, v in self._values.items() if v != declared[k][0].default}
+        return self.options.given()
 
     def to_dict(self) -> dict[str, Any]:
         """``backend`` and the options that differ from their defaults:
@@ -106,20 +81,9 @@ class BackendConfig:
         return BackendConfig(**{**self.to_dict(), **changes})
 
     def describe(self) -> dict[str, Any]:
-        """The settings as recorded in a run's ``summary.json``: the backend and the options it
-        takes, as each declares (no secrets: only the name of a key's environment variable,
-        a URL without its password)."""
-        described: dict[str, Any] = {"backend": self.backend}
-        for option in registry.options_of(registry.get_backend(self.backend)):
-            value = getattr(self, option.keyword)
-            if option.record == "never" or (option.record == "set" and value == option.default):
-                continue
-            if option.record != "always" and value in (None, "", {}):
-                continue
-            described[option.keyword] = (
-                option.recorded_as(value) if option.recorded_as is not None else value
-            )
-        return described
+        """The settings as recorded in a run's ``summary.json``: the backend and its options,
+        as their fields' rules say (:meth:`~biaslens.models.options.OptionGroup.recorded`)."""
+        return {"backend": self.backend, **self.options.recorded()}
 
     @staticmethod
     def default_of(keyword: str) -> Any:

@@ -13,6 +13,7 @@ import numpy as np
 
 from biaslens.errors import BiaslensError
 from biaslens.models.checkpoints import hub
+from biaslens.models.checkpoints.reference import checkpoint_ref
 from biaslens.models.registry import registered_model
 
 
@@ -42,15 +43,14 @@ def encoder_folder(name: str, offline: bool = False) -> Path:
         raise BiaslensError(f"{name!r} is a {entry.kind} model, not a sentence encoder")
     if entry is not None:
         return entry.folder(offline)
-    if Path(name).expanduser().is_dir():
-        return Path(name).expanduser()
-    return hub.fetch(name, offline=offline, what="sentence encoder")
+    return checkpoint_ref(name, what="sentence encoder").folder(offline)
 
 
 def encoder_source(name: str, folder: Path) -> dict[str, str]:
     """What a run records of its sentence encoder: the name and, for a hub snapshot, the repo,
     revision and commit."""
-    snapshot = hub.snapshot_source(folder, name=name)
+    asked = None if registered_model(name) else checkpoint_ref(name, what="sentence encoder")
+    snapshot = hub.snapshot_source(folder, asked.revision if asked else None)
     return {"name": name, **(dict(snapshot.describe()) if snapshot is not None else {})}
 
 

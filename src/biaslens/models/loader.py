@@ -7,7 +7,9 @@ from __future__ import annotations
 from biaslens.errors import BiaslensError
 from biaslens.models.base import LM
 from biaslens.models.checkpoints.local import locate_model, weight_files
+from biaslens.models.checkpoints.reference import CheckpointRef, checkpoint_ref
 from biaslens.models.config import BackendConfig
+from biaslens.models.options import Checkpoint, model_kind_of
 from biaslens.models.registry import (
     RegisteredModel,
     get_backend,
@@ -25,26 +27,34 @@ def load_model(name: str, config: BackendConfig | None = None, backend: str | No
         config = config.with_options(backend=backend)
     spec = get_backend(config.backend)
     for wrapper in wrappers():
-        option = wrapper.switch
-        if getattr(config, option) != BackendConfig.default_of(option):
+        if wrapper.switch in config.given():
             return wrapper.load()(name, config, load_model)
-    key = resolve_name(name)
     entry = registered_model(name)
     if entry is not None and not entry.answers_requests:
         raise BiaslensError(
-            f"{key!r} is a {entry.kind} model; it serves similarity scoring, not LM requests"
+            f"{resolve_name(name)!r} is a {entry.kind} model; it serves similarity scoring, "
+            "not LM requests"
         )
     loader = spec.load()
     if not spec.local:
-        return loader(key, config)
+        return loader(resolve_name(name), config)
+    return loader(checkpoint_of(name, config.options), config)
+
+
+def checkpoint_of(name: str, options: Checkpoint) -> CheckpointRef:
+    """The checkpoint ``name`` names, resolved once with ``--revision``: a registered model's
+    folder (made or fetched now; a registered model takes no revision), else a local folder
+    or a hub name (:func:`~biaslens.models.checkpoints.reference.checkpoint_ref`)."""
+    entry = registered_model(name)
     if entry is None:
-        return loader(name, config)
-    _check_no_revision(key, entry, config)
-    return loader(str(entry.folder(config.offline)), config, display_name=key)
+        return checkpoint_ref(name, options.revision)
+    key = resolve_name(name)
+    _check_no_revision(key, entry, options)
+    return CheckpointRef.at(entry.folder(options.offline), key)
 
 
-def _check_no_revision(key: str, entry: RegisteredModel, config: BackendConfig) -> None:
-    if config.revision is not None:
+def _check_no_revision(key: str, entry: RegisteredModel, options: Checkpoint) -> None:
+    if options.revision is not None:
         where = f"; name {entry.hub_repo} with --revision instead" if entry.hub_repo else ""
         raise BiaslensError(f"{key} is a registered model: --revision applies to hub names{where}")
 
@@ -54,11 +64,10 @@ def checkpoint_folder(name: str, config: BackendConfig):
     model): a registered model's, else a local or hub one, checked without loading it."""
     if not get_backend(config.backend).local:
         return None
-    entry = registered_model(name)
-    if entry is not None:
-        _check_no_revision(resolve_name(name), entry, config)
-        return entry.folder(config.offline)
-    return locate_model(name, config.revision, config.offline, config.model_kind)[0]
+    ref = checkpoint_of(name, config.options)
+    if registered_model(name) is not None:
+        return ref.path
+    return locate_model(ref, config.options.offline, model_kind_of(config.options))[0]
 
 
 def check_loadable(name: str, config: BackendConfig | None = None) -> None:
@@ -68,7 +77,7 @@ def check_loadable(name: str, config: BackendConfig | None = None) -> None:
     config = config or BackendConfig()
     entry = registered_model(name)
     if entry is not None and get_backend(config.backend).local:
-        _check_no_revision(resolve_name(name), entry, config)  # its folder is made on load
+        _check_no_revision(resolve_name(name), entry, config.options)  # its folder: on load
         return
     checkpoint_folder(name, config)
 

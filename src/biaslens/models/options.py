@@ -1,36 +1,40 @@
-"""Backend options, declared once: what a backend's package lists as its options.
+"""Backend options, as typed models: what a backend takes and how a run records it.
 
-A backend declares the options it takes (:attr:`biaslens.models.registry.RegisteredBackend.
-options`): the ones only it takes live in its own package, and the groups several backends take
-live here (:data:`IN_PROCESS`, :data:`CHECKPOINT`, :data:`PROMPTS`) with the one every backend
-takes (:data:`EVERY_BACKEND`). Each is a :class:`BackendOption`: its default, help, how a value
-given as text or from Python is parsed (once, here), what it must satisfy, and how a run
-records it. :class:`~biaslens.models.config.BackendConfig`, the command line and the Python API
-are generated from these declarations.
+A backend declares its options as a pydantic model (:attr:`biaslens.models.registry.
+RegisteredBackend.options`), a subclass of :class:`BackendOptions` (the options every backend
+takes) and of the groups it shares with others: :class:`InProcess` (device, dtype, batch
+size), :class:`Checkpoint` (revision, and :class:`HubAccess`'s offline) and :class:`Prompts`
+(BOS, chat template). Each field is one option: its type, default and help
+(``description``), and in its metadata an :class:`OptionRules` (how text from the command
+line is parsed, how a run records it). A backend reads its options as attributes
+(``config.options.batch_size``); the command line, :class:`~biaslens.models.config.
+BackendConfig` and the run's record are generated from the models (:func:`declarations`).
 
 This module imports no torch and names no backend.
 """
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from functools import cache
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from biaslens.common.options import Option, number
 from biaslens.errors import BiaslensError
 
 
-@dataclass(frozen=True, init=False)
-class BackendOption(Option):
-    """An option of one or more backends (see :class:`~biaslens.common.options.Option`).
+@dataclass(frozen=True)
+class OptionRules:
+    """How a backend option's field is given and kept (in the field's metadata).
 
     * ``parse(value)``: the value as the backend reads it, from text (the command line) or a
-      Python value; a :class:`BiaslensError` naming the flag when it is not one. Without one,
-      the value is checked against the declared ``type`` (text, on/off, or a number within
-      ``minimum`` and ``maximum``);
-    * ``requires(value, config)``: what the value needs of the other options (e.g. ``--system``
-      needs ``--chat``), in words, or None;
+      Python value; raises (a :class:`BiaslensError` naming the flag, or a ``ValueError``)
+      when it is not one. Without one, the value is checked against the field's type (text,
+      on/off, or a number within ``minimum`` and ``maximum``);
     * ``record``: how ``summary.json`` keeps it: ``filled`` (unless None or empty), ``always``,
       ``set`` (only when it differs from its default) or ``never``; ``recorded_as`` turns the
       value into what is written (a URL without its password);
@@ -42,7 +46,24 @@ class BackendOption(Option):
     """
 
     parse: Callable[[Any], Any] | None = None
-    requires: Callable[[Any, Any], str | None] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    record: str = "filled"
+    recorded_as: Callable[[Any], Any] | None = None
+    elsewhere: str = ""
+    compare: bool = True
+    cli: bool = True
+
+
+PLAIN = OptionRules()
+
+
+@dataclass(frozen=True, init=False)
+class BackendOption(Option):
+    """One backend option as the command line and the run see it: generated from its field
+    (:func:`declarations`), with the field's :class:`OptionRules`."""
+
+    parse: Callable[[Any], Any] | None = None
     record: str = "filled"
     recorded_as: Callable[[Any], Any] | None = None
     elsewhere: str = ""
@@ -70,6 +91,73 @@ class BackendOption(Option):
         return value
 
 
+def _value_type(annotation: Any) -> type:
+    """The type the command line reads a field's value as: its one type besides None (text
+    for anything else, such as ``int | "auto"``)."""
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) in (Union, types.UnionType):
+        kinds = [a for a in get_args(annotation) if a is not type(None)]
+        annotation = kinds[0] if len(kinds) == 1 else str
+    return annotation if annotation in (int, float, bool, str) else str
+
+
+class OptionGroup(BaseModel):
+    """Backend options that go together (a group several backends take, or one backend's
+    own). A value given is parsed by its field's rules before the model checks it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _parsed(cls, values: Any) -> Any:
+        if not isinstance(values, dict):
+            return values
+        declared = declarations(cls)
+        return {k: declared[k].value_of(v) if k in declared else v for k, v in values.items()}
+
+    def given(self) -> dict[str, Any]:
+        """The options that differ from their defaults."""
+        declared = declarations(type(self))
+        return {k: getattr(self, k) for k, o in declared.items() if getattr(self, k) != o.default}
+
+    def recorded(self) -> dict[str, Any]:
+        """The options as a run's ``summary.json`` keeps them, as each field's rules say (no
+        secrets: only the name of a key's environment variable, a URL without its password)."""
+        kept: dict[str, Any] = {}
+        for keyword, option in declarations(type(self)).items():
+            value = getattr(self, keyword)
+            if option.record == "never" or (option.record == "set" and value == option.default):
+                continue
+            if option.record != "always" and value in (None, "", {}):
+                continue
+            kept[keyword] = option.recorded_as(value) if option.recorded_as is not None else value
+        return kept
+
+    def compared(self) -> tuple:
+        """What tells two configurations apart (the options that keep ``compare``)."""
+        declared = declarations(type(self))
+        return tuple(sorted((k, repr(getattr(self, k))) for k, o in declared.items() if o.compare))
+
+
+@cache
+def declarations(model: type[OptionGroup]) -> dict[str, BackendOption]:
+    """The options of ``model``, one per field, by keyword, in the fields' order."""
+    declared = {}
+    for keyword, field in model.model_fields.items():
+        rules = next((m for m in field.metadata if isinstance(m, OptionRules)), PLAIN)
+        if not field.description:
+            raise TypeError(f"{model.__name__}.{keyword}: a backend option needs a description")
+        declared[keyword] = BackendOption(
+            keyword,
+            help=field.description,
+            type=_value_type(field.annotation),
+            default=field.get_default(call_default_factory=True),
+            **{rule.name: getattr(rules, rule.name) for rule in fields(rules)},
+        )
+    return declared
+
+
 # ------------------------------------------------------------------------------ parsers
 def seconds(flag: str) -> Callable[[Any], float]:
     """A finite number of seconds > 0."""
@@ -94,7 +182,7 @@ def one_of(flag: str, choices: tuple[str, ...], what: str) -> Callable[[Any], st
     return parse
 
 
-def parse_batch_size(value: int | str, name: str = "batch size") -> int | str:
+def parse_batch_size(value: int | str, name: str = "--batch-size") -> int | str:
     """``"auto"`` or a positive integer (strings such as ``"8"`` are accepted); ``name`` is
     how the value is called in the error message."""
     if value == "auto":
@@ -116,81 +204,85 @@ def _revision(value: Any) -> str:
     return value
 
 
-def _needs_chat(what: str) -> Callable[[Any, Any], str | None]:
-    def requires(value: Any, config: Any) -> str | None:
-        return f"{what}: it needs --chat" if value and not config.chat else None
+# ------------------------------------------------------------------ the options every backend takes
+class BackendOptions(OptionGroup):
+    """The options of every backend: how much a run may ask, whoever answers. A backend's
+    options model subclasses this one."""
 
-    return requires
+    max_requests: Annotated[int | None, OptionRules(minimum=1)] = Field(
+        None,
+        description="Stop after N requests answered by the model or server (answers already "
+        "in the run's cache do not count); rerun the same command to go on. A cost guard for "
+        "paid APIs.",
+    )
 
-
-# ------------------------------------------------------------------ the option every backend takes
-MAX_REQUESTS = BackendOption(
-    "max_requests",
-    default=None,
-    minimum=1,
-    type=int,
-    help="Stop after N requests answered by the model or server (answers already in the run's "
-    "cache do not count); rerun the same command to go on. A cost guard for paid APIs.",
-)
-EVERY_BACKEND = (MAX_REQUESTS,)
-"""Options of every backend: how much a run may ask, whoever answers."""
 
 # ------------------------------------------------------------------ groups several backends take
-DEVICE = BackendOption(
-    "device", default="auto", help="auto (cuda, mps, cpu), cpu, cuda, cuda:N, mps."
-)
-DTYPE = BackendOption(
-    "dtype", default="auto", help="auto (bf16 on GPU, fp32 on CPU), float32, bfloat16, float16."
-)
-BATCH_SIZE = BackendOption(
-    "batch_size",
-    default="auto",
-    parse=lambda value: parse_batch_size(value, "--batch-size"),
-    help="auto (chosen by measured throughput) or N.",
-)
-IN_PROCESS = (DEVICE, DTYPE, BATCH_SIZE)
-"""Where and how a model that runs in this process runs."""
+BatchSize = int | Literal["auto"]
+"""A fixed batch size, or ``"auto"`` (chosen by measured throughput)."""
 
-REVISION = BackendOption(
-    "revision",
-    default=None,
-    parse=_revision,
-    elsewhere="a served model's checkpoint is the server's",
-    help="Hub models: the branch, tag or commit to load (default: the default branch); the "
-    "commit it resolves to is recorded and keys the cache. NAME@REVISION pins one model.",
-)
-OFFLINE = BackendOption(
-    "offline",
-    default=False,
-    type=bool,
-    record="set",
-    help="Use only models already in the local Hugging Face cache (as HF_HUB_OFFLINE=1 does); "
-    "by default a hub name is downloaded when the machine is online.",
-)
-CHECKPOINT = (REVISION, OFFLINE)
-"""Which checkpoint is loaded, for backends that load one."""
 
-ADD_BOS = BackendOption(
-    "add_bos",
-    default=None,
-    type=bool,
-    cli=False,
-    record="always",
-    help="None keeps the tokenizer's own special tokens (SmolLM2's BOS is the chat-turn "
-    "marker); True prepends the BOS to causal prompts; False adds none.",
-)
-CHAT = BackendOption(
-    "chat",
-    default=False,
-    type=bool,
-    help="Causal chat models: each prompt becomes a user message in the model's own chat template "
-    "(the assistant's turn opened), as a chat user would send it.",
-)
-SYSTEM = BackendOption(
-    "system",
-    default="",
-    requires=_needs_chat("--system is a chat message"),
-    help="With --chat: a system message put before every prompt.",
-)
-PROMPTS = (ADD_BOS, CHAT, SYSTEM)
-"""How a causal prompt reaches the model: its BOS and chat template."""
+class InProcess(OptionGroup):
+    """Where and how a model that runs in this process runs."""
+
+    device: str = Field("auto", description="auto (cuda, mps, cpu), cpu, cuda, cuda:N, mps.")
+    dtype: str = Field(
+        "auto", description="auto (bf16 on GPU, fp32 on CPU), float32, bfloat16, float16."
+    )
+    batch_size: Annotated[BatchSize, OptionRules(parse=lambda v: parse_batch_size(v))] = Field(
+        "auto", description="auto (chosen by measured throughput) or N."
+    )
+
+
+class HubAccess(OptionGroup):
+    """Whether models and tokenizers may be downloaded from the hub."""
+
+    offline: Annotated[bool, OptionRules(record="set")] = Field(
+        False,
+        description="Use only models already in the local Hugging Face cache (as "
+        "HF_HUB_OFFLINE=1 does); by default a hub name is downloaded when the machine is "
+        "online.",
+    )
+
+
+class Checkpoint(HubAccess):
+    """Which checkpoint is loaded, for backends that load one (a backend with ``local=True``
+    takes these)."""
+
+    revision: Annotated[
+        str | None,
+        OptionRules(parse=_revision, elsewhere="a served model's checkpoint is the server's"),
+    ] = Field(
+        None,
+        description="Hub models: the branch, tag or commit to load (default: the default "
+        "branch); the commit it resolves to is recorded and keys the cache. NAME@REVISION "
+        "pins one model.",
+    )
+
+
+def model_kind_of(options: OptionGroup) -> str:
+    """The model kind a backend's options ask for (``--model-kind``; ``auto`` for a backend
+    that takes no such option: the kind is then read from the checkpoint's config)."""
+    return getattr(options, "model_kind", "auto")
+
+
+class Prompts(OptionGroup):
+    """How a causal prompt reaches the model: its BOS and chat template."""
+
+    add_bos: Annotated[bool | None, OptionRules(cli=False, record="always")] = Field(
+        None,
+        description="None keeps the tokenizer's own special tokens (SmolLM2's BOS is the "
+        "chat-turn marker); True prepends the BOS to causal prompts; False adds none.",
+    )
+    chat: bool = Field(
+        False,
+        description="Causal chat models: each prompt becomes a user message in the model's own "
+        "chat template (the assistant's turn opened), as a chat user would send it.",
+    )
+    system: str = Field("", description="With --chat: a system message put before every prompt.")
+
+    @model_validator(mode="after")
+    def _system_needs_chat(self) -> Prompts:
+        if self.system and not self.chat:
+            raise BiaslensError("--system is a chat message: it needs --chat")
+        return self

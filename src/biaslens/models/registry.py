@@ -27,7 +27,13 @@ from biaslens.common import plugins
 from biaslens.errors import BiaslensError
 from biaslens.models.checkpoints import packaged
 from biaslens.models.checkpoints.packaged import ModelPackageMissing
-from biaslens.models.options import EVERY_BACKEND, BackendOption
+from biaslens.models.options import (
+    BackendOption,
+    BackendOptions,
+    Checkpoint,
+    OptionGroup,
+    declarations,
+)
 
 DEFAULT_BACKEND = "hf"
 """The backend of a run that names none."""
@@ -56,6 +62,7 @@ class RegisteredModel:
         downloaded from :attr:`hub_repo` when online. Offline without the package, one line
         says both ways to get it."""
         from biaslens.models.checkpoints import hub
+        from biaslens.models.checkpoints.reference import checkpoint_ref
 
         try:
             return Path(self.locate())
@@ -73,7 +80,7 @@ class RegisteredModel:
                 f"from the package's copy; the run records which one ran)",
                 file=sys.stderr,
             )
-            return hub.fetch(self.hub_repo, offline=offline, what=f"{self.kind} model")
+            return checkpoint_ref(self.hub_repo, what=f"{self.kind} model").folder(offline)
 
 
 @dataclass(frozen=True)
@@ -81,13 +88,16 @@ class RegisteredBackend:
     """A backend, as its package declares it.
 
     * ``loader``: ``"module:function"``, imported only when a model is loaded; the function
-      takes the model (a checkpoint folder when ``local``, else the name the server knows),
-      the :class:`~biaslens.models.config.BackendConfig` and, for a local checkpoint,
-      ``display_name``; it returns an :class:`~biaslens.models.base.LM`;
+      takes the model (a :class:`~biaslens.models.checkpoints.reference.CheckpointRef` when
+      ``local``, else the name the server knows) and the
+      :class:`~biaslens.models.config.BackendConfig`; it returns an
+      :class:`~biaslens.models.base.LM`;
     * ``local``: True: the backend loads a checkpoint folder (registered names and hub names
       resolve to it); False: the model is named as the backend knows it;
-    * ``options``: the options it takes (:mod:`biaslens.models.options`), besides those of every
-      backend and of the wrappers;
+    * ``options``: the model of the options it takes (:mod:`biaslens.models.options`): a
+      subclass of :class:`~biaslens.models.options.BackendOptions` (of
+      :class:`~biaslens.models.options.Checkpoint` too when ``local``); a wrapper's is an
+      :class:`~biaslens.models.options.OptionGroup` every backend then takes;
     * ``summary``: a few words for the ``--backend`` help;
     * ``planner``: ``"module:function"`` giving what ``--dry-run`` knows of a model without
       loading it (:mod:`biaslens.models.runtime.planning`; default: read from its checkpoint);
@@ -100,7 +110,7 @@ class RegisteredBackend:
     loader: str
     description: str
     local: bool = True
-    options: tuple[BackendOption, ...] = ()
+    options: type[OptionGroup] = BackendOptions
     summary: str = ""
     planner: str | None = None
     packages: tuple[str, ...] = ()
@@ -200,6 +210,9 @@ def _find(loaded: dict[str, object]) -> _Backends:
     """Every usable backend, and the plug-ins that are not usable, with why (a plug-in under a
     built-in's name, of another type or whose options clash with a built-in's is left out)."""
     found = {b.name: b for b in _built_in()}
+    for backend in found.values():
+        if _unfit(backend):
+            raise TypeError(f"backend {backend.name!r}: {_unfit(backend)}")
     problems = plugins.failures(plugins.BACKENDS)
     for name, entry in loaded.items():
         if name in found:
@@ -216,7 +229,7 @@ def _find(loaded: dict[str, object]) -> _Backends:
                 f"not {type(entry).__name__}"
             )
             continue
-        clash = _option_clash(entry, found.values())
+        clash = _unfit(entry) or _option_clash(entry, found.values())
         if clash:
             problems[name] = f"the backend plug-in {name!r}: {clash}"
             continue
@@ -228,19 +241,42 @@ def _options(found: dict[str, RegisteredBackend]) -> dict:
     """Every option by keyword, with the backends that take it (every backend's and the
     wrappers' are taken by all)."""
     choosable = [name for name, b in found.items() if b.switch is None]
-    wrapping = [o for b in found.values() if b.switch is not None for o in b.options]
-    options = {o.keyword: (o, tuple(choosable)) for o in (*EVERY_BACKEND, *wrapping)}
+    wrapping = [o for b in found.values() if b.switch is not None for o in own_options(b.options)]
+    every = (*declarations(BackendOptions).values(), *wrapping)
+    options = {o.keyword: (o, tuple(choosable)) for o in every}
     for name in choosable:
-        for option in found[name].options:
+        for option in own_options(found[name].options):
             declared, owners = options.get(option.keyword, (option, ()))
             options[option.keyword] = (declared, (*owners, name))
     return options
 
 
+def own_options(model: type[OptionGroup]) -> tuple[BackendOption, ...]:
+    """The options of ``model`` (a backend's :attr:`RegisteredBackend.options`) besides those
+    every backend takes."""
+    every = declarations(BackendOptions)
+    return tuple(o for k, o in declarations(model).items() if k not in every)
+
+
+def _unfit(backend: RegisteredBackend) -> str | None:
+    """Why ``backend``'s options model does not fit its kind, or None."""
+    model = backend.options
+    if not (isinstance(model, type) and issubclass(model, OptionGroup)):
+        return f"its options must be an OptionGroup model, not {model!r}"
+    if backend.switch is None and not issubclass(model, BackendOptions):
+        return f"its options model {model.__name__} must subclass BackendOptions"
+    if backend.switch is None and backend.local and not issubclass(model, Checkpoint):
+        return (
+            f"it loads a checkpoint (local=True): its options model {model.__name__} must "
+            "subclass Checkpoint"
+        )
+    return None
+
+
 def _option_clash(backend: RegisteredBackend, others) -> str | None:
     """Why ``backend``'s options cannot sit beside ``others``' (one name, two declarations)."""
-    declared = {o.keyword: o for other in others for o in (*EVERY_BACKEND, *other.options)}
-    for option in backend.options:
+    declared = {o.keyword: o for other in others for o in declarations(other.options).values()}
+    for option in declarations(backend.options).values():
         if option.keyword in declared and declared[option.keyword] != option:
             return f"its option {option.flag} is declared otherwise by another backend"
     return None
@@ -268,10 +304,17 @@ def get_backend(name: str) -> RegisteredBackend:
     return choosable[name]
 
 
-def options_of(backend: RegisteredBackend) -> tuple[BackendOption, ...]:
-    """The options ``backend`` takes: those of every backend, its own, the wrappers'."""
-    taken = (*EVERY_BACKEND, *backend.options, *(o for w in wrappers() for o in w.options))
-    return tuple({o.keyword: o for o in taken}.values())
+def options_model(backend: RegisteredBackend) -> type[OptionGroup]:
+    """The model of every option ``backend`` takes: its own model, with the wrappers'."""
+    return _with_wrappers(backend.options, tuple(w.options for w in wrappers()))
+
+
+@cache
+def _with_wrappers(model: type[OptionGroup], wrapping: tuple[type[OptionGroup], ...]):
+    if not wrapping:
+        return model
+    # the wrappers' first among the bases, so that their fields come last
+    return type(model.__name__, (*wrapping, model), {"__module__": model.__module__})
 
 
 def known_backends() -> tuple[RegisteredBackend, ...]:

@@ -126,7 +126,7 @@ def run_settings(
         runtime = backend.describe() if spec.needs_model else {}
         with RunStore(output, spec.name, settings.recorded(), runtime, model, cache_file) as store:
             cached = (
-                CachedLM(base, lambda: store.cache, max_new=backend.max_requests)
+                CachedLM(base, lambda: store.cache, max_new=backend.options.max_requests)
                 if base is not None
                 else None
             )

@@ -172,7 +172,7 @@ def run(ctx: RunContext, settings: SensitivitySettings) -> MethodOutput:
     from biaslens.plots.cid import lambda_star_boxplot, similarity_curve
 
     pairs = build_perturbation_pairs(settings, settings.sentences_file, settings.semantic_file)
-    offline = bool(ctx.backend_config and ctx.backend_config.offline)
+    offline = bool(ctx.backend_config and ctx.backend_config.options.offline)
     encoder = {"name": "custom"}
     if settings.similarity is None:
         from biaslens.models.embeddings import encoder_folder, encoder_source

@@ -2,7 +2,8 @@
 
 A name that is neither a registered model nor a local folder is a hub repo id (``gpt2``,
 ``deepset/roberta-base-squad2``), optionally pinned as ``NAME@REVISION`` or with ``--revision``
-(a branch, tag or commit). Online, :func:`fetch` downloads it through ``huggingface_hub`` (its
+(a branch, tag or commit), read once into a :class:`~.reference.CheckpointRef`. Online,
+:func:`fetch` downloads it through ``huggingface_hub`` (its
 cache, its resumable per-file downloads, its progress bars, ``HF_TOKEN`` / ``hf auth login`` for
 gated models), only the files a model needs (one weight format, no TensorFlow/Flax/ONNX copies).
 Offline (``HF_HUB_OFFLINE=1`` or ``--offline``), only a complete cached snapshot is used.
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from biaslens.common.env import number_from_env
-from biaslens.errors import BiaslensError, quoted
+from biaslens.errors import BiaslensError
 from biaslens.models.checkpoints import hub_answers
 
 RETRIES_ENV = "BIASLENS_HUB_RETRIES"
@@ -93,21 +94,6 @@ def is_offline(offline: bool = False) -> bool:
     return bool(constants.HF_HUB_OFFLINE) or value.upper() in ("1", "ON", "YES", "TRUE")
 
 
-def split_revision(name: str, revision: str | None = None) -> tuple[str, str | None]:
-    """``org/name@rev`` -> (``org/name``, ``rev``); ``revision`` (``--revision``) otherwise. Both
-    given and different is an error."""
-    repo_id, at, pinned = name.partition("@")
-    if not at:
-        return name, revision
-    if not pinned or not repo_id:
-        raise BiaslensError(f"model {quoted(name)}: NAME@REVISION needs both parts")
-    if revision is not None and revision != pinned:
-        raise BiaslensError(
-            f"model {quoted(name)} names revision {pinned!r} but --revision says {revision!r}"
-        )
-    return repo_id, pinned
-
-
 def is_repo_id(name: str) -> bool:
     """Whether ``name`` can be a hub model id (``gpt2``, ``org/name``)."""
     from huggingface_hub.utils import HFValidationError, validate_repo_id
@@ -121,11 +107,11 @@ def is_repo_id(name: str) -> bool:
     return True
 
 
-def snapshot_source(folder: Path, revision: str | None = None, name: str = "") -> HubSource | None:
+def snapshot_source(folder: Path, revision: str | None = None) -> HubSource | None:
     """The hub provenance of a folder inside the Hugging Face cache
-    (``models--org--name/snapshots/<commit>``); None for any other folder. The revision asked
-    for is ``revision``, or where the folder was named (``name``): the ``@REV`` of a hub name,
-    else ``revision``, and none when it was named by its path."""
+    (``models--org--name/snapshots/<commit>``), with ``revision`` the revision asked for (a
+    :class:`~.reference.CheckpointRef`'s: None when the folder was named by its path); None
+    for any other folder."""
     folder = Path(folder)
     parent = folder.parent
     if parent.name != "snapshots" or not COMMIT_RE.fullmatch(folder.name):
@@ -133,31 +119,13 @@ def snapshot_source(folder: Path, revision: str | None = None, name: str = "") -
     repo = parent.parent.name
     if not repo.startswith("models--"):
         return None
-    asked = revision
-    if name:
-        asked = None if Path(name).expanduser().is_dir() else split_revision(name, revision)[1]
-    return HubSource(repo.removeprefix("models--").replace("--", "/"), folder.name, asked)
+    return HubSource(repo.removeprefix("models--").replace("--", "/"), folder.name, revision)
 
 
-def fetch(
-    name: str,
-    revision: str | None = None,
-    *,
-    offline: bool = False,
-    what: str = "model",
-) -> Path:
-    """The local snapshot folder of hub model ``name`` at ``revision``: downloaded when online
-    (only missing files), the cached complete snapshot when offline. ``what`` names the model's
-    role in messages (``model``, ``sentence encoder``)."""
-    given = revision
-    repo_id, revision = split_revision(name, revision)
-    label = f"{what} {quoted(name)}" + (f" (revision {given})" if given else "")
-    if not is_repo_id(repo_id):
-        raise BiaslensError(
-            f"unknown {what} {quoted(name)}: not a registered name (see `biaslens models list`), "
-            "not a local folder, and not a hub model name (org/name)"
-        )
-    hub_answers.check_revision(revision, label)
+def fetch(repo_id: str, revision: str | None, *, label: str, offline: bool = False) -> Path:
+    """The local snapshot folder of hub repo ``repo_id`` at ``revision`` (both checked by
+    :func:`~.reference.checkpoint_ref`; ``label`` names the model in messages): downloaded when
+    online (only missing files), the cached complete snapshot when offline."""
     if is_offline(offline):
         return _cached(repo_id, revision, label)
     hub_answers.install()

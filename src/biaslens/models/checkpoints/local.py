@@ -13,7 +13,8 @@ import warnings
 from pathlib import Path
 
 from biaslens.common.hashing import sha256_files
-from biaslens.errors import BiaslensError, quoted
+from biaslens.errors import BiaslensError
+from biaslens.models.checkpoints.reference import CheckpointRef
 from biaslens.models.kinds import KIND_NAMES, ModelKind
 
 WEIGHT_SUFFIXES = {".safetensors", ".bin", ".pt", ".pth"}
@@ -94,24 +95,6 @@ def model_fingerprint(folder: Path) -> str:
     return sha256_files(files, folder)
 
 
-def local_folder(name_or_path: str, revision: str | None = None, offline: bool = False) -> Path:
-    """The folder of a model given by local path or hub name (``NAME@REVISION`` too): a local
-    folder as it is, a hub name downloaded when online (:func:`.hub.fetch`) or taken
-    from the complete cached snapshot when offline. Every failure is one line."""
-    from biaslens.models.checkpoints import hub
-
-    path = Path(name_or_path).expanduser()
-    if path.is_dir():
-        if revision is not None:
-            raise BiaslensError(
-                f"model {quoted(name_or_path)} is a local folder: --revision applies to hub names"
-            )
-        return path
-    if path.exists():
-        raise BiaslensError(f"model {name_or_path}: a file, not a model folder")
-    return hub.fetch(name_or_path, revision, offline=offline)
-
-
 def refuse_custom_code(folder: Path) -> None:
     """A model whose config or tokenizer needs code from its own repository (an ``auto_map``
     for a type transformers does not ship) is refused with one line naming the file that
@@ -190,25 +173,14 @@ def load_tokenizer(folder: Path):
     )
 
 
-def locate_model(
-    name_or_path: str,
-    revision: str | None = None,
-    offline: bool = False,
-    model_kind: str = "auto",
-):
+def locate_model(ref: CheckpointRef, offline: bool = False, model_kind: str = "auto"):
     """The model's folder, config and kind (``model_kind``: a ``--model-kind`` name), checked
     without loading its weights: a folder that cannot be a loadable model is a one-line error
     here (``biaslens`` checks every model of a multi-model run this way before the first one
     runs)."""
     from transformers import AutoConfig
 
-    try:
-        folder = local_folder(name_or_path, revision, offline)
-    except OSError as error:  # e.g. a name longer than the file system allows
-        raise BiaslensError(
-            f"model {name_or_path[:80]!r}{'…' if len(name_or_path) > 80 else ''}: "
-            f"{error.strerror or error}"
-        ) from None
+    folder = ref.folder(offline)
     if not (folder / "config.json").is_file():
         raise BiaslensError(f"{folder}: no config.json; not a transformers model folder")
     refuse_custom_code(folder)
@@ -226,15 +198,13 @@ def locate_model(
     return folder, model_config, kind
 
 
-def model_source(
-    folder: Path, name: str, revision: str | None = None
-) -> tuple[tuple[str, str], ...]:
+def model_source(folder: Path, ref: CheckpointRef) -> tuple[tuple[str, str], ...]:
     """Where a model folder came from, as its identity records it: a hub snapshot's repo id,
     revision and commit; a converted package model's source file and its sha256; nothing for
     another local folder (its fingerprint identifies it)."""
     from biaslens.models.checkpoints import hub
 
-    snapshot = hub.snapshot_source(folder, revision, name)
+    snapshot = hub.snapshot_source(folder, ref.revision)
     if snapshot is not None:
         return snapshot.describe()
     try:

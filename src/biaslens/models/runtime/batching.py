@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from biaslens.errors import BiaslensError
+from biaslens.models.options import BatchSize
 from biaslens.models.runtime.batch_memo import BatchSizeMemo
 
 T = TypeVar("T")
@@ -232,15 +232,12 @@ class BatchSizer:
 
     def __init__(
         self,
-        batch_size: int | str = "auto",  # as the backend option parsed it
+        batch_size: BatchSize = "auto",  # as the --batch-size option parsed it
         memo: BatchSizeMemo | None = None,
         key: str = "",
         clock: Callable[[], float] = time.perf_counter,
         max_size: int = AUTO_MAX_SIZE,
     ) -> None:
-        fixed = isinstance(batch_size, int) and not isinstance(batch_size, bool)
-        if batch_size != "auto" and not (fixed and batch_size >= 1):
-            raise BiaslensError(f"batch size must be 'auto' or an integer >= 1, got {batch_size!r}")
         self.auto = batch_size == "auto"
         self.fixed = None if self.auto else batch_size
         self.memo, self.key, self.clock, self.max_size = memo, key, clock, max_size

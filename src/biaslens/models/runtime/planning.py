@@ -18,6 +18,7 @@ from pathlib import Path
 
 from biaslens.models.base import KIND_CAPABILITIES, Exactness, ModelIdentity, ModelKind
 from biaslens.models.config import BackendConfig
+from biaslens.models.options import model_kind_of
 from biaslens.models.requests import (
     AnswerSpanResult,
     ChoiceLogprobsResult,
@@ -119,7 +120,7 @@ class PlanningLM(ForwardingLM):
     def counted_by(self) -> str:
         if self.tokenizer is None:
             return f"about {CHARS_PER_TOKEN} characters per token (no tokenizer of the model here)"
-        return "the model's tokenizer" + (" and chat template" if self.config.chat else "")
+        return "the model's tokenizer" + (" and chat template" if self.config.options.chat else "")
 
     def count_tokens(self, texts: list[str]) -> int:
         if self.tokenizer is None:
@@ -127,7 +128,9 @@ class PlanningLM(ForwardingLM):
         if self.kind == ModelKind.CAUSAL:  # as the backends encode them (chat template, BOS)
             from biaslens.models.runtime.tokenization import encode_causal_prompts
 
-            encoded = encode_causal_prompts(self.tokenizer, texts, self.config.add_bos, self.config)
+            encoded = encode_causal_prompts(
+                self.tokenizer, texts, self.config.options.add_bos, self.config.options
+            )
         else:
             encoded = self.tokenizer(texts)["input_ids"]
         return sum(len(ids) for ids in encoded)
@@ -163,11 +166,11 @@ class PlannedModel:
 def plan_checkpoint(name: str, config: BackendConfig) -> PlannedModel:
     """A backend that loads a checkpoint: its kind and tokenizer read from its folder."""
     from biaslens.models.checkpoints.local import locate_model
-    from biaslens.models.registry import registered_model
+    from biaslens.models.loader import checkpoint_of
 
-    entry = registered_model(name)
-    located = entry.folder(config.offline) if entry is not None else name
-    folder, _, kind = locate_model(str(located), config.revision, config.offline, config.model_kind)
+    options = config.options
+    checkpoint = checkpoint_of(name, options)
+    folder, _, kind = locate_model(checkpoint, options.offline, model_kind_of(options))
     return PlannedModel(kind=kind, tokenizer_folder=folder)
 
 
@@ -183,10 +186,10 @@ def planning_model(name: str, config: BackendConfig) -> PlanningLM:
     tokenizer = None
     if planned.tokenizer_folder is not None:
         tokenizer = load_tokenizer(planned.tokenizer_folder)
-        if config.chat and getattr(tokenizer, "chat_template", None):
+        if config.options.chat and getattr(tokenizer, "chat_template", None):
             from biaslens.models.runtime.tokenization import check_chat
 
-            check_chat(tokenizer, planned.kind, config, name)  # the run's verdict on --chat
+            check_chat(tokenizer, planned.kind, config.options, name)  # the run's verdict on --chat
     identity = ModelIdentity(
         name=name, kind=planned.kind, fingerprint="dry-run", backend=config.backend
     )

@@ -135,7 +135,9 @@ class TokenLevelBackend(LocalTokenizer, LM):
 
     # ------------------------------------------------------------------ tokenization (= hf)
     def encode_prompts(self, texts: Sequence[str]) -> list[list[int]]:
-        return encode_causal_prompts(self.tokenizer, texts, self.config.add_bos, self.config)
+        return encode_causal_prompts(
+            self.tokenizer, texts, self.config.options.add_bos, self.config.options
+        )
 
     def _chunks(self, n: int) -> Iterator[slice]:
         for start in range(0, n, self.chunk_size):

@@ -7,21 +7,23 @@ import warnings
 from collections.abc import Sequence
 
 from biaslens.errors import BiaslensError
+from biaslens.models.options import Prompts
 from biaslens.models.requests import RequestType
 
 
 def encode_causal_prompts(
-    tokenizer, texts: Sequence[str], add_bos: bool | None, config=None
+    tokenizer, texts: Sequence[str], add_bos: bool | None, prompts: Prompts | None = None
 ) -> list[list[int]]:
     """Prompt ids in one batched tokenizer call: the tokenizer's own special tokens
     (``add_bos=None``), or a forced (``True``) / suppressed (``False``) BOS. With
-    ``config.chat``, each text is first put in the chat template (:func:`chat_texts`), which
-    writes its own special tokens."""
+    ``prompts.chat`` (the backend's :class:`~biaslens.models.options.Prompts` options), each
+    text is first put in the chat template (:func:`chat_texts`), which writes its own special
+    tokens."""
     texts = list(texts)
     if not texts:
         return []
-    if config is not None and config.chat:
-        return tokenizer(chat_texts(tokenizer, texts, config.system), add_special_tokens=False)[
+    if prompts is not None and prompts.chat:
+        return tokenizer(chat_texts(tokenizer, texts, prompts.system), add_special_tokens=False)[
             "input_ids"
         ]
     if add_bos is None:
@@ -60,12 +62,12 @@ def template_refusal(tokenizer, error: BaseException, system: bool) -> str:
     return f"{name}: its chat template refused the prompt{hint}: {kind}: {said}".rstrip(": ")
 
 
-def check_chat(tokenizer, kind, config, name: str) -> None:
+def check_chat(tokenizer, kind, prompts: Prompts, name: str) -> None:
     """``--chat`` needs a causal model whose tokenizer has a chat template; else one line
     saying so."""
     from biaslens.models.base import ModelKind
 
-    if not config.chat:
+    if not prompts.chat:
         return
     if kind != ModelKind.CAUSAL:
         raise BiaslensError(
@@ -82,14 +84,14 @@ def check_chat(tokenizer, kind, config, name: str) -> None:
             f"{name!r} has no chat template (no chat_template in its tokenizer files): --chat "
             "needs an instruct or chat model"
         )
-    chat_texts(tokenizer, ["A question."], config.system)  # a template that refuses: said now
+    chat_texts(tokenizer, ["A question."], prompts.system)  # a template that refuses: said now
 
 
-def chat_identity(config) -> tuple[tuple[str, str], ...]:
+def chat_identity(prompts: Prompts) -> tuple[tuple[str, str], ...]:
     """What chat formatting adds to a model's identity (and so to every cache key)."""
-    if not config.chat:
+    if not prompts.chat:
         return ()
-    return (("chat", "template"), *((("system", config.system),) if config.system else ()))
+    return (("chat", "template"), *((("system", prompts.system),) if prompts.system else ()))
 
 
 def fit_left(

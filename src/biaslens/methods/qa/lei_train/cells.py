@@ -107,7 +107,7 @@ def train_groups(
         return
     from biaslens.models.loader import load_model
 
-    ray = connect(backend_config.ray_address)
+    ray = connect(backend_config.options.ray_address)
     resources, threads, config = worker_plan(ray, parallel, backend_config)
     task = ray.remote(_train_group).options(max_retries=1, **resources)
     tick = progress.task(f"training {len(groups)} grid group(s) on Ray", len(groups))

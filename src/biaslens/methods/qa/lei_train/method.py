@@ -78,7 +78,7 @@ def prepare(settings: LeiTrainSettings, lm: LM) -> LeiTrainSettings:
 def run(ctx: RunContext, settings: LeiTrainSettings) -> MethodOutput:
     """Train, evaluate and select; resumes from the run folder's checkpoints and cache."""
     base, store, mode = ctx.uncached_lm, ctx.store, settings.mode
-    if ctx.backend_config.max_requests is not None:
+    if ctx.backend_config.options.max_requests is not None:
         raise BiaslensError(
             "--max-requests bounds the requests a run sends a model; lei-train fine-tunes the "
             "model in process (its cost is training), so it does not take it"

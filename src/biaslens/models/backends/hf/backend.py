@@ -20,6 +20,7 @@ from biaslens.models.backends.hf import extractive, forward, generation, scoring
 from biaslens.models.backends.hf.loading import load_parts
 from biaslens.models.backends.hf.runtime import SENTINEL, HFRuntime, fill_style
 from biaslens.models.base import LM, ModelKind
+from biaslens.models.checkpoints.reference import CheckpointRef
 from biaslens.models.config import BackendConfig
 from biaslens.models.requests import RequestType
 
@@ -92,11 +93,10 @@ class HFBackend(HFRuntime, LM):
 
     def load_checkpoint(self, folder: Path, name: str) -> HFBackend:
         """A saved checkpoint of this model, loaded with the same backend settings."""
-        return load_hf(str(folder), self.config, display_name=name)
+        return load_hf(CheckpointRef.at(folder, name), self.config)
 
 
-def load_hf(
-    name_or_path: str, config: BackendConfig | None = None, display_name: str | None = None
-) -> HFBackend:
-    """Load a model by hub name (from the local cache only when offline) or local path."""
-    return HFBackend(*load_parts(name_or_path, config, display_name))
+def load_hf(checkpoint: CheckpointRef, config: BackendConfig | None = None) -> HFBackend:
+    """Load the model at ``checkpoint`` (a hub snapshot, from the local cache only when
+    offline, or a local folder)."""
+    return HFBackend(*load_parts(checkpoint, config))

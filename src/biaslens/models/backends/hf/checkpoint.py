@@ -54,7 +54,7 @@ def check_loaded_tensors(folder: Path, model, model_config, info: dict, config) 
     saved_as = list(getattr(model_config, "architectures", None) or [])
     details: dict[str, str] = {}
     if missing:
-        if not config.allow_missing_weights:
+        if not config.options.allow_missing_weights:
             raise BiaslensError(
                 f"{folder}: {_named(missing)} tensor(s) that {loaded_as} needs are not in the "
                 f"checkpoint (saved as {', '.join(saved_as) or 'an unknown architecture'}) and "
@@ -70,7 +70,7 @@ def check_loaded_tensors(folder: Path, model, model_config, info: dict, config) 
     if unexpected:
         modules = {name for name, _ in model.named_modules()}
         inside = {key for key in unexpected if key.rpartition(".")[0] in modules}
-        if inside and not config.allow_missing_weights:
+        if inside and not config.options.allow_missing_weights:
             raise BiaslensError(
                 f"{folder}: the checkpoint holds {_named(inside)} tensor(s) inside modules "
                 f"that {loaded_as} runs but does not use (an adapter, or another "

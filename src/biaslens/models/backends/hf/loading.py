@@ -28,6 +28,7 @@ from biaslens.models.checkpoints.local import (
 from biaslens.models.runtime.tokenization import chat_identity, check_chat
 
 if TYPE_CHECKING:
+    from biaslens.models.checkpoints.reference import CheckpointRef
     from biaslens.models.config import BackendConfig
 
 DTYPES = {
@@ -117,13 +118,10 @@ def cpu_has_bf16_units(cpuinfo: str | None = None) -> bool:
     return True if flags is None else any(flag in flags for flag in BF16_FLAGS)
 
 
-def load_parts(
-    name_or_path: str,
-    config: BackendConfig | None = None,
-    display_name: str | None = None,
-):
-    """Model, tokenizer, identity and backend settings of a model given by hub name (from the
-    local cache only when offline) or local path (:func:`~.backend.load_hf` wraps them)."""
+def load_parts(checkpoint: CheckpointRef, config: BackendConfig | None = None):
+    """Model, tokenizer, identity and backend settings of the model at ``checkpoint`` (a hub
+    snapshot, from the local cache only when offline, or a local folder;
+    :func:`~.backend.load_hf` wraps them)."""
     from transformers import (
         AutoModelForCausalLM,
         AutoModelForMaskedLM,
@@ -136,11 +134,10 @@ def load_parts(
 
     hf_logging.disable_progress_bar()
     config = config or BackendConfig()
-    folder, model_config, kind = locate_model(
-        name_or_path, config.revision, config.offline, config.model_kind
-    )
-    device = resolve_device(config.device)
-    dtype = resolve_dtype(config.dtype, device)
+    options = config.options
+    folder, model_config, kind = locate_model(checkpoint, options.offline, options.model_kind)
+    device = resolve_device(options.device)
+    dtype = resolve_dtype(options.dtype, device)
     encoder_decoder = bool(getattr(model_config, "is_encoder_decoder", False))
     auto_class = {
         ModelKind.MASKED: AutoModelForSeq2SeqLM if encoder_decoder else AutoModelForMaskedLM,
@@ -148,7 +145,7 @@ def load_parts(
         ModelKind.SEQ2SEQ: AutoModelForSeq2SeqLM,
         ModelKind.EXTRACTIVE_QA: AutoModelForQuestionAnswering,
     }[kind]
-    if config.allow_missing_weights:
+    if options.allow_missing_weights:
         torch.manual_seed(0)  # missing tensors get the same values on every load
     model, loading_info = load_or_refuse(
         "model weights",
@@ -160,11 +157,11 @@ def load_parts(
     unused = check_loaded_tensors(folder, model, model_config, loading_info, config)
     check_finite_weights(folder, model)
     tokenizer = load_tokenizer(folder)
-    check_chat(tokenizer, kind, config, display_name or name_or_path)
+    check_chat(tokenizer, kind, options, checkpoint.name)
     model.to(device).eval()
     use_cpu_gqa(model)
     identity = ModelIdentity(
-        name=display_name or name_or_path,
+        name=checkpoint.name,
         kind=kind,
         fingerprint=model_fingerprint(folder),
         num_parameters=sum(p.numel() for p in model.parameters()),
@@ -172,14 +169,14 @@ def load_parts(
         numerics=(
             ("dtype", str(dtype).removeprefix("torch.")),
             ("device_type", device.type),
-            ("add_bos", str(config.add_bos)),
-            *((("input_prefix", config.input_prefix),) if config.input_prefix else ()),
-            *chat_identity(config),
+            ("add_bos", str(options.add_bos)),
+            *((("input_prefix", options.input_prefix),) if options.input_prefix else ()),
+            *chat_identity(options),
             *((("random_tensors", "seeded"),) if unused.get("random_tensors") else ()),
         ),
         weights_sha256=weights_sha256(folder),
         details=(*unused.items(), *tokenizer_details(tokenizer)),
-        source=model_source(folder, name_or_path, config.revision),
+        source=model_source(folder, checkpoint),
     )
     return model, tokenizer, identity, config
 

@@ -144,10 +144,10 @@ class HFRuntime(LocalTokenizer):
                     request_type.value,
                 )
             )
-            memo = BatchSizeMemo() if self.config.batch_size == "auto" else None
+            memo = BatchSizeMemo() if self.config.options.batch_size == "auto" else None
             limit = AUTO_MAX_SIZE_CPU if self.device.type == "cpu" else AUTO_MAX_SIZE
             self.sizers[request_type] = BatchSizer(
-                self.config.batch_size, memo, key, max_size=limit
+                self.config.options.batch_size, memo, key, max_size=limit
             )
         return self.sizers[request_type]
 
@@ -166,14 +166,14 @@ class HFRuntime(LocalTokenizer):
 
     def with_prefix(self, texts: Sequence[str]) -> list[str]:
         """``texts`` with the configured input prefix (e.g. UL2's ``[NLU] ``) in front."""
-        prefix = self.config.input_prefix
+        prefix = self.config.options.input_prefix
         return [prefix + t for t in texts] if prefix else list(texts)
 
     def encode_prompts(self, texts: Sequence[str]) -> list[list[int]]:
         """Prompt ids (one batched tokenizer call): the tokenizer's own special tokens, or a
-        forced / suppressed BOS for causal prompts (see ``BackendConfig.add_bos``)."""
-        add_bos = None if self.kind == ModelKind.SEQ2SEQ else self.config.add_bos
-        chat = self.config if self.kind == ModelKind.CAUSAL else None
+        forced / suppressed BOS for causal prompts (the ``add_bos`` option)."""
+        add_bos = None if self.kind == ModelKind.SEQ2SEQ else self.config.options.add_bos
+        chat = self.config.options if self.kind == ModelKind.CAUSAL else None
         return encode_causal_prompts(self.tokenizer, self.with_prefix(texts), add_bos, chat)
 
     def pad(self, sequences: list[list[int]], left: bool) -> tuple[torch.Tensor, torch.Tensor]:

@@ -86,7 +86,7 @@ class ChatEndpointBackend(SampledBy, ServedBy, LM):
     def __init__(
         self, client: HTTPClient, model: str, identity: ModelIdentity, config: BackendConfig
     ) -> None:
-        self.connect(client, model, config.concurrency)
+        self.connect(client, model, config.options.concurrency)
         self.identity = identity
         self.config = config
         self.logprobs = True
@@ -109,12 +109,16 @@ class ChatEndpointBackend(SampledBy, ServedBy, LM):
 
         return SamplingEndpoint(
             self.client, self.model, "/chat/completions",
-            lambda prompt: {"messages": self.messages(prompt)}, not self.config.unseeded,
+            lambda prompt: {"messages": self.messages(prompt)}, not self.config.options.unseeded,
         )  # fmt: skip
 
     def messages(self, prompt: str) -> list[dict]:
         """The prompt as a user message, after the ``--system`` message if one is given."""
-        system = [{"role": "system", "content": self.config.system}] if self.config.system else []
+        system = (
+            [{"role": "system", "content": self.config.options.system}]
+            if self.config.options.system
+            else []
+        )
         return [*system, {"role": "user", "content": prompt}]
 
     def payload(self, prompt: str, max_new_tokens: int, top_k: int) -> dict:
@@ -219,8 +223,8 @@ def _shown(text: str, limit: int = 60) -> str:
 def load_chat_endpoint(
     name: str, config: BackendConfig, display_name: str | None = None
 ) -> ChatEndpointBackend:
-    """Connect to ``config.base_url``'s chat endpoint serving ``name`` and check, on one probe
-    message, that it returns top log-probabilities."""
+    """Connect to ``config.options.base_url``'s chat endpoint serving ``name`` and check, on
+    one probe message, that it returns top log-probabilities."""
     from biaslens.models.requests import GenerateRequest
 
     client = HTTPClient(config)
@@ -269,7 +273,7 @@ def _identity(name: str, config: BackendConfig, served: dict, client) -> ModelId
         numerics=(
             ("endpoint", "chat/completions"),
             ("chat", "server template"),
-            *((("system", config.system),) if config.system else ()),
+            *((("system", config.options.system),) if config.options.system else ()),
         ),
         details=(
             ("base_url", client.base_url),

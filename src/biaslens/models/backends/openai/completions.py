@@ -53,7 +53,7 @@ class OpenAIBackend(SampledBy, ServedBy, TokenLevelBackend):
 
     def __init__(self, client: HTTPClient, model: str, tokenizer, identity, config, probe, eos):
         super().__init__(tokenizer, identity, config, eos)
-        self.connect(client, model, config.concurrency)
+        self.connect(client, model, config.options.concurrency)
         self.probe = probe
         self.max_length = probe.get("max_model_len")
         self.max_logprobs = probe.get("max_logprobs")
@@ -88,7 +88,7 @@ class OpenAIBackend(SampledBy, ServedBy, TokenLevelBackend):
             return {"prompt": prompt}
 
         return SamplingEndpoint(
-            self.client, self.model, "/completions", prompt_part, not self.config.unseeded
+            self.client, self.model, "/completions", prompt_part, not self.config.options.unseeded
         )
 
     def require(self, request_type, exact: bool = True, alternative: str = "") -> None:
@@ -266,23 +266,25 @@ def _text_generation(request, response, url) -> GenerateResult:
 def uses_chat_endpoint(config: BackendConfig, has_tokenizer: bool) -> bool:
     """Whether prompts go to ``/v1/chat/completions``: asked for (``--endpoint chat``), or
     ``--chat`` with no tokenizer of the model to apply its template here."""
-    return config.chat and (
-        config.endpoint == "chat" or (config.endpoint == "auto" and not has_tokenizer)
+    return config.options.chat and (
+        config.options.endpoint == "chat"
+        or (config.options.endpoint == "auto" and not has_tokenizer)
     )
 
 
 def tokenizer_folder(name: str, config: BackendConfig) -> Path | None:
     """The served model's tokenizer folder: ``--tokenizer``, else a registered model's own."""
-    from biaslens.models.checkpoints.local import local_folder
+    from biaslens.models.checkpoints.reference import checkpoint_ref
     from biaslens.models.registry import registered_model
 
-    if config.tokenizer:
-        entry = registered_model(config.tokenizer)
+    options = config.options
+    if options.tokenizer:
+        entry = registered_model(options.tokenizer)
         if entry is not None:
-            return entry.folder(config.offline)
-        return local_folder(config.tokenizer, offline=config.offline)
+            return entry.folder(options.offline)
+        return checkpoint_ref(options.tokenizer).folder(options.offline)
     entry = registered_model(name)
-    return entry.folder(config.offline) if entry is not None and entry.answers_requests else None
+    return entry.folder(options.offline) if entry is not None and entry.answers_requests else None
 
 
 def plan_openai(name: str, config: BackendConfig):
@@ -296,7 +298,7 @@ def plan_openai(name: str, config: BackendConfig):
         exact = GENERATIVE if folder is not None else {RequestType.GENERATE: Exactness.EXACT}
         sampled = {RequestType.SAMPLE: Exactness.EXACT}
         return PlannedModel(capabilities={**exact, **sampled}, tokenizer_folder=folder)
-    url = redact_url(config.base_url or "")
+    url = redact_url(config.options.base_url or "")
 
     def check(request_type, alternative=""):
         check_chat_request(request_type, url, alternative)
@@ -305,21 +307,23 @@ def plan_openai(name: str, config: BackendConfig):
 
 
 def load_openai(name: str, config: BackendConfig | None = None, display_name: str | None = None):
-    """Connect to the server at ``config.base_url`` serving model ``name`` and probe it."""
+    """Connect to the server at ``config.options.base_url`` serving model ``name`` and probe it."""
     from biaslens.models.checkpoints.local import model_fingerprint
 
     config = config or BackendConfig(backend="openai")
-    if not config.base_url:
+    if not config.options.base_url:
         raise BiaslensError("the openai backend needs the server's address: --base-url URL")
-    if not config.base_url.startswith(("http://", "https://")):
+    if not config.options.base_url.startswith(("http://", "https://")):
         raise BiaslensError(
-            f"--base-url must start with http:// or https://, got {redact_url(config.base_url)!r}"
+            "--base-url must start with http:// or https://, got "
+            f"{redact_url(config.options.base_url)!r}"
         )
-    if config.api_key_env and not os.environ.get(config.api_key_env):
+    if config.options.api_key_env and not os.environ.get(config.options.api_key_env):
         import warnings
 
         warnings.warn(
-            f"${config.api_key_env} is not set: requests go to {redact_url(config.base_url)} "
+            f"${config.options.api_key_env} is not set: requests go to "
+            f"{redact_url(config.options.base_url)} "
             "without an API key (fine for a local server; set it for a hosted one)",
             stacklevel=2,
         )
@@ -333,7 +337,7 @@ def load_openai(name: str, config: BackendConfig | None = None, display_name: st
         from biaslens.models.checkpoints.local import load_tokenizer
 
         tokenizer = load_tokenizer(folder)
-    check_chat(tokenizer, ModelKind.CAUSAL, config, display_name or name)
+    check_chat(tokenizer, ModelKind.CAUSAL, config.options, display_name or name)
     client = HTTPClient(config)
     try:
         served = served_model(client, name)
@@ -353,7 +357,7 @@ def load_openai(name: str, config: BackendConfig | None = None, display_name: st
         kind=ModelKind.CAUSAL,
         fingerprint=fingerprint,
         backend="openai",
-        numerics=(("add_bos", str(config.add_bos)), *chat_identity(config)),
+        numerics=(("add_bos", str(config.options.add_bos)), *chat_identity(config.options)),
         details=(
             ("base_url", client.base_url),
             ("server_model", json.dumps(metadata, sort_keys=True, default=str)),

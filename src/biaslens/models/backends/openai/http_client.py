@@ -72,16 +72,16 @@ class HTTPClient:
             raise BiaslensError("the openai backend needs httpx: pip install httpx") from None
         self.httpx = httpx
         # with any user:password, for the requests; a query (?api_key=…) goes with every request
-        self._url, self._params = split_query(config.base_url)
+        self._url, self._params = split_query(config.options.base_url)
         self.base_url = redact_url(self._url)
         """The server's address as shown and recorded (no user name, password or query)."""
-        self.timeout = float(config.timeout)
-        self.retries = int(config.max_retries)
-        self.concurrency = int(config.concurrency)
-        key = api_key(config.api_key_env)
+        self.timeout = float(config.options.timeout)
+        self.retries = int(config.options.max_retries)
+        self.concurrency = int(config.options.concurrency)
+        key = api_key(config.options.api_key_env)
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._secrets = [s for s in (key, *(v for _, v in self._params)) if s and len(s) >= 4]
-        self.key_env = config.api_key_env
+        self.key_env = config.options.api_key_env
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()

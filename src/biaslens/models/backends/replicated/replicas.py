@@ -68,11 +68,11 @@ class ReplicatedLM(ForwardingLM):
     def __init__(
         self, name: str, config: BackendConfig, load: Loader, weight_bytes: int | None = None
     ) -> None:
-        self.ray = ray = connect(config.ray_address)
+        self.ray = ray = connect(config.options.ray_address)
         self.config = config
         self.actors: list = []
-        replicas = config.data_parallel
-        resources = admit(replicas, ray.cluster_resources(), config.device, weight_bytes)
+        replicas = config.options.data_parallel
+        resources = admit(replicas, ray.cluster_resources(), config.options.device, weight_bytes)
         resources, threads, options = plan_for(resources, config)
         actor = ray.remote(_Replica).options(max_restarts=0, **resources)
         self.actors = [actor.remote() for _ in range(replicas)]
@@ -102,9 +102,10 @@ class ReplicatedLM(ForwardingLM):
         if len(started) < len(self.actors):
             self.close()
             raise BiaslensError(
-                f"only {len(started)} of {self.config.data_parallel} model replicas could be "
-                f"placed on the Ray cluster within {timeout:g} s (each needs {resources}; free "
-                f"now: {_free(self.ray)}): use a smaller --data-parallel, or wait for the cluster"
+                f"only {len(started)} of {self.config.options.data_parallel} model replicas "
+                f"could be placed on the Ray cluster within {timeout:g} s (each needs "
+                f"{resources}; free now: {_free(self.ray)}): use a smaller --data-parallel, or "
+                "wait for the cluster"
             )
 
     @property
@@ -194,7 +195,7 @@ def _free(ray) -> dict:
 
 
 def load_replicated(name: str, config: BackendConfig, load: Loader) -> ReplicatedLM:
-    """``config.data_parallel`` replicas of model ``name`` on Ray, each loaded by ``load``
+    """``config.options.data_parallel`` replicas of model ``name`` on Ray, each loaded by ``load``
     (admitted by the size of its weights, when it has a checkpoint here)."""
     from biaslens.models.loader import weight_bytes
 

@@ -4,7 +4,11 @@ the CPU build)."""
 
 from __future__ import annotations
 
-from biaslens.models.options import CHECKPOINT, IN_PROCESS, PROMPTS, BackendOption
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from biaslens.models.options import BackendOptions, Checkpoint, InProcess, OptionRules, Prompts
 from biaslens.models.registry import RegisteredBackend
 
 
@@ -16,21 +20,24 @@ def _engine_options(value):
     return dict(value)
 
 
-ENGINE_OPTIONS = BackendOption(
-    "engine_options",
-    default={},
-    parse=_engine_options,
-    cli=False,
-    compare=False,
-    record="never",
-    help="Further arguments of vllm.LLM (Python only), e.g. {'gpu_memory_utilization': 0.5}.",
-)
+class VLLMOptions(Prompts, Checkpoint, InProcess, BackendOptions):
+    """The vllm backend's options: in process, a checkpoint, causal prompts, the engine's."""
+
+    engine_options: Annotated[
+        dict[str, Any],
+        OptionRules(parse=_engine_options, cli=False, compare=False, record="never"),
+    ] = Field(
+        default_factory=dict,
+        description="Further arguments of vllm.LLM (Python only), e.g. "
+        "{'gpu_memory_utilization': 0.5}.",
+    )
+
 
 BACKEND = RegisteredBackend(
     "vllm",
     "biaslens.models.backends.vllm.engine:load_vllm",
     "vLLM engine, in process (causal models; pip install 'biaslens[vllm]')",
     summary="vLLM engine, in process",
-    options=(*IN_PROCESS, *CHECKPOINT, *PROMPTS, ENGINE_OPTIONS),
+    options=VLLMOptions,
     packages=("vllm",),
 )

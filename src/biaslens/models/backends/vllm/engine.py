@@ -22,6 +22,7 @@ from pathlib import Path
 
 from biaslens.errors import BiaslensError
 from biaslens.models.base import ModelIdentity, ModelKind
+from biaslens.models.checkpoints.reference import CheckpointRef
 from biaslens.models.config import BackendConfig
 from biaslens.models.runtime.served import TokenLevelBackend, TopK, model_eos_ids
 from biaslens.models.runtime.tokenization import chat_identity, check_chat
@@ -124,16 +125,14 @@ class VLLMBackend(TokenLevelBackend):
         del engine
 
 
-def load_vllm(
-    name_or_path: str, config: BackendConfig | None = None, display_name: str | None = None
-):
-    """Load a causal model folder (or cached hub name) into a vLLM engine."""
+def load_vllm(checkpoint: CheckpointRef, config: BackendConfig | None = None):
+    """Load the causal model at ``checkpoint`` (a local folder or hub snapshot) into a vLLM
+    engine."""
     from transformers import AutoConfig
 
     from biaslens.models.checkpoints.local import (
         TOKENIZER_FILES,
         detect_kind,
-        local_folder,
         model_fingerprint,
         model_source,
         refuse_custom_code,
@@ -142,7 +141,8 @@ def load_vllm(
 
     config = config or BackendConfig(backend="vllm")
     vllm, _ = _import_vllm()
-    folder = local_folder(name_or_path, config.revision, config.offline)
+    settings = config.options
+    folder = checkpoint.folder(settings.offline)
     refuse_custom_code(folder)
     try:
         kind = detect_kind(AutoConfig.from_pretrained(folder, trust_remote_code=False))
@@ -150,26 +150,22 @@ def load_vllm(
         raise BiaslensError(f"{folder}: cannot load the model config ({error})") from None
     if kind != ModelKind.CAUSAL:
         raise BiaslensError(
-            f"the vllm backend serves causal LMs; {name_or_path} is a {kind.value} model: use the "
-            "transformers backend (--backend hf)"
+            f"the vllm backend serves causal LMs; {checkpoint.name} is a {kind.value} model: use "
+            "the transformers backend (--backend hf)"
         )
     if not any((folder / n).is_file() for n in TOKENIZER_FILES):
         raise BiaslensError(f"{folder}: no tokenizer files; save the tokenizer next to the model")
-    if config.chat:
+    if settings.chat:
         from transformers import AutoTokenizer
 
-        check_chat(
-            AutoTokenizer.from_pretrained(folder, trust_remote_code=False),
-            kind,
-            config,
-            name_or_path,
-        )
-    device = "cpu" if config.device in ("cpu",) else config.device
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+        check_chat(tokenizer, kind, settings, checkpoint.name)
+    device = "cpu" if settings.device in ("cpu",) else settings.device
     on_cpu = device == "cpu" or not _cuda_available()
-    dtype = config.dtype if config.dtype != "auto" else ("float32" if on_cpu else "auto")
-    options = {"enforce_eager": on_cpu, **config.engine_options, "trust_remote_code": False}
-    if config.batch_size != "auto":
-        options.setdefault("max_num_seqs", int(config.batch_size))
+    dtype = settings.dtype if settings.dtype != "auto" else ("float32" if on_cpu else "auto")
+    options = {"enforce_eager": on_cpu, **settings.engine_options, "trust_remote_code": False}
+    if settings.batch_size != "auto":
+        options.setdefault("max_num_seqs", settings.batch_size)
     try:
         engine = vllm.LLM(
             model=str(folder),
@@ -187,7 +183,7 @@ def load_vllm(
     model_config = engine.llm_engine.model_config
     resolved = str(model_config.dtype).removeprefix("torch.")
     identity = ModelIdentity(
-        name=display_name or name_or_path,
+        name=checkpoint.name,
         kind=kind,
         fingerprint=model_fingerprint(Path(folder)),
         num_parameters=None,
@@ -195,12 +191,12 @@ def load_vllm(
         numerics=(
             ("dtype", resolved),
             ("device_type", "cpu" if on_cpu else "cuda"),
-            ("add_bos", str(config.add_bos)),
-            *chat_identity(config),
+            ("add_bos", str(settings.add_bos)),
+            *chat_identity(settings),
         ),
         weights_sha256=weights_sha256(Path(folder)),
         details=(("vllm_version", vllm.__version__),),
-        source=model_source(Path(folder), name_or_path, config.revision),
+        source=model_source(Path(folder), checkpoint),
     )
     return VLLMBackend(engine, engine.get_tokenizer(), identity, config, folder)
 
