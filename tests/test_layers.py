@@ -347,3 +347,32 @@ def test_a_setting_is_declared_once():
         and any(isinstance(t, ast.Name) and t.id == "OPTIONS" for t in node.targets)
     ]
     assert found == []
+
+
+def dynamic_attribute_classes(files: dict[str, str]) -> list[str]:
+    """The classes in ``files`` (path -> source) that answer attributes through ``__getattr__``
+    (a module's own ``__getattr__``, which imports a name lazily, is not a class's)."""
+    return [
+        f"{path} {node.name}"
+        for path, source in sorted(files.items())
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ClassDef)
+        and any(isinstance(f, ast.FunctionDef) and f.name == "__getattr__" for f in node.body)
+    ]
+
+
+NOT_CONFIGURATION = ["store/result.py RunResult"]
+"""A finished run's tables by name (``result.fits``), as a DataFrame's columns are: results,
+not configuration."""
+
+
+def test_no_configuration_object_answers_attributes_dynamically():
+    """A backend's options are fields of its typed options model, and every other settings
+    object is a model or a dataclass: a reader can see where each option is read."""
+    assert dynamic_attribute_classes(source_files()) == NOT_CONFIGURATION
+
+
+def test_the_dynamic_attribute_check_finds_one():
+    source = "class Config:\n    def __getattr__(self, name):\n        return 1\n"
+    lazy = "def __getattr__(name):\n    return 1\n"
+    assert dynamic_attribute_classes({"x.py": source, "y.py": lazy}) == ["x.py Config"]
