@@ -11,6 +11,15 @@ cd "$(dirname "$0")/.."
 # lm-evaluation-harness (the exported tasks run in it).
 export BIASLENS_EXTRAS=${BIASLENS_EXTRAS:-dev,embeddings,ray,datasets,docs,bench}
 bash scripts/install.sh
+if [ "${BIASLENS_SKIP_VLLM:-0}" != "1" ]; then
+    # vLLM's engine installs (downloads, mostly) while the main suite runs; biaslens itself is
+    # installed into it afterwards, so that no build writes into the tree while tests read it
+    mkdir -p test-artifacts
+    bash scripts/install.sh --vllm-engine >test-artifacts/vllm-install.log 2>&1 &
+    ENGINE_INSTALL=$!
+    # a failed step leaves no install behind (the script and the pip it runs)
+    trap 'pkill -P "$ENGINE_INSTALL" 2>/dev/null || true; kill "$ENGINE_INSTALL" 2>/dev/null || true' EXIT
+fi
 PY=${VIRTUAL_ENV:-.venv}/bin/python
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 "$PY" -m ruff check src tests benchmarks scripts
@@ -19,6 +28,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 NO_MKDOCS_2_WARNING=1 "$PY" -m mkdocs build --strict --quiet
 "$PY" -m pytest -q -m "not served" --durations=15 "$@"
 if [ "${BIASLENS_SKIP_VLLM:-0}" != "1" ]; then
+    wait "$ENGINE_INSTALL" || { cat test-artifacts/vllm-install.log; exit 1; }
     bash scripts/install.sh --vllm
     .venv-vllm/bin/python -m pytest -q -m served -p no:cacheprovider tests/models/test_vllm.py
 fi
