@@ -83,3 +83,15 @@ def test_a_backend_declares_a_model_that_fits_its_kind():
 
     with pytest.raises(TypeError, match="needs a description"):
         groups.declarations(NoHelp)
+
+
+def test_shared_code_reads_a_group_only_where_the_backend_takes_it():
+    class Served(groups.BackendOptions):
+        cap: float = Field(0.5, description="A cap.")
+
+    plain = Served()
+    assert groups.prompts_of(plain) is None and groups.offline_of(plain) is False
+    assert groups.model_kind_of(plain) == "auto"
+    hf = BackendConfig(chat=True, offline=True, model_kind="masked").options
+    assert groups.prompts_of(hf) is hf and groups.offline_of(hf) is True
+    assert groups.model_kind_of(hf) == "masked"

@@ -138,6 +138,14 @@ def test_the_plugin_backend_owns_its_option(plugin_site, tmp_path):
         "--fixed-cap", "0.9", "--model", "m", "--output", "bad",
     )  # fmt: skip
     assert bad.returncode == 2 and "--fixed-cap must be in (0, 0.5], got 0.9" in bad.stderr
+    planned = run_python(
+        plugin_site, tmp_path, "-m", "biaslens", "run", "pronoun-share", "--backend", "fixed",
+        "--model", "m", "--dry-run", "--output", "plan",
+    )  # fmt: skip
+    assert planned.returncode != 0 and "Traceback" not in planned.stderr
+    assert "--dry-run cannot plan a run on the fixed backend: it declares no planner" in (
+        planned.stderr
+    )
 
 
 @pytest.fixture

@@ -260,6 +260,16 @@ class Checkpoint(HubAccess):
     )
 
 
+def prompts_of(options: OptionGroup) -> Prompts | None:
+    """The prompt options of a backend that takes them (None for one that does not)."""
+    return options if isinstance(options, Prompts) else None
+
+
+def offline_of(options: OptionGroup) -> bool:
+    """``--offline`` where a backend takes it (False for one that does not)."""
+    return isinstance(options, HubAccess) and options.offline
+
+
 def model_kind_of(options: OptionGroup) -> str:
     """The model kind a backend's options ask for (``--model-kind``; ``auto`` for a backend
     that takes no such option: the kind is then read from the checkpoint's config)."""

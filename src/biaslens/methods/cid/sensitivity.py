@@ -43,6 +43,7 @@ from biaslens.metrics.cid import (
     similarity_trend,
 )
 from biaslens.models.base import LM
+from biaslens.models.options import offline_of
 from biaslens.scoring.contrastive import DecodingSettings, decode_both_directions
 from biaslens.store.run import dataset_hash
 
@@ -172,7 +173,7 @@ def run(ctx: RunContext, settings: SensitivitySettings) -> MethodOutput:
     from biaslens.plots.cid import lambda_star_boxplot, similarity_curve
 
     pairs = build_perturbation_pairs(settings, settings.sentences_file, settings.semantic_file)
-    offline = bool(ctx.backend_config and ctx.backend_config.options.offline)
+    offline = bool(ctx.backend_config and offline_of(ctx.backend_config.options))
     encoder = {"name": "custom"}
     if settings.similarity is None:
         from biaslens.models.embeddings import encoder_folder, encoder_source

@@ -16,9 +16,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from biaslens.errors import BiaslensError
 from biaslens.models.base import KIND_CAPABILITIES, Exactness, ModelIdentity, ModelKind
 from biaslens.models.config import BackendConfig
-from biaslens.models.options import model_kind_of
+from biaslens.models.options import model_kind_of, prompts_of
 from biaslens.models.requests import (
     AnswerSpanResult,
     ChoiceLogprobsResult,
@@ -101,6 +102,7 @@ class PlanningLM(ForwardingLM):
         self._capabilities = capabilities
         self.tokenizer = tokenizer
         self.config = config or BackendConfig()
+        self.prompts = prompts_of(self.config.options)
         self.requests: Counter[str] = Counter()
         self.prompt_tokens: Counter[str] = Counter()
         self.completion_tokens: Counter[str] = Counter()
@@ -120,7 +122,8 @@ class PlanningLM(ForwardingLM):
     def counted_by(self) -> str:
         if self.tokenizer is None:
             return f"about {CHARS_PER_TOKEN} characters per token (no tokenizer of the model here)"
-        return "the model's tokenizer" + (" and chat template" if self.config.options.chat else "")
+        chat = self.prompts is not None and self.prompts.chat
+        return "the model's tokenizer" + (" and chat template" if chat else "")
 
     def count_tokens(self, texts: list[str]) -> int:
         if self.tokenizer is None:
@@ -128,9 +131,8 @@ class PlanningLM(ForwardingLM):
         if self.kind == ModelKind.CAUSAL:  # as the backends encode them (chat template, BOS)
             from biaslens.models.runtime.tokenization import encode_causal_prompts
 
-            encoded = encode_causal_prompts(
-                self.tokenizer, texts, self.config.options.add_bos, self.config.options
-            )
+            add_bos = self.prompts.add_bos if self.prompts is not None else None
+            encoded = encode_causal_prompts(self.tokenizer, texts, add_bos, self.prompts)
         else:
             encoded = self.tokenizer(texts)["input_ids"]
         return sum(len(ids) for ids in encoded)
@@ -167,7 +169,13 @@ def plan_checkpoint(name: str, config: BackendConfig) -> PlannedModel:
     """A backend that loads a checkpoint: its kind and tokenizer read from its folder."""
     from biaslens.models.checkpoints.local import locate_model
     from biaslens.models.loader import checkpoint_of
+    from biaslens.models.registry import get_backend
 
+    if not get_backend(config.backend).local:
+        raise BiaslensError(
+            f"--dry-run cannot plan a run on the {config.backend} backend: it declares no "
+            "planner (what it knows of a model without asking it); run without --dry-run"
+        )
     options = config.options
     checkpoint = checkpoint_of(name, options)
     folder, _, kind = locate_model(checkpoint, options.offline, model_kind_of(options))
@@ -186,10 +194,11 @@ def planning_model(name: str, config: BackendConfig) -> PlanningLM:
     tokenizer = None
     if planned.tokenizer_folder is not None:
         tokenizer = load_tokenizer(planned.tokenizer_folder)
-        if config.options.chat and getattr(tokenizer, "chat_template", None):
+        prompts = prompts_of(config.options)
+        if prompts is not None and prompts.chat and getattr(tokenizer, "chat_template", None):
             from biaslens.models.runtime.tokenization import check_chat
 
-            check_chat(tokenizer, planned.kind, config.options, name)  # the run's verdict on --chat
+            check_chat(tokenizer, planned.kind, prompts, name)  # the run's verdict on --chat
     identity = ModelIdentity(
         name=name, kind=planned.kind, fingerprint="dry-run", backend=config.backend
     )

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from biaslens.errors import BiaslensError
 from biaslens.models.base import LM
 from biaslens.models.config import BackendConfig
+from biaslens.models.options import InProcess
 from biaslens.models.requests import as_fields
 from biaslens.models.runtime.forwarding import ForwardingLM
 from biaslens.models.runtime.ray_runtime import (
@@ -72,7 +73,9 @@ class ReplicatedLM(ForwardingLM):
         self.config = config
         self.actors: list = []
         replicas = config.options.data_parallel
-        resources = admit(replicas, ray.cluster_resources(), config.options.device, weight_bytes)
+        # a backend that runs no model in process (a server's client) needs no GPU per replica
+        device = config.options.device if isinstance(config.options, InProcess) else "cpu"
+        resources = admit(replicas, ray.cluster_resources(), device, weight_bytes)
         resources, threads, options = plan_for(resources, config)
         actor = ray.remote(_Replica).options(max_restarts=0, **resources)
         self.actors = [actor.remote() for _ in range(replicas)]
