@@ -220,9 +220,7 @@ def _shown(text: str, limit: int = 60) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
-def load_chat_endpoint(
-    name: str, config: BackendConfig, display_name: str | None = None
-) -> ChatEndpointBackend:
+def load_chat_endpoint(name: str, config: BackendConfig) -> ChatEndpointBackend:
     """Connect to ``config.options.base_url``'s chat endpoint serving ``name`` and check, on
     one probe message, that it returns top log-probabilities."""
     from biaslens.models.requests import GenerateRequest
@@ -231,7 +229,7 @@ def load_chat_endpoint(
     try:
         served = served_model(client, name)
         probe_request = GenerateRequest(PROBE_MESSAGE, max_new_tokens=1, top_k=5)
-        identity = _identity(display_name or name, config, served, client)
+        identity = _identity(name, config, served, client)
         backend = ChatEndpointBackend(client, name, identity, config)
         reply = client.post_many(
             "/chat/completions", [backend.payload(PROBE_MESSAGE, 1, probe_request.top_k)]

@@ -306,7 +306,7 @@ def plan_openai(name: str, config: BackendConfig):
     return PlannedModel(capabilities=CHAT_CAPABILITIES, tokenizer_folder=folder, check=check)
 
 
-def load_openai(name: str, config: BackendConfig | None = None, display_name: str | None = None):
+def load_openai(name: str, config: BackendConfig | None = None):
     """Connect to the server at ``config.options.base_url`` serving model ``name`` and probe it."""
     from biaslens.models.checkpoints.local import model_fingerprint
 
@@ -331,13 +331,13 @@ def load_openai(name: str, config: BackendConfig | None = None, display_name: st
     if uses_chat_endpoint(config, folder is not None):
         from biaslens.models.backends.openai.chat import load_chat_endpoint
 
-        return load_chat_endpoint(name, config, display_name)
+        return load_chat_endpoint(name, config)
     tokenizer = None
     if folder is not None:
         from biaslens.models.checkpoints.local import load_tokenizer
 
         tokenizer = load_tokenizer(folder)
-    check_chat(tokenizer, ModelKind.CAUSAL, config.options, display_name or name)
+    check_chat(tokenizer, ModelKind.CAUSAL, config.options, name)
     client = HTTPClient(config)
     try:
         served = served_model(client, name)
@@ -353,7 +353,7 @@ def load_openai(name: str, config: BackendConfig | None = None, display_name: st
         described["tokenizer_sha256"] = model_fingerprint(folder)
     fingerprint = served_fingerprint(described)
     identity = ModelIdentity(
-        name=display_name or name,
+        name=name,
         kind=ModelKind.CAUSAL,
         fingerprint=fingerprint,
         backend="openai",
