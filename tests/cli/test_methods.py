@@ -159,7 +159,7 @@ def test_backend_options_are_the_backends_declared_options():
     from biaslens.models.registry import declared_options
 
     names = {option.keyword for option in backend_declarations()}
-    declared = {k for k, (option, _) in declared_options().items() if option.cli}
+    declared = {k for k, (option, _) in declared_options().items() if option.rules.cli}
     assert names == declared | {"backend"} and "max_retries" in names
     defaults = {option.keyword: option.default for option in backend_declarations()}
     assert defaults["max_retries"] == BackendConfig.default_of("max_retries") == 5

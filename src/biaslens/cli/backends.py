@@ -22,7 +22,7 @@ def backend_declarations() -> list[Option]:
     )
 
     choice = Option("backend", help=backend_choices_help(), default=DEFAULT_BACKEND)
-    return [choice, *(o for o, _ in declared_options().values() if o.cli)]
+    return [choice, *(o for o, _ in declared_options().values() if o.rules.cli)]
 
 
 def backend_params() -> list[click.Parameter]:

@@ -32,7 +32,7 @@ def models_list() -> None:
     for column in ("name", "description", "its options"):
         backend_table.add_column(column)
     for entry in (*backends().values(), *wrappers()):
-        flags = " ".join(o.flag for o in own_options(entry.options) if o.cli)
+        flags = " ".join(o.flag for o in own_options(entry.options) if o.rules.cli)
         backend_table.add_row(entry.name, entry.description, flags)
     console.print(backend_table)
 

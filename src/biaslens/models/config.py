@@ -103,9 +103,9 @@ def _rebuild(values: dict[str, Any]) -> BackendConfig:
 def _not_taken(option, backend: str, owners: tuple[str, ...], declared: dict) -> str:
     """Why ``option`` was refused on ``backend``: the backends that take it, and the options
     that apply to those only."""
-    only = [o.flag for o, where in declared.values() if where == owners and o.cli]
+    only = [o.flag for o, where in declared.values() if where == owners and o.rules.cli]
     which = " or ".join(owners)
-    why = f": {option.elsewhere}" if option.elsewhere else ""
+    why = f": {option.rules.elsewhere}" if option.rules.elsewhere else ""
     listing = f" (options that apply to the {which} backend only: {', '.join(only)})"
     return (
         f"{option.flag} does not apply to the {backend} backend{why}"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import cache
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -61,14 +61,9 @@ PLAIN = OptionRules()
 @dataclass(frozen=True, init=False)
 class BackendOption(Option):
     """One backend option as the command line and the run see it: generated from its field
-    (:func:`declarations`), with the field's :class:`OptionRules`."""
+    (:func:`declarations`), with the field's :class:`OptionRules` (``rules``)."""
 
-    parse: Callable[[Any], Any] | None = None
-    record: str = "filled"
-    recorded_as: Callable[[Any], Any] | None = None
-    elsewhere: str = ""
-    compare: bool = True
-    cli: bool = True
+    rules: OptionRules = PLAIN
 
     def value_of(self, value: Any) -> Any:
         """``value`` parsed and checked (``None`` stays None where the default is None); a
@@ -76,9 +71,12 @@ class BackendOption(Option):
         if value is None and self.default is None:
             return None
         try:
-            return self.parse(value) if self.parse is not None else self._of_type(value)
+            parse = self.rules.parse
+            return parse(value) if parse is not None else self._of_type(value)
         except (TypeError, ValueError) as error:  # a plug-in's parser may raise these
-            raise BiaslensError(f"{self.flag if self.cli else self.keyword}: {error}") from None
+            raise BiaslensError(
+                f"{self.flag if self.rules.cli else self.keyword}: {error}"
+            ) from None
 
     def _of_type(self, value: Any) -> Any:
         """``value`` checked against the declared type and bounds."""
@@ -126,18 +124,19 @@ class OptionGroup(BaseModel):
         secrets: only the name of a key's environment variable, a URL without its password)."""
         kept: dict[str, Any] = {}
         for keyword, option in declarations(type(self)).items():
-            value = getattr(self, keyword)
-            if option.record == "never" or (option.record == "set" and value == option.default):
+            value, rules = getattr(self, keyword), option.rules
+            if rules.record == "never" or (rules.record == "set" and value == option.default):
                 continue
-            if option.record != "always" and value in (None, "", {}):
+            if rules.record != "always" and value in (None, "", {}):
                 continue
-            kept[keyword] = option.recorded_as(value) if option.recorded_as is not None else value
+            kept[keyword] = rules.recorded_as(value) if rules.recorded_as is not None else value
         return kept
 
     def compared(self) -> tuple:
         """What tells two configurations apart (the options that keep ``compare``)."""
         declared = declarations(type(self))
-        return tuple(sorted((k, repr(getattr(self, k))) for k, o in declared.items() if o.compare))
+        compared = (k for k, o in declared.items() if o.rules.compare)
+        return tuple(sorted((k, repr(getattr(self, k))) for k in compared))
 
 
 @cache
@@ -153,7 +152,9 @@ def declarations(model: type[OptionGroup]) -> dict[str, BackendOption]:
             help=field.description,
             type=_value_type(field.annotation),
             default=field.get_default(call_default_factory=True),
-            **{rule.name: getattr(rules, rule.name) for rule in fields(rules)},
+            minimum=rules.minimum,
+            maximum=rules.maximum,
+            rules=rules,
         )
     return declared
 
