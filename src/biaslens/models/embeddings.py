@@ -13,7 +13,7 @@ import numpy as np
 
 from biaslens.errors import BiaslensError
 from biaslens.models.checkpoints import hub
-from biaslens.models.checkpoints.reference import checkpoint_ref
+from biaslens.models.checkpoints.reference import CheckpointRef, checkpoint_ref
 from biaslens.models.registry import registered_model
 
 
@@ -38,20 +38,26 @@ def load_sentence_encoder(name: str = "minilm", device: str = "cpu", offline: bo
 def encoder_folder(name: str, offline: bool = False) -> Path:
     """The folder of a sentence encoder: registered (its package, else the hub), local, or a
     hub name downloaded when online."""
+    return encoder_checkpoint(name, offline).folder(offline)
+
+
+def encoder_checkpoint(name: str, offline: bool = False) -> CheckpointRef:
+    """The checkpoint of sentence encoder ``name``, resolved once: a registered encoder's
+    folder (made or fetched now), else a local folder or a hub name (``NAME@REVISION``)."""
     entry = registered_model(name)
     if entry is not None and entry.answers_requests:
         raise BiaslensError(f"{name!r} is a {entry.kind} model, not a sentence encoder")
     if entry is not None:
-        return entry.folder(offline)
-    return checkpoint_ref(name, what="sentence encoder").folder(offline)
+        return CheckpointRef.at(entry.folder(offline), name)
+    return checkpoint_ref(name, what="sentence encoder")
 
 
-def encoder_source(name: str, folder: Path) -> dict[str, str]:
+def encoder_source(checkpoint: CheckpointRef, folder: Path) -> dict[str, str]:
     """What a run records of its sentence encoder: the name and, for a hub snapshot, the repo,
     revision and commit."""
-    asked = None if registered_model(name) else checkpoint_ref(name, what="sentence encoder")
-    snapshot = hub.snapshot_source(folder, asked.revision if asked else None)
-    return {"name": name, **(dict(snapshot.describe()) if snapshot is not None else {})}
+    snapshot = hub.snapshot_source(folder, checkpoint.revision)
+    described = dict(snapshot.describe()) if snapshot is not None else {}
+    return {"name": checkpoint.name, **described}
 
 
 def cosine_similarity(encoder, texts_a: list[str], texts_b: list[str]) -> np.ndarray:

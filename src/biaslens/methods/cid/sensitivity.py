@@ -176,10 +176,11 @@ def run(ctx: RunContext, settings: SensitivitySettings) -> MethodOutput:
     offline = bool(ctx.backend_config and offline_of(ctx.backend_config.options))
     encoder = {"name": "custom"}
     if settings.similarity is None:
-        from biaslens.models.embeddings import encoder_folder, encoder_source
+        from biaslens.models.embeddings import encoder_checkpoint, encoder_source
 
-        folder = encoder_folder(settings.encoder, offline)
-        encoder = encoder_source(settings.encoder, folder)
+        checkpoint = encoder_checkpoint(settings.encoder, offline)
+        folder = checkpoint.folder(offline)
+        encoder = encoder_source(checkpoint, folder)
         similarity = minilm_similarity(str(folder))
     else:
         similarity = settings.similarity
