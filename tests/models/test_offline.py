@@ -39,3 +39,40 @@ def test_smollm2_conversion_is_verified_and_reused(tmp_path, monkeypatch):
         handle.write(b"\x00" * 64)
     offline.converted_smollm2(verbose=False)
     assert (first / "model.safetensors").stat().st_mtime_ns != stamp  # rebuilt after the check
+
+
+def test_concurrent_first_uses_convert_once(tmp_path, monkeypatch):
+    """Two processes (here threads) that need the converted copy at once on a fresh machine:
+    the second waits for the first one's conversion and reuses it, instead of converting again
+    and replacing the folder the first is reading."""
+    import json
+    import threading
+    import time
+
+    from biaslens.models.checkpoints.local import weights_sha256
+
+    monkeypatch.setenv("BIASLENS_CACHE_DIR", str(tmp_path / "cache"))
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF stand-in")
+    conversions = []
+
+    def convert(source_file, target, source):  # slow enough for both threads to meet
+        conversions.append(target)
+        time.sleep(0.5)
+        target.mkdir(parents=True)
+        (target / "model.safetensors").write_bytes(b"weights")
+        manifest = {"format": offline.CONVERSION_FORMAT, "source": source,
+                    "weights_sha256": weights_sha256(target)}  # fmt: skip
+        (target / "biaslens-conversion.json").write_text(json.dumps(manifest))
+
+    monkeypatch.setattr(offline, "_convert_gguf", convert)
+    folders = []
+    threads = [
+        threading.Thread(target=lambda: folders.append(offline.converted_gguf(gguf, "m", False)))
+        for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(conversions) == 1 and folders == [conversions[0]] * 2

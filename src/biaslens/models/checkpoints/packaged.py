@@ -104,24 +104,29 @@ def converted_gguf(gguf: Path, name: str, verbose: bool = True) -> Path:
     Reuse is checked against the manifest written after a successful conversion: the source
     GGUF's sha256 and the converted weights' sha256. A stale or damaged copy is rebuilt.
     """
+    from filelock import FileLock
+
+    from biaslens.common.hashing import sha256_file
     from biaslens.models.checkpoints.local import weights_sha256
 
     target = cache_root() / "models" / name
-    from biaslens.common.hashing import sha256_file
-
     # by content, not modification time: environments that install the same file share a copy
     source = {"gguf": gguf.name, "sha256": sha256_file(gguf)}
-    manifest = _manifest(target)
-    if (
-        manifest
-        and manifest.get("format") == CONVERSION_FORMAT
-        and manifest.get("source") == source
-        and manifest.get("weights_sha256") == weights_sha256(target)
-    ):
-        return target
-    if verbose:
-        print(f"Converting {gguf.name} to a cached safetensors copy in {target} (once)...")
-    _convert_gguf(gguf, target, source)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # one conversion at a time: a second process waits, then finds the first one's copy
+    # (without the lock it would convert again and replace the folder under the first)
+    with FileLock(target.parent / f".{name}.lock"):
+        manifest = _manifest(target)
+        if (
+            manifest
+            and manifest.get("format") == CONVERSION_FORMAT
+            and manifest.get("source") == source
+            and manifest.get("weights_sha256") == weights_sha256(target)
+        ):
+            return target
+        if verbose:
+            print(f"Converting {gguf.name} to a cached safetensors copy in {target} (once)...")
+        _convert_gguf(gguf, target, source)
     return target
 
 
