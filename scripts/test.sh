@@ -26,7 +26,11 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 "$PY" -m ruff format --check src tests benchmarks scripts
 # The documentation site builds with no warning (broken links, missing pages, API docstrings).
 NO_MKDOCS_2_WARNING=1 "$PY" -m mkdocs build --strict --quiet
-"$PY" -m pytest -q -m "not served" --durations=15 "$@"
+# One pytest-xdist worker per core (most tests wait on Python, not on arithmetic); each worker
+# keeps its share of the cores for torch (tests/conftest.py). BIASLENS_TEST_WORKERS=0: one
+# process.
+"$PY" -m pytest -q -m "not served" -n "${BIASLENS_TEST_WORKERS:-auto}" --dist worksteal \
+    --durations=15 "$@"
 if [ "${BIASLENS_SKIP_VLLM:-0}" != "1" ]; then
     wait "$ENGINE_INSTALL" || { cat test-artifacts/vllm-install.log; exit 1; }
     bash scripts/install.sh --vllm

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
+from functools import lru_cache
 from statistics import mean
 
 import numpy as np
@@ -121,18 +122,30 @@ def next_token_distribution(model, tokenizer, prompt_ids: list[int], decoder: li
 
 
 def word_probability(model, tokenizer, prompt: str, word: str, seq2seq: bool) -> tuple:
-    """p(word | prompt) by the chain rule, one forward pass per token; (probability, ids)."""
-    prompt_ids = tokenizer(prompt)["input_ids"]
-    word_ids = tokenizer(word, add_special_tokens=False)["input_ids"]
-    logp = 0.0
-    for j, token in enumerate(word_ids):
+    """p(word | prompt) by the chain rule: one unpadded forward pass over the prompt and the
+    word (teacher forcing; the causal mask makes position j read only what precedes it), each
+    token's probability read where it is predicted; (probability, ids). A one-token word reads
+    the prompt's own forward pass, which every word after the same prompt shares."""
+    prompt_ids = tuple(tokenizer(prompt)["input_ids"])
+    word_ids = tuple(tokenizer(word, add_special_tokens=False)["input_ids"])
+    logits = _teacher_forced_logits(model, prompt_ids, word_ids[:-1], seq2seq)
+    logp = sum(
+        torch.log_softmax(logits[j].double(), -1)[token].item() for j, token in enumerate(word_ids)
+    )
+    return math.exp(logp), word_ids
+
+
+@lru_cache(maxsize=64)
+def _teacher_forced_logits(model, prompt_ids: tuple, forced: tuple, seq2seq: bool):
+    """The logits that predict each token after ``prompt_ids`` + ``forced`` (one forward)."""
+    with torch.no_grad():
         if seq2seq:
-            decoder = [model.config.decoder_start_token_id, *word_ids[:j]]
-            probs = next_token_distribution(model, tokenizer, prompt_ids, decoder)
-        else:
-            probs = next_token_distribution(model, tokenizer, prompt_ids + word_ids[:j], None)
-        logp += math.log(probs[token])
-    return math.exp(logp), tuple(word_ids)
+            decoder = [model.config.decoder_start_token_id, *forced]
+            return model(
+                input_ids=torch.tensor([prompt_ids]), decoder_input_ids=torch.tensor([decoder])
+            ).logits[0]
+        ids = [*prompt_ids, *forced]
+        return model(input_ids=torch.tensor([ids])).logits[0, len(prompt_ids) - 1 :]
 
 
 def top_k(tokenizer, probs: list[float], k: int) -> tuple[list[str], list[float]]:
@@ -337,7 +350,7 @@ def extractive_span_probs(model, tokenizer, question: str, context: str, spans, 
 
 
 def choice_logprob(model, tokenizer, prompt: str, choice: str, seq2seq: bool) -> float:
-    """log p(choice | prompt) by the chain rule (one forward per token); a causal reply may
+    """log p(choice | prompt) by the chain rule (:func:`word_probability`); a causal reply may
     begin with the choice after a space or without one: both probabilities are added."""
     if seq2seq:
         return math.log(word_probability(model, tokenizer, prompt, choice, seq2seq)[0])

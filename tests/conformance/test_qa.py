@@ -83,16 +83,21 @@ def naive_score(name: str, model, tokenizer, row: dict, question: str, settings:
     context, intervention = row["context"], row.get("intervention") or ""
     if mode == "extractive":
         asked = naive.lei_question(question, intervention)
-        out = []
+        spans, counts = [], []
         for text, start in ((first, int(row["first_start"])), (second, int(row["second_start"]))):
             end = start + len(text)
             starts, ends = naive.span_alternatives(context, start, end, settings["span_adjustment"])
-            spans = [(a, end) for a in starts] + [(start, b) for b in ends]
-            probs = naive.extractive_span_probs(
-                model, tokenizer, asked, context, spans, settings["qa_order"] == "context-first"
-            )
-            p_starts = [p for p, _ in probs[: len(starts)]]
-            p_ends = [p for _, p in probs[len(starts) :]]
+            spans += [(a, end) for a in starts] + [(start, b) for b in ends]
+            counts.append((len(starts), len(ends)))
+        # one forward pass reads both subjects' spans (the same question and context)
+        probs = naive.extractive_span_probs(
+            model, tokenizer, asked, context, spans, settings["qa_order"] == "context-first"
+        )
+        out = []
+        for n_starts, n_ends in counts:
+            p_starts = [p for p, _ in probs[:n_starts]]
+            p_ends = [p for _, p in probs[n_starts : n_starts + n_ends]]
+            probs = probs[n_starts + n_ends :]
             out.append(max(math.sqrt(a * b) for a in p_starts for b in p_ends))
         return tuple(out)
     if mode == "fill-mask":

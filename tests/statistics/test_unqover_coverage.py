@@ -9,11 +9,13 @@ the band's floor there and prints its mean width beside the coverage."""
 
 from __future__ import annotations
 
+from functools import cache, partial
+
 import numpy as np
 import pytest
 
 from biaslens.metrics.unqover_stream import UnqoverAccumulator
-from tests.statistics.coverage import REPLICATIONS, covers, record
+from tests.statistics.coverage import covers, record, replicate
 from tests.statistics.unqover_model import UnqoverModel
 
 DESIGNS = {
@@ -28,23 +30,25 @@ DESIGNS = {
 }  # fmt: skip
 
 
+def _design_replication(design: str, r: int) -> dict:
+    """One replication of a design: each metric's (covered, width)."""
+    model, subjects, templates, _ = DESIGNS[design]
+    totals = UnqoverAccumulator(intervals=(0.95, r))
+    totals.add(model.scores(subjects, templates, np.random.default_rng(r)))
+    row = totals.summary().iloc[0]
+    out = {}
+    for metric, value in model.truth().items():
+        low, high = row[f"{metric}_ci_low"], row[f"{metric}_ci_high"]
+        out[metric] = (covers(low, high, value), high - low)
+    return out
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("design", list(DESIGNS))
 def test_unqover_intervals_cover(design):
-    model, subjects, templates, exact = DESIGNS[design]
-    truth = model.truth()
-    held = {m: [] for m in truth}
-    widths = {m: [] for m in truth}
-    for r in range(REPLICATIONS):
-        totals = UnqoverAccumulator(intervals=(0.95, r))
-        totals.add(model.scores(subjects, templates, np.random.default_rng(r)))
-        row = totals.summary().iloc[0]
-        for metric, value in truth.items():
-            low, high = row[f"{metric}_ci_low"], row[f"{metric}_ci_high"]
-            held[metric].append(covers(low, high, value))
-            widths[metric].append(high - low)
-    for metric in truth:
-        record(f"UnQover {metric}, {design}", held[metric], widths[metric],
+    exact = DESIGNS[design][3]
+    for metric, (held, widths) in replicate(partial(_design_replication, design)).items():
+        record(f"UnQover {metric}, {design}", held, widths,
                conservative=metric not in exact)  # fmt: skip
 
 
@@ -74,29 +78,36 @@ def test_sampled_scores_intervals_hold_the_exact_mu_and_theta4(replies):
     them at least at the band's floor (they are conservative: they also cover the design's
     own draw of subjects and templates), with K = 10 replies, 60% of them naming a subject:
     the sampling error is as large as the design's own noise."""
-    model = UnqoverModel(attributes=3, spike=0.2)
-    exact = model.scores(6, 4, np.random.default_rng(2024))
+    for metric, (held, widths) in replicate(partial(_sampled_replication, replies)).items():
+        record(f"UnQover {metric}, sampled scoring, K = {replies}", held, widths,
+               conservative=True)  # fmt: skip
+
+
+@cache
+def _sampled_design() -> tuple:
+    """The fixed design's exact scores (normalised shares) and its μ and θ4."""
+    exact = UnqoverModel(attributes=3, spike=0.2).scores(6, 4, np.random.default_rng(2024))
     total = exact["s_first"] + exact["s_second"]
     exact = exact.assign(s_first=exact["s_first"] / total, s_second=exact["s_second"] / total)
     truth_totals = UnqoverAccumulator()
     truth_totals.add(exact)
-    truth = truth_totals.summary().iloc[0]
-    held = {m: [] for m in ("mu", "theta4")}
-    widths = {m: [] for m in held}
-    for r in range(REPLICATIONS):
-        rng = np.random.default_rng([r, replies])
-        named = rng.binomial(replies, 0.6, len(exact))
-        first = rng.binomial(named, exact["s_first"].to_numpy())
-        with np.errstate(invalid="ignore", divide="ignore"):
-            share = np.where(named > 0, first / np.maximum(named, 1), np.nan)
-        sampled = exact.assign(s_first=share, s_second=1 - share)
-        totals = UnqoverAccumulator(intervals=(0.95, r), skip_unscored=True)
-        totals.add(sampled)
-        row = totals.summary().iloc[0]
-        for metric in held:
-            low, high = row[f"{metric}_ci_low"], row[f"{metric}_ci_high"]
-            held[metric].append(covers(low, high, truth[metric]))
-            widths[metric].append(high - low)
-    for metric in held:
-        record(f"UnQover {metric}, sampled scoring, K = {replies}", held[metric], widths[metric],
-               conservative=True)  # fmt: skip
+    return exact, truth_totals.summary().iloc[0]
+
+
+def _sampled_replication(replies: int, r: int) -> dict:
+    """One replication of sampled scoring: μ's and θ4's (covered, width)."""
+    exact, truth = _sampled_design()
+    rng = np.random.default_rng([r, replies])
+    named = rng.binomial(replies, 0.6, len(exact))
+    first = rng.binomial(named, exact["s_first"].to_numpy())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(named > 0, first / np.maximum(named, 1), np.nan)
+    sampled = exact.assign(s_first=share, s_second=1 - share)
+    totals = UnqoverAccumulator(intervals=(0.95, r), skip_unscored=True)
+    totals.add(sampled)
+    row = totals.summary().iloc[0]
+    return {
+        metric: (covers(low := row[f"{metric}_ci_low"], high := row[f"{metric}_ci_high"],
+                        truth[metric]), high - low)
+        for metric in ("mu", "theta4")
+    }  # fmt: skip
