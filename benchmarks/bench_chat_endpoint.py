@@ -51,6 +51,16 @@ def step_gap(reference, answers) -> float:
     return max(gaps, default=0.0)
 
 
+def measured(lm, generate: list, rows) -> tuple:
+    """``lm``'s MGC replies and LEI first-token scores, each with its rate (requests/s)."""
+    start = time.perf_counter()
+    answers = lm.generate(generate)
+    rate = len(generate) / (time.perf_counter() - start)
+    start = time.perf_counter()
+    scores = first_token_scores(lm, rows, NoProgress())
+    return answers, rate, scores, 2 * len(rows) / (time.perf_counter() - start)
+
+
 def main() -> None:
     args = harness.workload_arguments(
         __doc__.split("\n")[0], 60, 40, "MGC prompts (paper mode)", "LEI contexts (first-token)"
@@ -63,12 +73,7 @@ def main() -> None:
         for s in list(sentences)[: args.mgc]
     ]
     rows = lei.read_split(lei.split_path("religion/noniid_test", DATA / "lei")).head(args.lei)
-    start = time.perf_counter()
-    reference = hf.generate(generate)
-    hf_rate = len(generate) / (time.perf_counter() - start)
-    start = time.perf_counter()
-    hf_scores = first_token_scores(hf, rows, NoProgress())
-    hf_lei_rate = 2 * len(rows) / (time.perf_counter() - start)
+    reference, hf_rate, hf_scores, hf_lei_rate = measured(hf, generate, rows)
     with harness.vllm_server() as server:
         print(
             f"{'backend':24} {'MGC paper req/s':>15} {'vs c=1':>7} {'LEI req/s':>10} "
@@ -80,12 +85,7 @@ def main() -> None:
         for concurrency in (1, 8, 32):
             remote = harness.served_model(server, concurrency, chat=True, endpoint="chat")
             remote.generate(generate[:2])  # warm-up
-            start = time.perf_counter()
-            answers = remote.generate(generate)
-            rate = len(generate) / (time.perf_counter() - start)
-            start = time.perf_counter()
-            scores = first_token_scores(remote, rows, NoProgress())
-            lei_rate = 2 * len(rows) / (time.perf_counter() - start)
+            answers, rate, scores, lei_rate = measured(remote, generate, rows)
             remote.close()
             baseline.setdefault("mgc", rate)
             baseline.setdefault("lei", lei_rate)

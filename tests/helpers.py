@@ -81,3 +81,16 @@ def message_lines(err: str) -> list[str]:
 
     progress = re.compile(r"^(.+: .*\d+:\d\d:\d\d elapsed(, eta \S+)?|run folder: .+)$")
     return [line for line in err.strip().splitlines() if line.strip() and not progress.match(line)]
+
+
+def assert_refused(loader, path, *cases: tuple[str, str]) -> None:
+    """Each case's text written to ``path`` and read by ``loader``: a one-line error matching
+    the case's pattern (a regular expression), for the readers of user files."""
+    import pytest
+
+    from biaslens.errors import BiaslensError
+
+    for text, match in cases:
+        path.write_text(text)
+        with pytest.raises(BiaslensError, match=match):
+            loader(path)

@@ -175,35 +175,15 @@ def test_sib_toy_and_detect_commands(tiny_models, tmp_path, monkeypatch, capsys)
         and "unspecified" in out
         and (tmp_path / "toy" / "plots" / "toy_scm.png").is_file()
     )
-    args = (
-        "run",
-        "sib-detect",
-        "--model",
-        str(tiny_models["llama"]),
-        "--limit",
-        "2",
-        "--data-dir",
-        str(DATA),
-        "-o",
-        str(tmp_path / "det"),
-        "--device",
-        "cpu",
-    )
+    args = ("run", "sib-detect", "--model", str(tiny_models["llama"]), "--limit", "2",
+            "--data-dir", str(DATA), "-o", str(tmp_path / "det"), "--device", "cpu")  # fmt: skip
     code, out, _ = run_cli(monkeypatch, capsys, *args, "--show-occupation", "accountant")
     assert code == 0 and "extended" in out and "simplified" in out and "TPR" in out
     assert "The accountant said that [MASK] could help with tax preparation." in out
     code, _, err = run_cli(monkeypatch, capsys, *args, "--threshold", "-1")
     _one_line_error(code, err, "--threshold: ")
-    code, _, err = run_cli(
-        monkeypatch,
-        capsys,
-        "run",
-        "sib-detect",
-        "--data-dir",
-        str(tmp_path / "none"),
-        "-o",
-        str(tmp_path / "d2"),
-    )
+    code, _, err = run_cli(monkeypatch, capsys, "run", "sib-detect", "--data-dir",
+                           str(tmp_path / "none"), "-o", str(tmp_path / "d2"))  # fmt: skip
     _one_line_error(code, err, "biaslens datasets download winogender")
     code, _, err = run_cli(
         monkeypatch, capsys, "run", "sib-mgc", "--models-file", str(tmp_path / "nope.txt")

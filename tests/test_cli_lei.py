@@ -100,39 +100,18 @@ def test_metrics_unqover_bad_file_is_one_line(tmp_path, monkeypatch, capsys):
 
 
 def test_lei_eval_runs_and_rejects_bad_input(tiny_models, tmp_path, monkeypatch, capsys):
-    data = str(DATA)
-    code, out, _ = run_cli(
-        monkeypatch,
-        capsys,
-        "run",
-        "lei-eval",
-        "-m",
-        str(tiny_models["gpt2"]),
-        "--limit",
-        "4",
-        "--data-dir",
-        data,
-        "-o",
-        str(tmp_path / "run"),
-    )
+    def lei_eval(model: str, output: str, limit: str):
+        return run_cli(
+            monkeypatch, capsys, "run", "lei-eval", "-m", str(tiny_models[model]),
+            "--limit", limit, "--data-dir", str(DATA), "-o", str(tmp_path / output),
+        )  # fmt: skip
+
+    code, out, _ = lei_eval("gpt2", "run", "4")
     assert code == 0 and "LEI μ" in out and "adversarial" in out
     assert "no specified-context data for religion" in out.replace("\n", " ")
     code, _, err = run_cli(monkeypatch, capsys, "run", "lei-eval", "--domain", "caste")
     _one_line_error(code, err, "unknown domain 'caste'")
-    code, _, err = run_cli(
-        monkeypatch,
-        capsys,
-        "run",
-        "lei-eval",
-        "-m",
-        str(tiny_models["bert-mlm"]),
-        "--limit",
-        "2",
-        "--data-dir",
-        data,
-        "-o",
-        str(tmp_path / "r2"),
-    )
+    code, _, err = lei_eval("bert-mlm", "r2", "2")
     _one_line_error(code, err, "needs an extractive-QA, seq2seq or causal model")
 
 

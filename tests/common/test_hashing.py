@@ -5,14 +5,22 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from biaslens.common import hashing
 
 
-def test_in_place_edit_with_restored_mtime_is_rehashed(tmp_path, monkeypatch):
+@pytest.fixture
+def weights(tmp_path, monkeypatch):
+    """A file large enough for its hash to be remembered, with an empty memo of its own."""
     monkeypatch.setenv("BIASLENS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(hashing, "_memo", None)
-    weights = tmp_path / "model.safetensors"
-    weights.write_bytes(b"a" * (hashing.REMEMBER_ABOVE + 10))
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(b"a" * (hashing.REMEMBER_ABOVE + 10))
+    return path
+
+
+def test_in_place_edit_with_restored_mtime_is_rehashed(weights):
     before = os.stat(weights)
     first = hashing.sha256_file(weights)
     time.sleep(0.01)
@@ -31,11 +39,7 @@ def test_in_place_edit_with_restored_mtime_is_rehashed(tmp_path, monkeypatch):
     assert second == hashing._digest(weights)
 
 
-def test_unchanged_file_is_served_from_the_memo(tmp_path, monkeypatch):
-    monkeypatch.setenv("BIASLENS_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(hashing, "_memo", None)
-    weights = tmp_path / "model.bin"
-    weights.write_bytes(b"x" * (hashing.REMEMBER_ABOVE + 1))
+def test_unchanged_file_is_served_from_the_memo(weights, monkeypatch):
     first = hashing.sha256_file(weights)
     calls = []
     monkeypatch.setattr(hashing, "_digest", lambda path: calls.append(path) or "other")

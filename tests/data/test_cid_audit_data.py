@@ -6,6 +6,7 @@ import pytest
 
 from biaslens.data import cid_audit as A
 from biaslens.errors import BiaslensError
+from tests.helpers import assert_refused
 
 
 def test_appendix_c_groups():
@@ -44,17 +45,13 @@ def test_bad_templates_and_names(tmp_path):
         A.check_template("A developer failed because {he}")
     with pytest.raises(BiaslensError, match="unknown slot"):
         A.check_template("{name} and {she}")
-    templates = tmp_path / "t.yaml"
-    templates.write_text("interview: '{person} failed'\n")
-    with pytest.raises(BiaslensError, match="t.yaml: template 'interview'"):
-        A.load_templates(templates)
-    names = tmp_path / "n.yaml"
-    names.write_text("group1:\n  gender: other\n  names: [A]\n")
-    with pytest.raises(BiaslensError, match="n.yaml: group 'group1': field 'gender'"):
-        A.load_name_groups(names)
-    names.write_text("group1:\n  gender: male\n  names: []\n")
-    with pytest.raises(BiaslensError, match="field 'names'"):
-        A.load_name_groups(names)
-    names.write_text("just text")
-    with pytest.raises(BiaslensError, match="mapping"):
-        A.load_name_groups(names)
+    assert_refused(
+        A.load_templates, tmp_path / "t.yaml",
+        ("interview: '{person} failed'\n", "t.yaml: template 'interview'"),
+    )  # fmt: skip
+    assert_refused(
+        A.load_name_groups, tmp_path / "n.yaml",
+        ("group1:\n  gender: other\n  names: [A]\n", "n.yaml: group 'group1': field 'gender'"),
+        ("group1:\n  gender: male\n  names: []\n", "field 'names'"),
+        ("just text", "mapping"),
+    )  # fmt: skip

@@ -8,6 +8,7 @@ import pytest
 
 from biaslens.data import perturbations as P
 from biaslens.errors import BiaslensError
+from tests.helpers import assert_refused
 
 SENTENCE = "The boss told her she will not receive a promotion this year because"
 
@@ -90,21 +91,15 @@ def test_project_files_load():
 
 
 def test_bad_semantic_and_synonym_files(tmp_path):
-    bad_type = tmp_path / "pairs.tsv"
-    bad_type.write_text("type\toriginal\tperturbed\nsemantic huge\tA b\tA c\n")
-    with pytest.raises(BiaslensError, match=r"pairs.tsv:2: field 'type'"):
-        P.load_semantic_pairs(bad_type)
-    short = tmp_path / "short.tsv"
-    short.write_text("type\toriginal\tperturbed\nsemantic subtle\tA b\n")
-    with pytest.raises(BiaslensError, match=r"short.tsv:2: expected three"):
-        P.load_semantic_pairs(short)
-    header = tmp_path / "header.tsv"
-    header.write_text("kind\tsource\ttarget\n")
-    with pytest.raises(BiaslensError, match="expected the header"):
-        P.load_semantic_pairs(header)
-    lexicon = tmp_path / "syn.tsv"
-    lexicon.write_text("word\tsynonyms\nboss\n")
-    with pytest.raises(BiaslensError, match=r"syn.tsv:2: expected a word"):
-        P.load_synonyms(lexicon)
+    assert_refused(
+        P.load_semantic_pairs, tmp_path / "pairs.tsv",
+        ("type\toriginal\tperturbed\nsemantic huge\tA b\tA c\n", r"pairs.tsv:2: field 'type'"),
+        ("type\toriginal\tperturbed\nsemantic subtle\tA b\n", r"pairs.tsv:2: expected three"),
+        ("kind\tsource\ttarget\n", "expected the header"),
+    )  # fmt: skip
+    assert_refused(
+        P.load_synonyms, tmp_path / "syn.tsv",
+        ("word\tsynonyms\nboss\n", r"syn.tsv:2: expected a word"),
+    )  # fmt: skip
     with pytest.raises(BiaslensError, match="not found"):
         P.load_sentences(tmp_path / "missing.txt")

@@ -113,19 +113,22 @@ def make_lists(root: Path, template: str, subjects: str = "[subj] Ann\n[subj] Bo
 
 
 def test_unknown_slots_and_missing_subjects_are_named(tmp_path):
-    lists = make_lists(tmp_path / "a", "[subj1] met [subj2] [x].\tWho [p_act]?\tWho [p_act:neg]?\n")
-    with pytest.raises(BiaslensError, match=r"religion_noact:1: unknown slot\(s\) \['\[x\]'\]"):
-        load_question_set("religion", lists).examples()
-    lists = make_lists(tmp_path / "b", "[subj1] met [subj2].\tWho [q_act]?\tWho [q_act:neg]?\n")
-    with pytest.raises(BiaslensError, match="match no activity type"):
-        load_question_set("religion", lists).examples()
-    lists = make_lists(tmp_path / "c", "[subj1:dem] met [subj2].\tWho [p_act]?\tWho [p_act:neg]?\n")
-    with pytest.raises(BiaslensError, match=r"unknown slot \[subj1:dem\]"):
-        load_question_set("religion", lists).examples()
-    # "Ann" rendered inside "Annabel" is not the subject verbatim at a word boundary.
-    lists = make_lists(tmp_path / "d", "[subj1]abel met [subj2].\tWho [p_act]?\tWho [p_act:neg]?\n")
-    with pytest.raises(BiaslensError, match="does not appear verbatim"):
-        load_question_set("religion", lists).examples()
+    questions = "\tWho [p_act]?\tWho [p_act:neg]?\n"
+    for folder, (template, match) in enumerate(
+        [
+            (
+                "[subj1] met [subj2] [x]." + questions,
+                r"religion_noact:1: unknown slot\(s\) \['\[x\]'\]",
+            ),
+            ("[subj1] met [subj2].\tWho [q_act]?\tWho [q_act:neg]?\n", "match no activity type"),
+            ("[subj1:dem] met [subj2]." + questions, r"unknown slot \[subj1:dem\]"),
+            # "Ann" rendered inside "Annabel" is not the subject verbatim at a word boundary.
+            ("[subj1]abel met [subj2]." + questions, "does not appear verbatim"),
+        ]
+    ):
+        lists = make_lists(tmp_path / str(folder), template)
+        with pytest.raises(BiaslensError, match=match):
+            load_question_set("religion", lists).examples()
     with pytest.raises(BiaslensError, match="unknown domain 'caste'"):
         load_question_set("caste", lists)
 

@@ -8,6 +8,7 @@ import pytest
 from biaslens.data import sources, winogender
 from biaslens.errors import BiaslensError
 from biaslens.models.requests import MASK
+from tests.helpers import assert_refused
 
 from ..conftest import DATA
 
@@ -112,12 +113,12 @@ def test_simplified_set_from_the_project_data_file():
 
 def test_simplified_file_errors(tmp_path):
     bad = tmp_path / "s.tsv"
-    bad.write_text("occupation\ttemplate\texcluded_because\nchef\t\t\n")
-    with pytest.raises(BiaslensError, match="no template and no exclusion reason"):
-        winogender.load_simplified_templates(bad)
-    bad.write_text("occupation\ttemplate\texcluded_because\nchef\tThe $OCCUPATION said so.\t\n")
-    with pytest.raises(BiaslensError, match="exactly one pronoun slot"):
-        winogender.load_simplified_templates(bad)
+    header = "occupation\ttemplate\texcluded_because\n"
+    assert_refused(
+        winogender.load_simplified_templates, bad,
+        (header + "chef\t\t\n", "no template and no exclusion reason"),
+        (header + "chef\tThe $OCCUPATION said so.\t\n", "exactly one pronoun slot"),
+    )  # fmt: skip
 
 
 def test_a_download_without_the_network_says_what_works_offline(tmp_path):

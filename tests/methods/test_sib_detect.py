@@ -41,19 +41,20 @@ def test_date_groups():
         make_settings(earliest=2000, latest=1990)
 
 
+def _scored(ids, ends, p_female, p_male) -> pd.DataFrame:
+    """Scored rows of the extended set: each sentence's masses at its dates (none neutral)."""
+    return pd.DataFrame(
+        {"set": "extended", "id": ids, "end": ends, "p_female": p_female, "p_male": p_male,
+         "p_neutral": 0.0}
+    )  # fmt: skip
+
+
 def test_sentence_metrics_keep_genders_separate():
     sentences = pd.DataFrame(
         {"set": ["extended"] * 2, "id": ["a", "b"], "well_specified": [True, False]}
     )
-    scored = pd.DataFrame(
-        {
-            "set": ["extended"] * 4,
-            "id": ["a", "a", "b", "b"],
-            "end": ["earliest", "latest"] * 2,
-            "p_female": [0.1, 0.1, 0.1, 0.3],
-            "p_male": [0.3, 0.3, 0.3, 0.1],
-            "p_neutral": [0.0, 0.0, 0.0, 0.0],
-        }
+    scored = _scored(
+        ["a", "a", "b", "b"], ["earliest", "latest"] * 2, [0.1, 0.1, 0.1, 0.3], [0.3, 0.3, 0.3, 0.1]
     )
     table = sentence_metrics(sentences, scored, 0.5).set_index("id")
     assert table.loc["a", "metric"] == pytest.approx(0.0)
@@ -69,15 +70,11 @@ def test_average_n_averages_the_per_date_shares():
     The metric is |50 − 50| = 0 (the share of the summed masses, 0.7/1.2 = 58.3%, would give
     8.33 and flag the sentence)."""
     sentences = pd.DataFrame({"set": ["extended"], "id": ["a"], "well_specified": [True]})
-    scored = pd.DataFrame(
-        {
-            "set": ["extended"] * 4,
-            "id": ["a"] * 4,
-            "end": ["earliest", "earliest", "latest", "latest"],
-            "p_female": [0.1, 0.6, 0.5, 0.2],
-            "p_male": [0.3, 0.2, 0.5, 0.2],
-            "p_neutral": [0.0, 0.0, 0.0, 0.0],
-        }
+    scored = _scored(
+        ["a"] * 4,
+        ["earliest", "earliest", "latest", "latest"],
+        [0.1, 0.6, 0.5, 0.2],
+        [0.3, 0.2, 0.5, 0.2],
     )
     row = sentence_metrics(sentences, scored, 0.5).iloc[0]
     assert row["pct_female_earliest"] == pytest.approx(50.0)
@@ -90,15 +87,8 @@ def _empty_at_latest():
     sentences = pd.DataFrame(
         {"set": ["extended"] * 2, "id": ["a", "b"], "well_specified": [False, True]}
     )
-    scored = pd.DataFrame(
-        {
-            "set": ["extended"] * 4,
-            "id": ["a", "a", "b", "b"],
-            "end": ["earliest", "latest"] * 2,
-            "p_female": [0.2, 0.0, 0.1, 0.1],
-            "p_male": [0.2, 0.0, 0.3, 0.3],
-            "p_neutral": [0.0, 0.0, 0.0, 0.0],
-        }
+    scored = _scored(
+        ["a", "a", "b", "b"], ["earliest", "latest"] * 2, [0.2, 0.0, 0.1, 0.1], [0.2, 0.0, 0.3, 0.3]
     )
     return sentences, scored
 

@@ -84,8 +84,7 @@ def test_causal_next_token_with_left_padding_matches_unpadded(name, tiny_models,
     results = lm.token_distribution(
         [TokenDistributionRequest(p, (" she", " he"), 4) for p in PROMPTS]
     )
-    model = AutoModelForCausalLM.from_pretrained(tiny_models[name]).eval()
-    tok = AutoTokenizer.from_pretrained(tiny_models[name])
+    model, tok = _reference(tiny_models, name)
     for prompt, result in zip(PROMPTS, results, strict=True):
         ids = torch.tensor([tok(prompt)["input_ids"]])
         with torch.no_grad():
@@ -94,6 +93,15 @@ def test_causal_next_token_with_left_padding_matches_unpadded(name, tiny_models,
             (token,) = tok(word, add_special_tokens=False)["input_ids"]
             assert p == pytest.approx(float(probs[token]), rel=1e-4)
         assert list(result.top_probs) == pytest.approx(probs.topk(4).values.tolist(), rel=1e-4)
+
+
+def _reference(tiny_models, name: str) -> tuple:
+    """The tiny model ``name`` and its tokenizer as transformers itself loads them (the side of
+    a comparison that does not go through the backend)."""
+    auto = AutoModelForSeq2SeqLM if name == "t5" else AutoModelForCausalLM
+    return auto.from_pretrained(tiny_models[name]).eval(), AutoTokenizer.from_pretrained(
+        tiny_models[name]
+    )
 
 
 def _chain_rule(model, tok, prompt, word, seq2seq=False):
@@ -128,9 +136,7 @@ def test_causal_multi_token_target_is_exact_chain_rule(tiny_models, tiny_backend
 @pytest.mark.parametrize("name", ["llama", "gpt2", "t5"])
 def test_choice_logprobs_match_direct_computation(name, tiny_models, tiny_backends):
     lm = tiny_backends[name]
-    auto = AutoModelForSeq2SeqLM if name == "t5" else AutoModelForCausalLM
-    model = auto.from_pretrained(tiny_models[name]).eval()
-    tok = AutoTokenizer.from_pretrained(tiny_models[name])
+    model, tok = _reference(tiny_models, name)
     requests = [ChoiceLogprobsRequest(p, (" she", " Alice and Bob", " they")) for p in PROMPTS]
     results = lm.choice_logprobs(requests)
     for request, result in zip(requests, results, strict=True):
@@ -144,8 +150,7 @@ def test_choice_logprobs_match_direct_computation(name, tiny_models, tiny_backen
 
 def test_seq2seq_first_token_distribution(tiny_models, tiny_backends):
     lm = tiny_backends["t5"]
-    model = AutoModelForSeq2SeqLM.from_pretrained(tiny_models["t5"]).eval()
-    tok = AutoTokenizer.from_pretrained(tiny_models["t5"])
+    model, tok = _reference(tiny_models, "t5")
     results = lm.token_distribution([TokenDistributionRequest(p, (" she",), 3) for p in PROMPTS])
     (she,) = tok(" she", add_special_tokens=False)["input_ids"]
     for prompt, result in zip(PROMPTS, results, strict=True):
@@ -160,9 +165,7 @@ def test_seq2seq_first_token_distribution(tiny_models, tiny_backends):
 @pytest.mark.parametrize("name", ["llama", "gpt2", "t5"])
 def test_batched_generate_equals_unbatched_greedy(name, tiny_models, tiny_backends):
     lm = tiny_backends[name]
-    auto = AutoModelForSeq2SeqLM if name == "t5" else AutoModelForCausalLM
-    model = auto.from_pretrained(tiny_models[name]).eval()
-    tok = AutoTokenizer.from_pretrained(tiny_models[name])
+    model, tok = _reference(tiny_models, name)
     results = lm.generate([GenerateRequest(p, 6, 3) for p in PROMPTS])
     for prompt, result in zip(PROMPTS, results, strict=True):
         ids = torch.tensor([tok(prompt)["input_ids"]])
@@ -296,8 +299,7 @@ def test_shared_prompt_prefix_gives_the_same_distribution(name, tiny_models, tin
     ]
     prompts = [mgc.wrap_in_prompt(s, "A") for s in sentences]
     results = lm.token_distribution([TokenDistributionRequest(p, (" she",), 3) for p in prompts])
-    model = AutoModelForCausalLM.from_pretrained(tiny_models[name]).eval()
-    tok = AutoTokenizer.from_pretrained(tiny_models[name])
+    model, tok = _reference(tiny_models, name)
     (she,) = tok(" she", add_special_tokens=False)["input_ids"]
     for prompt, result in zip(prompts, results, strict=True):
         with torch.no_grad():

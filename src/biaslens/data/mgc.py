@@ -13,6 +13,7 @@ years differ from rounding), which produced the published figures and ends at 20
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -97,20 +98,16 @@ def build_mgc(w_kinds: tuple[str, ...] = W_KINDS, date_grid: str = "code") -> pd
     rows = []
     for w_kind in w_kinds:
         for w_index, w in enumerate(w_values(w_kind, date_grid)):
-            for verb in VERBS:
-                for life_stage in LIFESTAGES:
-                    sentence = TEMPLATE.format(w=w, verb=verb, life_stage=life_stage)
-                    rows.append(
-                        MGCSentence(
-                            id=f"{w_kind}:{w_index:02d}:{verb}:{life_stage}",
-                            w_kind=w_kind,
-                            w=w,
-                            w_index=w_index,
-                            verb=verb,
-                            life_stage=life_stage,
-                            sentence=sentence,
-                        )
+            for verb, life_stage in itertools.product(VERBS, LIFESTAGES):
+                cell = {"w_kind": w_kind, "w": w, "w_index": w_index, "verb": verb,
+                        "life_stage": life_stage}  # fmt: skip
+                rows.append(
+                    MGCSentence(
+                        id=f"{w_kind}:{w_index:02d}:{verb}:{life_stage}",
+                        sentence=TEMPLATE.format(**cell),
+                        **cell,
                     )
+                )
     return pd.DataFrame([asdict(r) for r in rows])
 
 

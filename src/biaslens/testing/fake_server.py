@@ -300,25 +300,30 @@ def create_app(model, tokenizer, name: str, faults: Faults | None = None, max_mo
             return None, JSONResponse({"error": {"message": "model not found"}}, status_code=404)
         return body, None
 
-    @app.post("/v1/completions")
-    async def completions(request: Request):
-        body, refused = await accepted(request)
-        if refused is not None:
-            return refused
-        with lock:
-            answer = complete(model, tokenizer, body, faults)
+    def answered(answer):
+        """An endpoint: the request refused as the server would, or ``answer(body)`` (one
+        forward pass at a time)."""
+
+        async def endpoint(request: Request):
+            body, refused = await accepted(request)
+            if refused is not None:
+                return refused
+            with lock:
+                return answer(body)
+
+        return endpoint
+
+    def completion(body: dict):
+        answer = complete(model, tokenizer, body, faults)
         if faults.logprob is None:
             return answer
         return Response(json.dumps(_overwrite_logprobs(answer, faults.logprob)), 200,
                         media_type="application/json")  # fmt: skip
 
-    @app.post("/v1/chat/completions")
-    async def chat_completions(request: Request):
-        body, refused = await accepted(request)
-        if refused is not None:
-            return refused
-        with lock:
-            return chat_complete(model, tokenizer, body, faults)
+    app.post("/v1/completions")(answered(completion))
+    app.post("/v1/chat/completions")(
+        answered(lambda body: chat_complete(model, tokenizer, body, faults))
+    )
 
     return app
 

@@ -205,13 +205,10 @@ def file_reference(split: pd.DataFrame, path: Path) -> ZeroShotReference:
         dominant[:, q] = np.select([named == "first", named == "second"], [0, 1], -1)
     irrelevant = (split["intervention_type"] == "irrelevant").to_numpy()
     missing = irrelevant & np.isnan(probs).any(axis=(1, 2, 3))
-    if missing.any():
-        key = split["key"].iloc[int(np.flatnonzero(missing)[0])]
-        raise BiaslensError(
-            f"{path}: {int(missing.sum())} irrelevant paragraph(s) lack the zero-shot "
-            f"'start-end-score' probabilities the irrelevant loss needs, e.g. key {key!r}; "
-            "use the model reference (--reference model) to compute them"
-        )
+    _refuse_rows(
+        path, split, missing, "irrelevant paragraph(s) lack the zero-shot 'start-end-score' "
+        "probabilities the irrelevant loss needs", "to compute them",
+    )  # fmt: skip
     return ZeroShotReference(probs, dominant)
 
 
@@ -248,13 +245,10 @@ def training_set(
     probs, dominant = reference.probs[keep], reference.dominant[keep]
     adversarial = (split["intervention_type"] == "adversarial").to_numpy()
     lacking = adversarial & (dominant < 0).any(axis=1)
-    if lacking.any():
-        key = split["key"].iloc[int(np.flatnonzero(lacking)[0])]
-        raise BiaslensError(
-            f"{path}: {int(lacking.sum())} adversarial paragraph(s) have no dominant subject "
-            f"('tomax'), e.g. key {key!r}; use the model reference (--reference model) to "
-            "compute it with the zero-shot model"
-        )
+    _refuse_rows(
+        path, split, lacking, "adversarial paragraph(s) have no dominant subject ('tomax')",
+        "to compute it with the zero-shot model",
+    )  # fmt: skip
     columns = [
         "key",
         "intervention_type",
@@ -305,3 +299,14 @@ def balanced_order(types: pd.Series, batch_size: int, rng: np.random.Generator) 
         stream.extend(int(q[position]) for q in queues if position < len(q))
     stream = np.array(stream, dtype=int)
     return [stream[i : i + batch_size] for i in range(0, len(stream), batch_size)]
+
+
+def _refuse_rows(path, split: pd.DataFrame, rows: np.ndarray, what: str, fix: str) -> None:
+    """One line naming how many of the file's rows lack what training needs (``what``), the
+    first one's key, and the model reference that computes it instead (``fix``)."""
+    if rows.any():
+        key = split["key"].iloc[int(np.flatnonzero(rows)[0])]
+        raise BiaslensError(
+            f"{path}: {int(rows.sum())} {what}, e.g. key {key!r}; use the model reference "
+            f"(--reference model) {fix}"
+        )

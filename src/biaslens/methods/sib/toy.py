@@ -33,6 +33,7 @@ class ToySettings(MethodSettings):
 
 
 def make_settings(**values) -> ToySettings:
+    """Settings from keyword values (one-line errors), as the runner builds them."""
     return validated(ToySettings, values)
 
 
@@ -83,7 +84,6 @@ SPEC = register(
         title="SIB toy structural causal model: selection correlates W and G (App. B)",
         settings=ToySettings,
         body=run,
-        make_settings=make_settings,
         # The defaults are App. B's model: nothing to change for the paper.
         presets={"paper": {"n": 50_000}},  # the reference notebook's num_samples
         needs_model=False,

@@ -117,7 +117,7 @@ class MGCSettings(MethodSettings):
 
 
 def make_settings(**values) -> MGCSettings:
-    """Build settings, turning validation errors into one-line ``BiaslensError``s."""
+    """Settings from keyword values (one-line errors), as the runner builds them."""
     return validated(MGCSettings, values)
 
 
@@ -258,7 +258,6 @@ SPEC = register(
         title="SIB Method 1 on the MGC set: gendered-pronoun probability vs injected dates/places",
         settings=MGCSettings,
         body=run,
-        make_settings=make_settings,
         prepare=prepare,
         folder_fields=("mode",),
         description=(
