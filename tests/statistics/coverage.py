@@ -9,7 +9,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from tests.conftest import cores_per_worker
+from tests.workers import cores_per_worker
 
 REPLICATIONS = 300
 BAND = (0.92, 0.98)
@@ -37,7 +37,7 @@ def covers(low: float, high: float, truth: float) -> bool:
 
 def replicate(replication: Callable[[int], dict], replications: int = REPLICATIONS) -> dict:
     """``replication(r)`` for r = 0 … ``replications`` − 1, over this test process's cores
-    (:func:`tests.conftest.cores_per_worker`): each replication returns ``{metric: (covered,
+    (:func:`tests.workers.cores_per_worker`): each replication returns ``{metric: (covered,
     width)}``; the result is ``{metric: (covered list, width list)}`` in the order of r.
     ``replication`` must be picklable (a function at a module's top level, or a
     ``functools.partial`` of one): the workers start afresh (spawn), so a test process's
