@@ -135,9 +135,11 @@ def word_probability(model, tokenizer, prompt: str, word: str, seq2seq: bool) ->
     return math.exp(logp), word_ids
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)
 def _teacher_forced_logits(model, prompt_ids: tuple, forced: tuple, seq2seq: bool):
-    """The logits that predict each token after ``prompt_ids`` + ``forced`` (one forward)."""
+    """The logits that predict each token after ``prompt_ids`` + ``forced`` (one forward).
+    Remembered for the last few calls only: the words after one prompt share its pass, and a
+    test's models are not kept alive long after it."""
     with torch.no_grad():
         if seq2seq:
             decoder = [model.config.decoder_start_token_id, *forced]

@@ -138,7 +138,6 @@ def _convert_gguf(gguf: Path, target: Path, source: dict) -> None:
     from biaslens.models.checkpoints.local import weights_sha256
 
     hf_logging.disable_progress_bar()
-    target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         with warnings.catch_warnings():
