@@ -8,6 +8,7 @@ saved to a temporary folder and is loaded back by tests through the same path us
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -57,6 +58,24 @@ def full_data_dir() -> Path:
 REPOSITORY = Path(__file__).resolve().parents[1]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The ``slow`` tests (real models, coverage simulations: up to minutes each) run first,
+    dealt in turn to the pytest-xdist workers: one that started last would keep its worker
+    busy long after the others ran out of work. (``--dist worksteal`` first sends each
+    worker a contiguous share of the list, in worker order: share k begins with slow tests
+    k, k + n, k + 2n …; the workers then steal from each other's ends.)"""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    rest = [item for item in items if not item.get_closest_marker("slow")]
+    ordered: list[pytest.Item] = []
+    for k in range(workers):
+        share = (len(items) - len(ordered)) // (workers - k)  # as worksteal sends it
+        mine = slow[k::workers]
+        ordered += mine + rest[: max(0, share - len(mine))]
+        del rest[: max(0, share - len(mine))]
+    items[:] = ordered + rest
+
+
 @pytest.fixture(scope="session", autouse=True)
 def nothing_written_into_the_clone() -> Iterator[None]:
     """The suite writes its runs under temporary folders, never into the repository's own
@@ -82,8 +101,16 @@ def working_directory_of_its_own(tmp_path_factory, monkeypatch) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def private_user_cache(tmp_path_factory) -> Iterator[Path]:
     """The suite's own user cache (batch-size memo, file hashes): tests neither read what the
-    user's runs remembered nor leave sizes measured while the suite loads the machine."""
+    user's runs remembered nor leave sizes measured while the suite loads the machine. Its
+    converted models (SmolLM2's safetensors copy) are the one thing the suite's pytest-xdist
+    workers share: the first to need one converts it, under the conversion's file lock, and
+    the others wait for it instead of converting it again."""
     folder = tmp_path_factory.mktemp("user-cache")
+    base = tmp_path_factory.getbasetemp()
+    run_root = base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+    shared = run_root / "converted-models"
+    shared.mkdir(exist_ok=True)
+    (folder / "models").symlink_to(shared, target_is_directory=True)
     previous = os.environ.get("BIASLENS_CACHE_DIR")
     os.environ["BIASLENS_CACHE_DIR"] = str(folder)
     yield folder
@@ -91,6 +118,21 @@ def private_user_cache(tmp_path_factory) -> Iterator[Path]:
         os.environ.pop("BIASLENS_CACHE_DIR", None)
     else:
         os.environ["BIASLENS_CACHE_DIR"] = previous
+
+
+@pytest.fixture(autouse=True)
+def no_ray_runtime_outlives_its_test() -> Iterator[None]:
+    """A local Ray runtime that a test starts in its body (a run with ``--data-parallel``) is
+    shut down as the test ends: its processes keep the working directory they started in,
+    often the test's own temporary folder, which is removed when the test passes, and replicas
+    that a later test of the same process starts there die loading torch. A runtime that a
+    module's fixture starts is that fixture's to end."""
+    ray = sys.modules.get("ray")
+    running = ray is not None and ray.is_initialized()
+    yield
+    ray = sys.modules.get("ray")
+    if not running and ray is not None and ray.is_initialized():
+        ray.shutdown()
 
 
 @pytest.fixture(autouse=True)
