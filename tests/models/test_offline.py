@@ -27,18 +27,25 @@ def test_registry_names():
 
 @pytest.mark.slow
 def test_smollm2_conversion_is_verified_and_reused(tmp_path, monkeypatch):
+    """A copy converted earlier (here the suite's own, copied into an empty cache) is reused;
+    a damaged one is converted again, and the new conversion is verified against the GGUF
+    model's logits. (One real conversion: the suite's copy is made once per run.)"""
+    import shutil
+
+    earlier = offline.converted_smollm2(verbose=False)
     monkeypatch.setenv("BIASLENS_CACHE_DIR", str(tmp_path))
-    first = offline.converted_smollm2(verbose=False)
-    manifest = (first / "biaslens-conversion.json").read_text()
-    assert '"max_logit_difference": 0.0' in manifest
+    first = tmp_path / "models" / earlier.name
+    shutil.copytree(earlier, first)
     stamp = (first / "model.safetensors").stat().st_mtime_ns
     assert offline.converted_smollm2(verbose=False) == first
     assert (first / "model.safetensors").stat().st_mtime_ns == stamp  # reused, not rebuilt
     with open(first / "model.safetensors", "r+b") as handle:  # damage the copy
         handle.seek(1000)
         handle.write(b"\x00" * 64)
-    offline.converted_smollm2(verbose=False)
+    assert offline.converted_smollm2(verbose=False) == first
     assert (first / "model.safetensors").stat().st_mtime_ns != stamp  # rebuilt after the check
+    manifest = (first / "biaslens-conversion.json").read_text()
+    assert '"max_logit_difference": 0.0' in manifest
 
 
 def test_concurrent_first_uses_convert_once(tmp_path, monkeypatch):
