@@ -17,7 +17,7 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-from tests.workers import cores_per_worker  # noqa: E402  (imports nothing heavy)
+from tests.workers import cores_per_worker, worker_count  # noqa: E402  (nothing heavy)
 
 if "PYTEST_XDIST_WORKER" in os.environ:
     # before torch is imported; the subprocesses a test starts inherit it
@@ -64,15 +64,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     busy long after the others ran out of work. (``--dist worksteal`` first sends each
     worker a contiguous share of the list, in worker order: share k begins with slow tests
     k, k + n, k + 2n …; the workers then steal from each other's ends.)"""
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    slow = [item for item in items if item.get_closest_marker("slow")]
-    rest = [item for item in items if not item.get_closest_marker("slow")]
+    workers = worker_count()
+    slow, rest = [], []
+    for item in items:
+        (slow if item.get_closest_marker("slow") else rest).append(item)
     ordered: list[pytest.Item] = []
     for k in range(workers):
         share = (len(items) - len(ordered)) // (workers - k)  # as worksteal sends it
         mine = slow[k::workers]
-        ordered += mine + rest[: max(0, share - len(mine))]
-        del rest[: max(0, share - len(mine))]
+        taken = max(0, share - len(mine))
+        ordered += mine + rest[:taken]
+        del rest[:taken]
     items[:] = ordered + rest
 
 
