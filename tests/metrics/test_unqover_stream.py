@@ -110,3 +110,65 @@ def test_a_repeated_row_is_refused_not_counted_twice():
 def test_nothing_added_is_an_error():
     with pytest.raises(BiaslensError, match="no scores"):
         stream_tables([])
+
+
+@pytest.mark.parametrize("size", [7, 50])
+def test_intervals_do_not_depend_on_how_chunks_cut_the_set(size):
+    """The intervals (cross-fitting halves and groups, the crossed-design jackknife) come from
+    per-unit sums and the names of subjects, templates and attributes, never from the order in
+    which rows arrived."""
+    table = random_scores(seed=size)
+    whole = UnqoverAccumulator(("intervention",), intervals=(0.95, 3))
+    whole.add(table)
+    streamed = UnqoverAccumulator(("intervention",), intervals=(0.95, 3))
+    for chunk in chunks(table, size, seed=size):
+        streamed.add(chunk)
+    want, got = whole.summary(), streamed.summary()
+    assert np.isfinite(want["mu_ci_low"].iloc[0]) and np.isfinite(want["delta_ci_high"].iloc[0])
+    pd.testing.assert_frame_equal(got, want, rtol=1e-12, atol=1e-12)
+
+
+HALVES_SCRIPT = """
+import json, sys
+sys.path.insert(0, {root!r})
+from biaslens.metrics.unqover_stream import UnqoverAccumulator
+from tests.metrics.test_unqover_stream import random_scores
+table = random_scores(seed=5, interventions=1)
+# templates that ask different attributes: t1 asks bad and good, t2 and t3 only bad
+extra = table[(table["attribute"] == "bad") & (table["template"] == "t1")]
+table = table[~((table["template"] == "t2") & (table["attribute"] == "good"))]
+table = __import__("pandas").concat([table, extra.assign(template="t3")])
+totals = UnqoverAccumulator(intervals=(0.95, 1))
+totals.add(table)
+row = totals.summary().iloc[0]
+print(json.dumps({{k: float(row[k]) for k in ("mu_crossfit", "eta_crossfit", "theta4_crossfit")}}))
+"""
+
+
+def test_the_cross_fitting_halves_do_not_depend_on_the_process(tmp_path):
+    """Templates that ask different sets of attributes are dealt into halves group by group:
+    the groups' order must come from the attributes' names, not from Python's string hashes,
+    which change from process to process (PYTHONHASHSEED) and would move the cross-fitted
+    values and the intervals between two runs of the same set with the same seed."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])
+    script = HALVES_SCRIPT.format(root=root)
+    values = []
+    for hash_seed in ("1", "2", "3", "4"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        result = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+        )
+        values.append(json.loads(result.stdout))
+    assert all(v == values[0] for v in values), values
+
+
+def test_a_subject_paired_with_itself_is_named():
+    table = pd.DataFrame(rows("t1", "bad", STRONG)).assign(first="A", second="A")
+    with pytest.raises(BiaslensError, match="pairs A with itself \\(template t1"):
+        UnqoverAccumulator().add(table)

@@ -34,108 +34,78 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 from scipy import sparse
 
 from biaslens.metrics.crossed import Design, crossed_variances
 from biaslens.metrics.intervals import bounds_interval, t_interval
-from biaslens.metrics.unqover import unordered_pair
+from biaslens.metrics.unqover_cells import UnitCells, distinct_rows
 
-UNIT = ["low", "high", "template"]
 METRICS = ("mu", "eta", "theta4", "delta", "epsilon")
 MAXIMA = ("mu", "eta", "theta4")
 
 
-def _with_unit(table: pd.DataFrame, first: str, second: str) -> pd.DataFrame:
-    low, high = unordered_pair(table[first], table[second])
-    return table.assign(low=low, high=high)
+def _ranks(keys: list) -> np.ndarray:
+    """Each key's place among ``keys`` sorted as text: what orders subjects, templates and
+    attributes, whatever order the chunks brought them in."""
+    order = sorted(range(len(keys)), key=lambda i: str(keys[i]))
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[order] = np.arange(len(keys))
+    return rank
 
 
-class UnitSums:
-    """The per-unit sums of a set, added chunk by chunk (a unit may span chunks)."""
-
-    def __init__(self) -> None:
-        self._parts: dict[str, list[pd.DataFrame]] = {k: [] for k in ("subject", "pair", "d", "e")}
-
-    def add(self, comparative: pd.DataFrame, delta: pd.DataFrame, epsilon: pd.DataFrame) -> None:
-        """One chunk: :func:`~.unqover.comparative_scores`, :func:`~.unqover.positional_terms`
-        and :func:`~.unqover.attributive_terms` of the same rows."""
-        table = _with_unit(comparative, "x1", "x2").assign(sign=np.sign(comparative["C"]))
-        self._parts["subject"].append(
-            table.groupby([*UNIT, "x1", "attribute"], sort=False)
-            .agg(c_sum=("C", "sum"), sign_sum=("sign", "sum"), n=("C", "size"))
-            .reset_index()
-        )
-        one_order = table[(table["x1"].astype(str) == table["low"]).to_numpy()]
-        self._parts["pair"].append(
-            one_order.groupby([*UNIT, "attribute"], sort=False)
-            .agg(c_sum=("C", "sum"), n=("C", "size"))
-            .reset_index()
-        )
-        for key, terms in (("d", delta), ("e", epsilon)):
-            part = _with_unit(terms, "first", "second")
-            self._parts[key].append(
-                part.groupby(UNIT, sort=False).agg(t_sum=("term", "sum"), n=("term", "size"))
-                .reset_index()
-            )  # fmt: skip
-
-    def tables(self) -> dict[str, pd.DataFrame]:
-        keys = {"subject": [*UNIT, "x1", "attribute"], "pair": [*UNIT, "attribute"]}
-        out = {}
-        for name, parts in self._parts.items():
-            table = pd.concat(parts, ignore_index=True)
-            out[name] = table.groupby(keys.get(name, UNIT), sort=True).sum().reset_index()
-        return out
-
-
-def template_halves(templates: pd.Series, attributes: pd.Series, seed: int) -> dict:
+def template_halves(template: np.ndarray, attribute: np.ndarray, seed: int) -> dict[int, int]:
     """Each template's half (0 or 1) for cross-fitting: templates that ask the same attributes
     are shuffled (seeded) and dealt alternately, so that each attribute is asked in both halves
-    where it has two templates or more."""
-    asked = pd.DataFrame({"template": templates, "attribute": attributes}).drop_duplicates()
-    signature = asked.groupby("template")["attribute"].agg(lambda a: hash(frozenset(a)))
+    where it has two templates or more. ``template``, ``attribute``: ranks (:func:`_ranks`) of
+    the pairs asked; groups and their members are taken in that order, so the halves depend on
+    the seed alone."""
+    _, (templates, attributes) = distinct_rows(template, attribute)
+    starts = np.flatnonzero(np.r_[True, templates[1:] != templates[:-1]])
+    groups: dict[tuple, list[int]] = {}
+    for members in np.split(np.arange(len(templates)), starts[1:]):
+        groups.setdefault(tuple(attributes[members]), []).append(int(templates[members[0]]))
     rng = np.random.default_rng(seed)
     half, turn = {}, 0
-    for _, members in signature.groupby(signature, sort=True):
-        order = list(members.index)
+    for signature in sorted(groups):
+        order = groups[signature]
         rng.shuffle(order)
-        for template in order:
-            half[template] = turn % 2
+        for member in order:
+            half[member] = turn % 2
             turn += 1
     return half
 
 
-def _cell_matrices(table, group, unit_of, n_units, values, part_of_row, parts):
-    """Per value and part (``parts`` of them), a sparse (units × cells) matrix; cells sorted by
-    ``group`` + attribute; and where each group's cells start. A row whose part is −1 is in
-    none."""
-    keys = table[[*group, "attribute"]]
-    cells = keys.drop_duplicates().sort_values([*group, "attribute"], ignore_index=True)
-    column = pd.MultiIndex.from_frame(cells).get_indexer(pd.MultiIndex.from_frame(keys))
-    starts = np.flatnonzero(~cells[group].duplicated().to_numpy())
-    rows = unit_of
-    out = {}
-    for value in values:
-        data = table[value].to_numpy(float)
-        for h in range(parts):
-            keep = part_of_row == h
-            out[f"{value}{h}"] = sparse.csr_matrix(
-                (data[keep], (rows[keep], column[keep])), shape=(n_units, len(cells))
-            )
-    return out, starts
-
-
-def partner_groups(subject: pd.Series, partner: pd.Series, seed: int) -> np.ndarray:
+def partner_groups(subject: np.ndarray, partner: np.ndarray, seed: int) -> np.ndarray:
     """Each (subject, partner) row's partner group (0 or 1) for cross-fitting: every subject's
     partners shuffled (seeded) and dealt alternately, so each subject with two partners or
-    more has some in both groups."""
-    pairs = pd.DataFrame({"x": subject.to_numpy(), "p": partner.to_numpy()})
-    distinct = pairs.drop_duplicates().sort_values(["x", "p"], ignore_index=True)
-    rng = np.random.default_rng([seed, 1])
-    distinct["key"] = rng.random(len(distinct))
-    distinct = distinct.sort_values(["x", "key"], ignore_index=True)
-    distinct["group"] = distinct.groupby("x").cumcount() % 2
-    return pairs.merge(distinct[["x", "p", "group"]], on=["x", "p"], how="left")["group"].to_numpy()
+    more has some in both groups. ``subject``, ``partner``: ranks (:func:`_ranks`)."""
+    number, (x, _) = distinct_rows(subject, partner)
+    key = np.random.default_rng([seed, 1]).random(len(x))
+    order = np.lexsort((key, x))
+    first_of_subject = np.r_[True, x[order][1:] != x[order][:-1]]
+    start = np.maximum.accumulate(np.where(first_of_subject, np.arange(len(order)), 0))
+    group = np.empty(len(order), dtype=np.int64)
+    group[order] = (np.arange(len(order)) - start) % 2
+    return group[number]
+
+
+def _cell_matrices(cells, unit, n_units, values, part_of_row, parts):
+    """Per value and part (``parts`` of them), a sparse (units × cells) matrix; ``cells``: the
+    rank columns naming a row's cell, the last the attribute (cells sorted by them); and where
+    each group's (all columns but the last) cells start."""
+    column, distinct = distinct_rows(*cells)
+    group = np.zeros(len(distinct[0]), dtype=bool)
+    group[0] = True
+    for key in distinct[:-1]:
+        group[1:] |= key[1:] != key[:-1]
+    out = {}
+    for name, data in values.items():
+        for h in range(parts):
+            keep = part_of_row == h
+            out[f"{name}{h}"] = sparse.csr_matrix(
+                (data[keep], (unit[keep], column[keep])), shape=(n_units, len(distinct[0]))
+            )
+    return out, np.flatnonzero(group)
 
 
 def _select(score, value, present, starts):
@@ -234,54 +204,67 @@ def _nan_safe_mean(values):
 
 
 def intervals(
-    sums: UnitSums, level: float, seed: int, strata: dict[str, str] | None = None
+    cells: UnitCells, level: float, seed: int, strata: dict[str, str] | None = None
 ) -> dict[str, float | str | None]:
     """``{metric}_ci_low`` / ``_ci_high`` (NaN with ``{metric}_ci_note`` saying why where
     there is none) for μ, η, θ4, δ, ε; ``{metric}_crossfit`` for μ, η, θ4; ``units`` (subject
     pair × template units), ``subjects``, ``templates`` and ``cell_units`` (the median units
     per (subject, attribute) cell). ``strata``: a subject's list (e.g. female / male names)."""
-    tables = sums.tables()
-    every = pd.concat([t[UNIT] for t in tables.values()], ignore_index=True).drop_duplicates()
-    every = every.sort_values(UNIT, ignore_index=True)
-    units = pd.MultiIndex.from_frame(every)
-    unit_of = {
-        name: units.get_indexer(pd.MultiIndex.from_frame(t[UNIT])) for name, t in tables.items()
-    }
-    n_units = len(units)
-    subject = tables["subject"]
-    halves = template_halves(subject["template"], subject["attribute"], seed)
-    half_of_unit = every["template"].map(halves).to_numpy()
-    names = sorted(set(every["low"]) | set(every["high"]), key=str)
-    partner = subject["high"].where(subject["x1"] == subject["low"], subject["low"])
-    groups = partner_groups(subject["x1"], partner, seed)
-    quarter = 2 * groups + subject["template"].map(halves).to_numpy()
+    coder = cells.coder
+    subject_rank = _ranks(coder.subjects.keys)
+    template_rank = _ranks(coder.templates.keys)
+    attribute_rank = _ranks(coder.attributes.keys)
+    ids = cells.unit_keys()
+    low, high = subject_rank[ids[:, 0]], subject_rank[ids[:, 1]]
+    template = template_rank[ids[:, 2]]
+    n_units = len(ids)
+    unit_order = np.lexsort((template, high, low))
+    place = np.empty(n_units, dtype=np.int64)
+    place[unit_order] = np.arange(n_units)
+
+    subject = cells.subject.columns()
+    unit = subject["key"][:, 0]
+    on_high = subject["key"][:, 1] == 1
+    x1, partner = np.where(on_high, high[unit], low[unit]), np.where(on_high, low[unit], high[unit])
+    attribute = attribute_rank[subject["key"][:, 2]]
+    halves = template_halves(template[unit], attribute, seed)
+    half_of_unit = np.array([halves[t] for t in template])
+    quarter = 2 * partner_groups(x1, partner, seed) + half_of_unit[unit]
+    values = {k: subject[k] for k in ("c_sum", "sign_sum", "n")}
     matrices, subject_starts = _cell_matrices(
-        subject, ["x1"], unit_of["subject"], n_units, ("c_sum", "sign_sum", "n"), quarter, 4
+        (x1, attribute), place[unit], n_units, values, quarter, 4
     )
-    pair = tables["pair"].rename(columns={"c_sum": "pc_sum", "n": "pn"})
+    pair = cells.pair.columns()
+    unit = pair["key"][:, 0]
     pair_matrices, pair_starts = _cell_matrices(
-        pair, ["low", "high"], unit_of["pair"], n_units, ("pc_sum", "pn"),
-        half_of_unit[unit_of["pair"]], 2,
+        (low[unit], high[unit], attribute_rank[pair["key"][:, 1]]), place[unit], n_units,
+        {"pc_sum": pair["c_sum"], "pn": pair["n"]}, half_of_unit[unit], 2,
     )  # fmt: skip
     matrices.update(pair_matrices)
     for key, name in (("d", "delta"), ("e", "epsilon")):
-        rows = unit_of[key]
+        terms = cells.terms[key].columns()
+        unit = terms["key"][:, 0]
         for h in (0, 1):
-            keep = half_of_unit[rows] == h
+            keep = half_of_unit[unit] == h
             for value, suffix in (("t_sum", "t"), ("n", "n")):
-                data = tables[key][value].to_numpy(float)[keep]
                 matrices[f"{name}_{suffix}{h}"] = sparse.csr_matrix(
-                    (data, (rows[keep], np.zeros(keep.sum(), dtype=int))), shape=(n_units, 1)
+                    (terms[value][keep], (place[unit[keep]], np.zeros(keep.sum(), dtype=int))),
+                    shape=(n_units, 1),
                 )
 
-    subject_id = {name: i for i, name in enumerate(names)}
-    template_id = {t: i for i, t in enumerate(sorted(every["template"].unique(), key=str))}
-    stratum_names = sorted({str((strata or {}).get(n, "")) for n in names})
+    subjects = np.unique(np.concatenate([low, high]))  # ranks of the subjects present
+    names = [
+        str(n)
+        for n in np.asarray(coder.subjects.keys, dtype=object)[np.argsort(subject_rank)][subjects]
+    ]
+    templates = np.unique(template)
+    stratum_of = [str((strata or {}).get(n, "")) for n in names]
+    stratum_names = sorted(set(stratum_of))
     design = Design(
-        every["low"].map(subject_id).to_numpy(),
-        every["high"].map(subject_id).to_numpy(),
-        every["template"].map(template_id).to_numpy(),
-        np.array([stratum_names.index(str((strata or {}).get(n, ""))) for n in names]),
+        np.searchsorted(subjects, low[unit_order]),
+        np.searchsorted(subjects, high[unit_order]),
+        np.searchsorted(templates, template[unit_order]),
+        np.array([stratum_names.index(s) for s in stratum_of]),
     )
     point, variances = crossed_variances(matrices, _statistic(subject_starts, pair_starts), design)
     out: dict[str, float | str | None] = {}
@@ -303,38 +286,9 @@ def intervals(
         out[f"{name}_ci_low"], out[f"{name}_ci_high"] = interval.low, interval.high
         out[f"{name}_ci_note"] = interval.why_not
         out[f"{name}_se"] = math.sqrt(max(variances[name], 0.0))
-    per_cell = subject.groupby(["x1", "attribute"]).size()
     out["df"] = design.df
     out["units"] = n_units
     out["subjects"] = len(names)
-    out["templates"] = len(template_id)
-    out["cell_units"] = float(per_cell.median())
+    out["templates"] = len(templates)
+    out["cell_units"] = float(np.median(np.bincount(distinct_rows(x1, attribute)[0])))
     return out
-
-
-def intervals_by(
-    scores: pd.DataFrame,
-    comparative: pd.DataFrame,
-    by: str,
-    within: tuple[str, ...],
-    level: float,
-    seed: int,
-    strata: dict[str, str] | None = None,
-) -> pd.DataFrame:
-    """:func:`intervals` of each value of ``by`` (e.g. LEI's set), one row each.
-
-    ``comparative``: :func:`~.unqover.comparative_scores` of ``scores`` keyed by ``by`` and
-    ``within``."""
-    from biaslens.metrics.unqover import attributive_terms, positional_terms
-
-    keys = (by, *within)
-    rows = []
-    for value, part in scores.groupby(by, sort=True):
-        sums = UnitSums()
-        sums.add(
-            comparative[(comparative[by] == value).to_numpy()],
-            positional_terms(part, keys),
-            attributive_terms(part, keys),
-        )
-        rows.append({by: value, **intervals(sums, level, seed, strata)})
-    return pd.DataFrame(rows)

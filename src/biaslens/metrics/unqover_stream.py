@@ -20,24 +20,16 @@ import pandas as pd
 
 from biaslens.errors import BiaslensError
 from biaslens.metrics.unqover import (
-    attributive_terms,
     bias_from_sums,
+    check_scores,
     cluster_attribute_from,
     comparative_scores,
     model_bias_from,
-    pair_attribute_sums,
-    positional_terms,
-    subject_attribute_sums,
     subject_bias_from,
     theta4_from,
-    unordered_pair,
 )
-
-
-def _add(total: pd.DataFrame | None, part: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    part = part.set_index(keys)
-    return part if total is None else total.add(part, fill_value=0)
-
+from biaslens.metrics.unqover_cells import CellSums, ContextCoder, Contexts, UnitCells
+from biaslens.metrics.unqover_intervals import intervals
 
 ROWS_PER_CONTEXT = 4
 """Two subject orders × the question and its negation."""
@@ -45,9 +37,7 @@ ROWS_PER_CONTEXT = 4
 
 def context_ids(scores: pd.DataFrame, within: tuple[str, ...]) -> np.ndarray:
     """One id per context (subject pair in either order, template, attribute, ``within``)."""
-    low, high = unordered_pair(scores["first"], scores["second"])
-    keys = scores[[*within, "template", "attribute"]].assign(low=low, high=high)
-    return keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
+    return ContextCoder(within).context_of_rows(scores)[0]
 
 
 class UnqoverAccumulator:
@@ -59,7 +49,10 @@ class UnqoverAccumulator:
     templates to the summary (:mod:`.unqover_intervals`); None: point values only.
     ``skip_unscored``: a complete context with a question without a score (NaN, as sampled
     scoring leaves a question no reply answers) is left out whole instead of being an
-    error."""
+    error.
+
+    The sums are kept per cell in arrays (:mod:`.unqover_cells`); the whole-table functions
+    of :mod:`.unqover` are the reference they are tested against."""
 
     def __init__(
         self,
@@ -67,15 +60,14 @@ class UnqoverAccumulator:
         intervals: tuple[float, int] | None = None,
         skip_unscored: bool = False,
     ) -> None:
-        from biaslens.metrics.unqover_intervals import UnitSums
-
         self.within = tuple(within)
         self.intervals = intervals
-        self.units = UnitSums() if intervals else None
+        self.coder = ContextCoder(self.within)
+        self.units = UnitCells(self.coder) if intervals else None
         self._waiting: pd.DataFrame | None = None  # rows of contexts not yet complete
         self._seen = np.empty(0, dtype=np.uint64)  # sorted hashes of the contexts added
-        self._subjects: pd.DataFrame | None = None  # (subject, attribute) -> c_sum, sign_sum, n
-        self._pairs: pd.DataFrame | None = None  # (x1, x2, attribute) -> c_sum, n
+        self._subjects = CellSums("c_sum", "sign_sum", "n")  # (subject, attribute)
+        self._pairs = CellSums("c_sum", "n")  # (low, high, attribute)
         self.delta = [0.0, 0]
         self.epsilon = [0.0, 0]
         self.contexts = 0
@@ -92,19 +84,26 @@ class UnqoverAccumulator:
             scores = scores[~np.isin(context, context[missing])]
         if scores.empty:
             return
-        comparative = comparative_scores(scores, self.within)
-        self._refuse_repeats(scores)
-        sums = subject_attribute_sums(comparative)
-        self._subjects = _add(self._subjects, sums, ["subject", "attribute"])
-        self._pairs = _add(self._pairs, pair_attribute_sums(comparative), ["x1", "x2", "attribute"])
-        delta = positional_terms(scores, self.within)
-        epsilon = attributive_terms(scores, self.within)
+        check_scores(scores)
+        contexts = self.coder.contexts(scores)
+        if contexts is None:
+            comparative_scores(scores, self.within)  # raises, naming the context
+            raise BiaslensError("scores hold a context whose rows do not pair up")
+        self._refuse_repeats(contexts)
+        c = contexts.comparative()
+        ones = np.ones(len(contexts))
+        for subject, value in ((contexts.low, c), (contexts.high, -c)):
+            cell = self._subjects.cells.of_rows(subject, contexts.attribute)
+            self._subjects.add(cell, c_sum=value, sign_sum=np.sign(value), n=ones)
+        pair = self._pairs.cells.of_rows(contexts.low, contexts.high, contexts.attribute)
+        self._pairs.add(pair, c_sum=c, n=ones)
+        delta, epsilon = contexts.positional_terms(), contexts.attributive_terms()
         for total, terms in ((self.delta, delta), (self.epsilon, epsilon)):
-            total[0] += float(terms["term"].sum())
-            total[1] += len(terms)
+            total[0] += float(terms.sum())
+            total[1] += terms.size
         if self.units is not None:
-            self.units.add(comparative, delta, epsilon)
-        self.contexts += int((~scores["negated"].astype(bool)).sum())
+            self.units.add(contexts, c, delta, epsilon)
+        self.contexts += 2 * len(contexts)  # each context counts once per subject order
         self.rows += len(scores)
         if "first_cluster" in scores:
             self.clusters.update(zip(scores["first"], scores["first_cluster"], strict=True))
@@ -123,21 +122,20 @@ class UnqoverAccumulator:
         self._waiting = scores[~complete].reset_index(drop=True)
         return scores[complete]
 
-    def _refuse_repeats(self, scores: pd.DataFrame) -> None:
+    def _refuse_repeats(self, contexts: Contexts) -> None:
         """A context added in an earlier chunk is an error (8 bytes per context kept)."""
-        index = [*self.within, "template", "attribute", "first", "second"]
-        asked = scores.loc[~scores["negated"].astype(bool), index]
-        hashes = pd.util.hash_pandas_object(asked, index=False).to_numpy()
+        keys = np.stack(
+            [*contexts.within, contexts.template, contexts.attribute, contexts.low, contexts.high],
+            axis=1,
+        )
+        hashes = pd.util.hash_pandas_object(pd.DataFrame(keys), index=False).to_numpy()
         if len(self._seen):
             place = np.minimum(np.searchsorted(self._seen, hashes), len(self._seen) - 1)
             again = np.flatnonzero(self._seen[place] == hashes)
             if len(again):
-                row = asked.iloc[again[0]]
                 raise BiaslensError(
-                    f"scores hold the same context more than once: {row['first']} / "
-                    f"{row['second']} (template {row['template']}, attribute {row['attribute']}"
-                    + "".join(f", {key} {row[key]}" for key in self.within)
-                    + ") came in two chunks"
+                    f"scores hold the same context more than once: "
+                    f"{self.coder.describe(contexts, again[0])} came in two chunks"
                 )
         self._seen = np.sort(np.concatenate([self._seen, hashes]))
 
@@ -146,24 +144,44 @@ class UnqoverAccumulator:
         if self._waiting is not None:
             comparative_scores(self._waiting, self.within)  # raises, naming the missing row
             raise BiaslensError(f"{len(self._waiting)} score rows lack their context's others")
-        if self._subjects is None:
+        if not len(self._subjects.cells):
             raise BiaslensError("no scores were added")
 
     def subject_attribute(self) -> pd.DataFrame:
         """γ(x, a), η(x, a) and n per subject and attribute (as ``subject_attribute_bias``)."""
         self._check_finished()
-        sums = self._subjects.reset_index()
-        sums["n"] = sums["n"].astype(int)
-        return bias_from_sums(sums.sort_values(["subject", "attribute"], ignore_index=True))
+        sums = self._subjects.columns()
+        key = sums.pop("key")
+        table = pd.DataFrame(
+            {
+                "subject": self.coder.subjects.decode(key[:, 0]),
+                "attribute": self.coder.attributes.decode(key[:, 1]),
+                **sums,
+            }
+        )
+        table["n"] = table["n"].astype(int)
+        return bias_from_sums(table.sort_values(["subject", "attribute"], ignore_index=True))
+
+    def _pair_sums(self) -> pd.DataFrame:
+        sums = self._pairs.columns()
+        key = sums.pop("key")
+        decode = self.coder.subjects.decode
+        return pd.DataFrame(
+            {
+                "x1": decode(key[:, 0]),
+                "x2": decode(key[:, 1]),
+                "attribute": self.coder.attributes.decode(key[:, 2]),
+                **sums,
+            }
+        )
 
     def summary(self) -> pd.DataFrame:
         """μ, η, θ4, δ, ε and the number of contexts, one row (as ``model_summary``)."""
         levels = model_bias_from(self.subject_attribute())
-        pairs = self._pairs.reset_index()
         extra = pd.DataFrame(
             [
                 {
-                    "theta4": theta4_from(pairs),
+                    "theta4": theta4_from(self._pair_sums()),
                     "delta": self.delta[0] / self.delta[1],
                     "epsilon": self.epsilon[0] / self.epsilon[1],
                     "contexts": self.contexts,
@@ -173,7 +191,6 @@ class UnqoverAccumulator:
         summary = pd.concat([levels, extra], axis=1)
         if self.units is None:
             return summary
-        from biaslens.metrics.unqover_intervals import intervals
         from biaslens.metrics.unqover_summary import with_intervals
 
         return with_intervals(summary, intervals(self.units, *self.intervals, self.clusters))
@@ -235,3 +252,22 @@ def stream_tables(
             tables["subject_attribute"], clusters, by
         )
     return tables
+
+
+def intervals_by(
+    scores: pd.DataFrame,
+    by: str,
+    within: tuple[str, ...],
+    level: float,
+    seed: int,
+    strata: dict[str, str] | None = None,
+) -> pd.DataFrame:
+    """:func:`~.unqover_intervals.intervals` of each value of ``by`` (e.g. LEI's set), one row
+    each; ``within`` as :class:`UnqoverAccumulator`'s."""
+    rows = []
+    for value, part in scores.groupby(by, sort=True):
+        totals = UnqoverAccumulator((by, *within), intervals=(level, seed))
+        totals.add(part)
+        totals.subject_attribute()  # refuses rows that never completed a context
+        rows.append({by: value, **intervals(totals.units, level, seed, strata)})
+    return pd.DataFrame(rows)

@@ -38,7 +38,7 @@ from biaslens.metrics.unqover import (
     subject_bias,
     unordered_pair,
 )
-from biaslens.metrics.unqover_intervals import intervals_by
+from biaslens.metrics.unqover_stream import intervals_by
 from biaslens.metrics.unqover_summary import (
     gap_intervals,
     sparse_note,
@@ -187,7 +187,7 @@ def lei_table(
         comparative = comparative_scores(scores, PAIRING)
     table = model_summary(scores, by=("set",), within=("intervention_id",), comparative=comparative)
     if intervals is not None:
-        bounds = intervals_by(scores, comparative, "set", ("intervention_id",), *intervals, strata)
+        bounds = intervals_by(scores, "set", ("intervention_id",), *intervals, strata)
         table = table.merge(bounds, on="set")
     table = table.sort_values("set", key=lambda s: s.map(_set_order)).reset_index(drop=True)
     table["desired_mu"] = table["set"].map(lei.desired_mu)
