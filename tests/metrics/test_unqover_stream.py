@@ -172,3 +172,28 @@ def test_a_subject_paired_with_itself_is_named():
     table = pd.DataFrame(rows("t1", "bad", STRONG)).assign(first="A", second="A")
     with pytest.raises(BiaslensError, match="pairs A with itself \\(template t1"):
         UnqoverAccumulator().add(table)
+
+
+def test_cell_sums_equal_a_group_by_whatever_the_merges(monkeypatch):
+    """Sums per cell of packed ids, merged every few rows, equal pandas' group-by sums of the
+    same rows; the ids come back unpacked, and an id too wide for its bits is an error."""
+    from biaslens.metrics import unqover_cells
+
+    monkeypatch.setattr(unqover_cells, "MERGE_ROWS", 5)
+    rng = np.random.default_rng(0)
+    sums = unqover_cells.CellSums((40, 1, 20), "a", "n")
+    parts = []
+    for size in (3, 9, 0, 17, 1, 30):
+        part = pd.DataFrame(
+            {"unit": rng.integers(0, 2**39, size) % 7 + 2**38, "side": rng.integers(0, 2, size),
+             "attribute": rng.integers(0, 5, size), "a": rng.normal(size=size), "n": 1.0}
+        )  # fmt: skip
+        sums.add((part["unit"], part["side"], part["attribute"]), a=part["a"], n=part["n"])
+        parts.append(part)
+    want = pd.concat(parts).groupby(["unit", "side", "attribute"], sort=True)[["a", "n"]].sum()
+    got = sums.columns()
+    assert got["key"].tolist() == [list(k) for k in want.index]
+    assert got["a"] == pytest.approx(want["a"].to_numpy(), abs=1e-12)
+    assert got["n"].tolist() == want["n"].tolist()
+    with pytest.raises(BiaslensError, match="more than 2 distinct values"):
+        sums.add((np.array([0]), np.array([2]), np.array([0])), a=np.ones(1), n=np.ones(1))

@@ -5,7 +5,8 @@ subject orders × the question and its negation. With its subjects ordered (``lo
 name) and its rows in four slots — 0: low first, asked; 1: high first, asked; 2 and 3: the
 same, negated — every per-context quantity of :mod:`.unqover` (Li et al. 2020, Section 3) is
 arithmetic on columns: no joins, no group-bys. Keys are coded to dense integer ids that stay the
-same across chunks (:class:`Vocabulary`), and sums are kept per id (:class:`CellSums`).
+same across chunks (:class:`Vocabulary`), and sums are kept per cell of ids
+(:class:`CellSums`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from biaslens.errors import BiaslensError
 
 SLOTS = 4
 """Two subject orders × the question and its negation."""
+
+MERGE_ROWS = 1 << 16
+"""Pending rows of a :class:`CellSums` are merged once they outnumber both this and the merged
+cells."""
 
 _MISSING = ("missing",)
 """Stands for NaN in a key, so that every chunk's NaN is the same key."""
@@ -79,23 +84,60 @@ def _is_missing(value) -> bool:
 
 
 class CellSums:
-    """Named sums per cell id (a :class:`Vocabulary` of the cells' keys), grown as cells
-    appear."""
+    """Named sums per cell, a cell being a tuple of ids packed into one int64 (``widths``: the
+    bits of each id, 63 in all). Each chunk's sums are kept as they come and merged (sorted by
+    cell, summed) once they outnumber the merged cells: memory stays within about twice one
+    row of numbers per cell, with no Python object per cell."""
 
-    def __init__(self, *names: str) -> None:
-        self.cells = Vocabulary()
-        self.sums = {name: np.zeros(0) for name in names}
+    def __init__(self, widths: tuple[int, ...], *names: str) -> None:
+        if sum(widths) > 63:
+            raise ValueError(f"cell ids of {widths} bits do not fit in an int64")
+        self.widths, self.names = widths, names
+        self._cells = np.empty(0, dtype=np.int64)
+        self._sums = np.empty((0, len(names)))
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self._pending_rows = 0
 
-    def add(self, ids: np.ndarray, **values: np.ndarray) -> None:
-        size = len(self.cells)
-        for name, total in self.sums.items():
-            part = np.bincount(ids, weights=values[name], minlength=size)
-            self.sums[name] = np.pad(total, (0, size - len(total))) + part
+    def add(self, key: tuple[np.ndarray, ...], **values: np.ndarray) -> None:
+        """``key``: one array of ids per part of the cell; ``values``: one array per sum."""
+        code = np.zeros(len(key[0]), dtype=np.int64)
+        for ids, width in zip(key, self.widths, strict=True):
+            ids = np.asarray(ids, dtype=np.int64)
+            if len(ids) and ids.max() >= 1 << width:
+                raise BiaslensError(
+                    f"more than {1 << width:,} distinct values in one key of UnQover's sums"
+                )
+            code = (code << width) | ids
+        sums = np.column_stack([np.asarray(values[name], dtype=float) for name in self.names])
+        self._pending.append((code, sums))
+        self._pending_rows += len(code)
+        if self._pending_rows > max(len(self._cells), MERGE_ROWS):
+            self._merge()
+
+    def _merge(self) -> None:
+        if not self._pending:
+            return
+        codes = np.concatenate([self._cells, *(code for code, _ in self._pending)])
+        sums = np.concatenate([self._sums, *(part for _, part in self._pending)])
+        self._pending, self._pending_rows = [], 0
+        self._cells, inverse = np.unique(codes, return_inverse=True)
+        self._sums = np.column_stack(
+            [np.bincount(inverse, weights=column, minlength=len(self._cells)) for column in sums.T]
+        ).reshape(len(self._cells), len(self.names))
+
+    def __len__(self) -> int:
+        self._merge()
+        return len(self._cells)
 
     def columns(self) -> dict[str, np.ndarray]:
-        """``key``: (cells × parts) ids of each cell's key; then each sum, one entry per cell."""
-        keys = np.array(self.cells.keys, dtype=np.int64).reshape(len(self.cells), -1)
-        return {"key": keys, **self.sums}
+        """``key``: (cells × parts) ids of each cell, in cell order; then each sum."""
+        self._merge()
+        parts, code = [], self._cells
+        for width in reversed(self.widths):
+            parts.append(code & ((1 << width) - 1))
+            code = code >> width
+        key = np.column_stack(parts[::-1]).reshape(len(self._cells), len(self.widths))
+        return {"key": key, **{name: self._sums[:, i] for i, name in enumerate(self.names)}}
 
 
 @dataclass(frozen=True)
@@ -224,21 +266,22 @@ class UnitCells:
     def __init__(self, coder: ContextCoder) -> None:
         self.coder = coder
         self.units = Vocabulary()  # (low, high, template)
-        self.subject = CellSums("c_sum", "sign_sum", "n")  # (unit, side: 0 low 1 high, attribute)
-        self.pair = CellSums("c_sum", "n")  # (unit, attribute)
-        self.terms = {"d": CellSums("t_sum", "n"), "e": CellSums("t_sum", "n")}  # (unit,)
+        # (unit, side: 0 low 1 high, attribute); (unit, attribute); (unit,)
+        self.subject = CellSums((42, 1, 20), "c_sum", "sign_sum", "n")
+        self.pair = CellSums((42, 21), "c_sum", "n")
+        self.terms = {key: CellSums((42,), "t_sum", "n") for key in ("d", "e")}
 
     def add(self, contexts: Contexts, c: np.ndarray, delta: np.ndarray, epsilon: np.ndarray):
         """``c``: :meth:`Contexts.comparative`; ``delta``, ``epsilon``: the terms per context."""
         unit = self.units.of_rows(contexts.low, contexts.high, contexts.template)
         ones = np.ones(len(contexts))
         for side, value in ((0, c), (1, -c)):
-            cell = self.subject.cells.of_rows(unit, np.full(len(unit), side), contexts.attribute)
+            cell = (unit, np.full(len(unit), side), contexts.attribute)
             self.subject.add(cell, c_sum=value, sign_sum=np.sign(value), n=ones)
-        self.pair.add(self.pair.cells.of_rows(unit, contexts.attribute), c_sum=c, n=ones)
+        self.pair.add((unit, contexts.attribute), c_sum=c, n=ones)
         for key, terms in (("d", delta), ("e", epsilon)):
-            cell = self.terms[key].cells.of_rows(unit)
-            self.terms[key].add(cell, t_sum=terms.sum(axis=1), n=np.full(len(unit), terms.shape[1]))
+            count = np.full(len(unit), terms.shape[1])
+            self.terms[key].add((unit,), t_sum=terms.sum(axis=1), n=count)
 
     def unit_keys(self) -> np.ndarray:
         """(units × 3) ids of each unit's low subject, high subject and template."""

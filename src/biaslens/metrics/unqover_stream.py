@@ -66,8 +66,8 @@ class UnqoverAccumulator:
         self.units = UnitCells(self.coder) if intervals else None
         self._waiting: pd.DataFrame | None = None  # rows of contexts not yet complete
         self._seen = np.empty(0, dtype=np.uint64)  # sorted hashes of the contexts added
-        self._subjects = CellSums("c_sum", "sign_sum", "n")  # (subject, attribute)
-        self._pairs = CellSums("c_sum", "n")  # (low, high, attribute)
+        self._subjects = CellSums((31, 32), "c_sum", "sign_sum", "n")  # (subject, attribute)
+        self._pairs = CellSums((22, 22, 19), "c_sum", "n")  # (low, high, attribute)
         self.delta = [0.0, 0]
         self.epsilon = [0.0, 0]
         self.contexts = 0
@@ -93,10 +93,9 @@ class UnqoverAccumulator:
         c = contexts.comparative()
         ones = np.ones(len(contexts))
         for subject, value in ((contexts.low, c), (contexts.high, -c)):
-            cell = self._subjects.cells.of_rows(subject, contexts.attribute)
+            cell = (subject, contexts.attribute)
             self._subjects.add(cell, c_sum=value, sign_sum=np.sign(value), n=ones)
-        pair = self._pairs.cells.of_rows(contexts.low, contexts.high, contexts.attribute)
-        self._pairs.add(pair, c_sum=c, n=ones)
+        self._pairs.add((contexts.low, contexts.high, contexts.attribute), c_sum=c, n=ones)
         delta, epsilon = contexts.positional_terms(), contexts.attributive_terms()
         for total, terms in ((self.delta, delta), (self.epsilon, epsilon)):
             total[0] += float(terms.sum())
@@ -144,7 +143,7 @@ class UnqoverAccumulator:
         if self._waiting is not None:
             comparative_scores(self._waiting, self.within)  # raises, naming the missing row
             raise BiaslensError(f"{len(self._waiting)} score rows lack their context's others")
-        if not len(self._subjects.cells):
+        if not len(self._subjects):
             raise BiaslensError("no scores were added")
 
     def subject_attribute(self) -> pd.DataFrame:
