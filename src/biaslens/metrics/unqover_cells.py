@@ -43,6 +43,27 @@ def distinct_rows(*columns: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     return number, [column[new] for column in ordered]
 
 
+def text_ranks(keys) -> np.ndarray:
+    """Each key's place among ``keys`` sorted as text: what orders subjects, templates and
+    attributes, whatever order the chunks brought them in."""
+    order = sorted(range(len(keys)), key=lambda i: str(keys[i]))
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[order] = np.arange(len(keys))
+    return rank
+
+
+Coded = tuple[np.ndarray, dict[str, np.ndarray]]
+"""A chunk's rows coded (:meth:`ContextCoder.context_of_rows`): per row its context's number
+within the chunk, and the ids it is made of."""
+
+
+def coded_subset(coded: Coded, keep: np.ndarray) -> Coded:
+    """The rows ``keep`` of ``coded``, their contexts numbered 0 … again."""
+    context, parts = coded
+    number = np.unique(context[keep], return_inverse=True)[1].ravel()
+    return number, {name: ids[keep] for name, ids in parts.items()}
+
+
 class Vocabulary:
     """Dense ids for keys (single values or tuples of ids), the same in every chunk."""
 
@@ -198,12 +219,12 @@ class ContextCoder:
         self.attributes = Vocabulary()
         self.within_keys = tuple(Vocabulary() for _ in self.within)
 
-    def context_of_rows(self, scores: pd.DataFrame) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def context_of_rows(self, scores: pd.DataFrame) -> Coded:
         """Per row: its context's number within the chunk (0 …), and the ids it is made of
         (``low``, ``high``, ``template``, ``attribute``, ``within``…, ``swapped``: high first)."""
         first, second = scores["first"].to_numpy(object), scores["second"].to_numpy(object)
         codes, uniques = pd.factorize(np.concatenate([first, second]))
-        rank = np.argsort(np.argsort(np.array([str(u) for u in uniques])))
+        rank = text_ranks(uniques)
         ids = self.subjects.of_values(uniques)
         one, two = codes[: len(first)], codes[len(first) :]
         swapped = rank[one] > rank[two]
@@ -228,10 +249,10 @@ class ContextCoder:
             f"attribute {self.attributes.decode([contexts.attribute[i]])[0]}{within})"
         )
 
-    def contexts(self, scores: pd.DataFrame) -> Contexts | None:
-        """The chunk's contexts, each with its four rows; None when a context lacks a row or
-        holds one twice (the caller names it)."""
-        context, parts = self.context_of_rows(scores)
+    def contexts(self, scores: pd.DataFrame, coded: Coded) -> Contexts | None:
+        """The chunk's contexts (``coded``: its rows coded), each with its four rows; None when
+        a context lacks a row or holds one twice (the caller names it)."""
+        context, parts = coded
         alone = parts["low"] == parts["high"]
         if alone.any():
             row = scores.iloc[int(np.argmax(alone))]

@@ -38,27 +38,18 @@ from scipy import sparse
 
 from biaslens.metrics.crossed import Design, crossed_variances
 from biaslens.metrics.intervals import bounds_interval, t_interval
-from biaslens.metrics.unqover_cells import UnitCells, distinct_rows
+from biaslens.metrics.unqover_cells import UnitCells, distinct_rows, text_ranks
 
 METRICS = ("mu", "eta", "theta4", "delta", "epsilon")
 MAXIMA = ("mu", "eta", "theta4")
 
 
-def _ranks(keys: list) -> np.ndarray:
-    """Each key's place among ``keys`` sorted as text: what orders subjects, templates and
-    attributes, whatever order the chunks brought them in."""
-    order = sorted(range(len(keys)), key=lambda i: str(keys[i]))
-    rank = np.empty(len(keys), dtype=np.int64)
-    rank[order] = np.arange(len(keys))
-    return rank
-
-
 def template_halves(template: np.ndarray, attribute: np.ndarray, seed: int) -> dict[int, int]:
     """Each template's half (0 or 1) for cross-fitting: templates that ask the same attributes
     are shuffled (seeded) and dealt alternately, so that each attribute is asked in both halves
-    where it has two templates or more. ``template``, ``attribute``: ranks (:func:`_ranks`) of
-    the pairs asked; groups and their members are taken in that order, so the halves depend on
-    the seed alone."""
+    where it has two templates or more. ``template``, ``attribute``: ranks
+    (:func:`~.unqover_cells.text_ranks`) of the pairs asked; groups and their members are taken
+    in that order, so the halves depend on the seed alone."""
     _, (templates, attributes) = distinct_rows(template, attribute)
     starts = np.flatnonzero(np.r_[True, templates[1:] != templates[:-1]])
     groups: dict[tuple, list[int]] = {}
@@ -78,7 +69,8 @@ def template_halves(template: np.ndarray, attribute: np.ndarray, seed: int) -> d
 def partner_groups(subject: np.ndarray, partner: np.ndarray, seed: int) -> np.ndarray:
     """Each (subject, partner) row's partner group (0 or 1) for cross-fitting: every subject's
     partners shuffled (seeded) and dealt alternately, so each subject with two partners or
-    more has some in both groups. ``subject``, ``partner``: ranks (:func:`_ranks`)."""
+    more has some in both groups. ``subject``, ``partner``: ranks
+    (:func:`~.unqover_cells.text_ranks`)."""
     number, (x, _) = distinct_rows(subject, partner)
     key = np.random.default_rng([seed, 1]).random(len(x))
     order = np.lexsort((key, x))
@@ -211,9 +203,9 @@ def intervals(
     pair × template units), ``subjects``, ``templates`` and ``cell_units`` (the median units
     per (subject, attribute) cell). ``strata``: a subject's list (e.g. female / male names)."""
     coder = cells.coder
-    subject_rank = _ranks(coder.subjects.keys)
-    template_rank = _ranks(coder.templates.keys)
-    attribute_rank = _ranks(coder.attributes.keys)
+    subject_rank = text_ranks(coder.subjects.keys)
+    template_rank = text_ranks(coder.templates.keys)
+    attribute_rank = text_ranks(coder.attributes.keys)
     ids = cells.unit_keys()
     low, high = subject_rank[ids[:, 0]], subject_rank[ids[:, 1]]
     template = template_rank[ids[:, 2]]

@@ -28,7 +28,14 @@ from biaslens.metrics.unqover import (
     subject_bias_from,
     theta4_from,
 )
-from biaslens.metrics.unqover_cells import CellSums, ContextCoder, Contexts, UnitCells
+from biaslens.metrics.unqover_cells import (
+    CellSums,
+    Coded,
+    ContextCoder,
+    Contexts,
+    UnitCells,
+    coded_subset,
+)
 from biaslens.metrics.unqover_intervals import intervals
 
 ROWS_PER_CONTEXT = 4
@@ -77,15 +84,16 @@ class UnqoverAccumulator:
 
     def add(self, scores: pd.DataFrame) -> None:
         """One chunk of scores (the columns :func:`~.unqover.comparative_scores` reads)."""
-        scores = self._complete_contexts(scores)
+        scores, coded = self._complete_contexts(scores)
         if self.skip_unscored and not scores.empty:
-            context = context_ids(scores, self.within)
+            context = coded[0]
             missing = (scores["s_first"].isna() | scores["s_second"].isna()).to_numpy()
-            scores = scores[~np.isin(context, context[missing])]
+            keep = ~np.isin(context, context[missing])
+            scores, coded = scores[keep], coded_subset(coded, keep)
         if scores.empty:
             return
         check_scores(scores)
-        contexts = self.coder.contexts(scores)
+        contexts = self.coder.contexts(scores, coded)
         if contexts is None:
             comparative_scores(scores, self.within)  # raises, naming the context
             raise BiaslensError("scores hold a context whose rows do not pair up")
@@ -107,19 +115,21 @@ class UnqoverAccumulator:
         if "first_cluster" in scores:
             self.clusters.update(zip(scores["first"], scores["first_cluster"], strict=True))
 
-    def _complete_contexts(self, scores: pd.DataFrame) -> pd.DataFrame:
-        """The rows of contexts whose four rows have arrived; the others wait."""
+    def _complete_contexts(self, scores: pd.DataFrame) -> tuple[pd.DataFrame, Coded | None]:
+        """The rows of contexts whose four rows have arrived, and those rows coded; the others
+        wait."""
         if self._waiting is not None:
             scores = pd.concat([self._waiting, scores], ignore_index=True)
             self._waiting = None
         if scores.empty:
-            return scores
-        ids = context_ids(scores, self.within)
+            return scores, None
+        coded = self.coder.context_of_rows(scores)
+        ids = coded[0]
         complete = np.bincount(ids)[ids] >= ROWS_PER_CONTEXT  # more: a repeat, refused later
         if complete.all():
-            return scores
+            return scores, coded
         self._waiting = scores[~complete].reset_index(drop=True)
-        return scores[complete]
+        return scores[complete], coded_subset(coded, complete)
 
     def _refuse_repeats(self, contexts: Contexts) -> None:
         """A context added in an earlier chunk is an error (8 bytes per context kept)."""
@@ -192,7 +202,13 @@ class UnqoverAccumulator:
             return summary
         from biaslens.metrics.unqover_summary import with_intervals
 
-        return with_intervals(summary, intervals(self.units, *self.intervals, self.clusters))
+        return with_intervals(summary, self.crossed_intervals(self.clusters))
+
+    def crossed_intervals(self, strata: dict[str, str] | None) -> dict[str, float | str | None]:
+        """:func:`~.unqover_intervals.intervals` of the set added (``strata``: each subject's
+        list); the accumulator must have been made with ``intervals``."""
+        self._check_finished()
+        return intervals(self.units, *self.intervals, strata)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The run's tables: ``unqover`` (model level), ``subjects``, ``subject_attribute`` and,
@@ -267,6 +283,5 @@ def intervals_by(
     for value, part in scores.groupby(by, sort=True):
         totals = UnqoverAccumulator((by, *within), intervals=(level, seed))
         totals.add(part)
-        totals.subject_attribute()  # refuses rows that never completed a context
-        rows.append({by: value, **intervals(totals.units, level, seed, strata)})
+        rows.append({by: value, **totals.crossed_intervals(strata)})
     return pd.DataFrame(rows)
