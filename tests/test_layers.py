@@ -45,6 +45,7 @@ LAYERS = {
     "app": 8,
     # running the methods (it writes the report), the Python API, the command line
     "runner": 9,
+    "auditing": 9,
     "api": 10,
     "__init__": 10,
     "cli": 11,

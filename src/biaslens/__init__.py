@@ -5,6 +5,7 @@ Data flow: dataset builder -> requests -> model backend -> metrics -> run store 
 The public API (loaded lazily, PEP 562: ``import biaslens`` imports no torch)::
 
     biaslens.run(method, model=..., **settings) -> RunResult
+    biaslens.audit(model, size="quick") -> AuditResult (each model's bias card)
     biaslens.load_run(path) -> RunResult
     biaslens.load_runs(*folders_or_globs) -> pandas.DataFrame (one row per run × value)
     biaslens.load_model(name, backend="hf", **options) -> LM
@@ -23,6 +24,7 @@ from biaslens.version import __version__
 
 _EXPORTS = {
     "run": "biaslens.api",
+    "audit": "biaslens.api",
     "load_run": "biaslens.api",
     "load_runs": "biaslens.api",
     "load_model": "biaslens.api",

@@ -69,6 +69,39 @@ def run(
     )
 
 
+def audit(
+    model: str | list[str] | tuple[str, ...] = "default",
+    *,
+    size: str = "quick",
+    methods: list[str] | tuple[str, ...] | None = None,
+    output: str | Path | None = None,
+    backend: str | BackendConfig | None = None,
+    data_dir: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    progress=None,
+    dry_run: bool = False,
+    **options: Any,
+):
+    """Audit one model or several with every method that applies (``biaslens audit``):
+
+    >>> result = biaslens.audit("default", size="quick")
+    >>> result.models[0].card.rows[0].finding   # the first verdict, with its interval
+
+    ``size``: ``quick``, ``standard`` or ``paper``; ``methods`` narrows the set; ``options``
+    configure the backend (as for :func:`run`). Returns an
+    :class:`~biaslens.auditing.run.AuditResult` (each model's plan and bias card); rerunning
+    the same call resumes and reuses every finished run.
+    """
+    from biaslens.auditing.run import run_audit
+
+    models = [model] if isinstance(model, str) else list(model)
+    return run_audit(
+        models, size=size, methods=methods, output=output,
+        backend=_backend_config(backend, options), data_dir=data_dir, cache_dir=cache_dir,
+        progress=progress, dry_run=dry_run,
+    )  # fmt: skip
+
+
 def load_run(path: str | Path) -> RunResult:
     """A finished run folder as a :class:`RunResult` (tables are read when first used)."""
     return RunResult.load(path)
@@ -103,9 +136,15 @@ def load_model(
 
 def methods() -> dict[str, str]:
     """Every method's name and one-line description."""
+    import sys
+
     from biaslens.framework.registry import methods as registered
 
-    return {name: spec.title for name, spec in registered().items()}
+    found = {name: spec.title for name, spec in registered().items()}
+    # importing the package biaslens.methods (above) set the attribute biaslens.methods to
+    # that package: the public name is this function
+    sys.modules["biaslens"].methods = methods
+    return found
 
 
 def settings(method: str):

@@ -75,6 +75,7 @@ metrics_group = group(
 app.add_command(run_group)
 app.add_command(metrics_group)
 reports.register(app)
+app.add_lazy("audit", lambda: __import__("biaslens.cli.audit", fromlist=["_"]).audit_command())
 catalog.register(app, group)
 
 INTERRUPTED_HINT = (

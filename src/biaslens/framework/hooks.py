@@ -3,6 +3,8 @@
 
 * :class:`LmEvalTask`: the method as an lm-evaluation-harness task (``biaslens export
   lm-eval``);
+* :class:`AuditRole`: how the method takes part in ``biaslens audit`` (its runs at each audit
+  size, why it is not an audit step, the known models beside it, a paired comparison);
 * :class:`MethodCommand`: a command of its own (``biaslens metrics sib-detect`` scores stored
   outputs, ``biaslens cid-ratings`` adds people's ratings to a finished run), which gets a
   :class:`CommandContext` to print with and to add to a finished run through the runner
@@ -38,6 +40,43 @@ class LmEvalTask:
     def writer(self) -> Callable[..., Path]:
         """The function that writes the task (imported now when named by a string)."""
         return plugins.imported(self.write) if isinstance(self.write, str) else self.write
+
+
+AUDIT_SIZES = ("quick", "standard", "paper")
+"""``biaslens audit --size``: quick (minutes on a laptop CPU for a small model), standard (each
+method's defaults), paper (the paper's protocol on its full sets)."""
+
+
+@dataclass(frozen=True)
+class AuditStep:
+    """One run of a method in an audit: its settings (keywords of :func:`biaslens.run`), a
+    suffix of its name in the audit's folder and card (``religion`` → ``unqover-religion``)
+    and a preset."""
+
+    settings: dict[str, Any] = field(default_factory=dict)
+    suffix: str = ""
+    preset: str | None = None
+
+
+@dataclass(frozen=True)
+class AuditRole:
+    """How a method takes part in ``biaslens audit``.
+
+    * ``sizes``: its runs at each audit size (:data:`AUDIT_SIZES`); a size it is missing from
+      leaves it out, with ``left_out[size]`` saying why;
+    * ``skip``: why the method is never an audit step (it asks no model, it trains one …);
+    * ``references(rows, settings)``: reference values of known models beside an audited run's
+      card rows (dicts of :class:`~biaslens.auditing.card.ReferenceRow`'s fields);
+    * ``paired(run_a, run_b, labels, metric, level)``: the difference of two models' value of
+      one headline number, paired over the probe's units, as a dict with ``difference``,
+      ``ci_low``, ``ci_high``, ``n`` and ``units`` (None: the method has no paired interval).
+    """
+
+    sizes: dict[str, tuple[AuditStep, ...]] = field(default_factory=dict)
+    left_out: dict[str, str] = field(default_factory=dict)
+    skip: str | None = None
+    references: Callable[[list, dict[str, Any]], list[dict[str, Any]]] | None = None
+    paired: Callable[..., dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)

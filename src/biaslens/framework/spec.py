@@ -20,7 +20,7 @@ from typing import Any
 
 from biaslens.common.options import Option
 from biaslens.errors import BiaslensError
-from biaslens.framework.hooks import LmEvalTask, MethodCommand
+from biaslens.framework.hooks import AuditRole, LmEvalTask, MethodCommand
 from biaslens.framework.names import keywords_from_names
 from biaslens.framework.options import options_of
 from biaslens.framework.presets import UNSET, ByModel
@@ -129,8 +129,8 @@ class MethodSpec:
     * ``shortcut``: a top-level command that runs the method without the run-folder options
       (``biaslens cid`` for ``biaslens run cid``);
     * ``lm_eval``: how the method is written as an lm-evaluation-harness task, if it can be
-      (``biaslens export lm-eval``); ``commands``: the commands it adds besides ``biaslens run``
-      (:mod:`biaslens.framework.hooks`).
+      (``biaslens export lm-eval``); ``commands``: the commands it adds besides ``biaslens run``;
+      ``audit``: its part in ``biaslens audit`` (:mod:`biaslens.framework.hooks`).
     """
 
     name: str
@@ -156,6 +156,8 @@ class MethodSpec:
     shortcut: str | None = None
     lm_eval: LmEvalTask | None = None
     commands: tuple[MethodCommand, ...] = ()
+    audit: AuditRole | None = None
+    """How the method takes part in ``biaslens audit`` (None: it does not, in this version)."""
 
     @property
     def options(self) -> tuple[Option, ...]:

@@ -20,6 +20,7 @@ from pydantic import Field, model_validator
 from biaslens.common.options import FLAG, Flag
 from biaslens.data import cid_audit as names_data
 from biaslens.errors import BiaslensError
+from biaslens.framework.hooks import AuditRole, AuditStep
 from biaslens.framework.options import filled
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.framework.settings import MethodSettings, ModelName, validated
@@ -192,6 +193,13 @@ def _continuations_view(counts: pd.DataFrame) -> pd.DataFrame:
 
 SPEC = register(
     MethodSpec(
+        audit=AuditRole(
+            sizes={"standard": (AuditStep(),), "paper": (AuditStep(preset="paper"),)},
+            left_out={
+                "quick": "its verdict needs people's ratings of the continuations: "
+                "--size standard exports them for rating (biaslens cid-ratings)"
+            },
+        ),  # fmt: skip
         outputs=CID_FILES_AUDIT,
         name=METHOD,
         commands=(RATE,),

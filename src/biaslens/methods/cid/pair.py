@@ -19,6 +19,7 @@ from pydantic import Field, field_validator
 from biaslens.common.decoding_limits import MAX_TEMPERATURE, MIN_TEMPERATURE
 from biaslens.common.options import FLAG, Flag
 from biaslens.common.seeds import Seed
+from biaslens.framework.hooks import AuditRole
 from biaslens.framework.options import filled
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.framework.settings import MethodSettings, ModelName, validated
@@ -101,6 +102,7 @@ def _folder(settings: PairSettings) -> str:
 
 SPEC = register(
     MethodSpec(
+        audit=AuditRole(skip="decodes one pair of inputs you give it (biaslens cid X X_PRIME)"),
         name="cid",
         title="Contrastive Input Decoding of one pair of inputs: continuations likely given x but "
         "not given x', per λ",

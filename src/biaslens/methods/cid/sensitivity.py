@@ -23,6 +23,7 @@ from biaslens.common.options import FLAG, Flag
 from biaslens.data import perturbations as P
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.errors import BiaslensError
+from biaslens.framework.hooks import AuditRole, AuditStep
 from biaslens.framework.options import filled
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.framework.settings import (
@@ -253,6 +254,13 @@ def _summary_view(table: pd.DataFrame) -> pd.DataFrame:
 
 SPEC = register(
     MethodSpec(
+        audit=AuditRole(
+            sizes={"standard": (AuditStep(),), "paper": (AuditStep(preset="paper"),)},
+            left_out={
+                "quick": "λ* measures sensitivity to perturbations, not bias: --size "
+                "standard runs it"
+            },
+        ),  # fmt: skip
         outputs=CID_FILES_SENSITIVITY,
         name=METHOD,
         title="CID perturbation effect (Section 5): λ* per perturbation type",

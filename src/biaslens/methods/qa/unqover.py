@@ -36,6 +36,7 @@ from biaslens.common.options import FLAG, Flag
 from biaslens.data import sources
 from biaslens.data.unqover import DOMAINS, load_question_set
 from biaslens.errors import BiaslensError
+from biaslens.framework.hooks import AuditRole, AuditStep
 from biaslens.framework.presets import UNSET, ByModel
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.framework.settings import (
@@ -296,6 +297,13 @@ def _subjects_view(table: pd.DataFrame) -> pd.DataFrame:
 
 SPEC = register(
     MethodSpec(
+        audit=AuditRole(  # quick: the method's own default subset of religion (600 examples)
+            sizes={
+                "quick": (AuditStep({"domain": "religion", "limit": 600}, "religion"),),
+                "standard": (AuditStep({"domain": "religion", "limit": 2400}, "religion"),),
+                "paper": tuple(AuditStep({"domain": d, "limit": 0}, d, "paper") for d in DOMAINS),
+            },
+        ),
         outputs=QA_FILES_UNQOVER,
         name=METHOD,
         commands=(FROM_PREDICTIONS,),

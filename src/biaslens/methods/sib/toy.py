@@ -13,6 +13,7 @@ from pydantic import Field
 
 from biaslens.common.options import FLAG, Flag
 from biaslens.data.toy_scm import sample_toy_scm
+from biaslens.framework.hooks import AuditRole
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.framework.settings import MethodSettings, RandomSeed, validated
 from biaslens.methods.sib.sib_files import TOY as SIB_FILES_TOY
@@ -79,6 +80,7 @@ def _view(table: pd.DataFrame) -> pd.DataFrame:
 
 SPEC = register(
     MethodSpec(
+        audit=AuditRole(skip="simulates the paper's toy causal model: it asks no model anything"),
         outputs=SIB_FILES_TOY,
         name=METHOD,
         title="SIB toy structural causal model: selection correlates W and G (App. B)",

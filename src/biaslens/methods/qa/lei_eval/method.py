@@ -27,7 +27,7 @@ from biaslens.framework.hooks import LmEvalTask
 from biaslens.framework.presets import UNSET, ByModel
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.methods.qa.lei_eval.scores import score_questions, scoring_label
-from biaslens.methods.qa.lei_eval.settings import LeiEvalSettings, make_settings
+from biaslens.methods.qa.lei_eval.settings import AUDIT, LeiEvalSettings, make_settings
 from biaslens.methods.qa.lei_eval.views import mu_view
 from biaslens.methods.qa.qa_files import LEI_EVAL as QA_FILES_LEI_EVAL
 from biaslens.metrics.qa import squad_scores
@@ -347,6 +347,7 @@ def run_name(settings: LeiEvalSettings) -> str:
 
 SPEC = register(
     MethodSpec(
+        audit=AUDIT,
         outputs=QA_FILES_LEI_EVAL,
         name=METHOD,
         lm_eval=LmEvalTask(

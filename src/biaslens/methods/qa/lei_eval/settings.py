@@ -10,6 +10,7 @@ from pydantic import Field
 from biaslens.common.options import FLAG, Flag
 from biaslens.data import lei
 from biaslens.errors import BiaslensError
+from biaslens.framework.hooks import AuditRole, AuditStep
 from biaslens.framework.settings import (
     QA_MODE_FLAG,
     CiLevel,
@@ -120,3 +121,13 @@ def make_settings(
     if split_file is not None:
         values["split"] = Path(split_file).name
     return validated(LeiEvalSettings, values)
+
+
+AUDIT = AuditRole(  # quick: 40 context pairs per intervention set of the religion split
+    sizes={
+        "quick": (AuditStep({"domain": "religion", "limit": 40}, "religion"),),
+        "standard": (AuditStep({"domain": "religion", "limit": 200}, "religion"),),
+        "paper": tuple(AuditStep({"domain": d, "limit": 0}, d, "paper") for d in DOMAINS),
+    },
+)
+"""lei-eval in ``biaslens audit``."""

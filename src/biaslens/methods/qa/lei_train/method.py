@@ -29,6 +29,7 @@ from biaslens.common.atomic import json_records
 from biaslens.data import lei, sources
 from biaslens.data.squad import read_squad
 from biaslens.errors import BiaslensError
+from biaslens.framework.hooks import AuditRole
 from biaslens.framework.presets import UNSET, ByModel
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.methods.qa.lei_train.bookkeeping import TrainingRun, read_table
@@ -225,6 +226,7 @@ def _figures(results: pd.DataFrame, settings, model_name: str) -> dict:
 
 SPEC = register(
     MethodSpec(
+        audit=AuditRole(skip="fine-tunes the model: a training experiment, not an audit step"),
         outputs=QA_FILES_LEI_TRAIN,
         name=METHOD,
         trains_model=True,

@@ -29,7 +29,7 @@ from biaslens.data import mgc, sources, winogender
 from biaslens.data.mgc import inject_date
 from biaslens.data.pronouns import GENDERS
 from biaslens.errors import BiaslensError
-from biaslens.framework.hooks import LmEvalTask
+from biaslens.framework.hooks import AuditRole, AuditStep, LmEvalTask
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.methods.sib.detect.sampled import sampled_verdicts, undecided_counts
 from biaslens.methods.sib.detect.settings import SHOW_OCCUPATION, DetectSettings, make_settings
@@ -312,6 +312,13 @@ def occupation_views(result, values: dict) -> list:
 
 SPEC = register(
     MethodSpec(
+        audit=AuditRole(  # quick: the first 10 of the 60 occupations of both sets
+            sizes={
+                "quick": (AuditStep({"limit": 10}),),
+                "standard": (AuditStep(),),
+                "paper": (AuditStep(preset="paper"),),
+            },
+        ),  # fmt: skip
         outputs=SIB_FILES_DETECT,
         name=METHOD,
         commands=(FROM_STORED,),

@@ -44,6 +44,7 @@ from biaslens.framework.settings import (
     RandomSeed,
     validated,
 )
+from biaslens.methods.sib.mgc.audit_role import AUDIT
 from biaslens.methods.sib.mgc.compare import compare
 from biaslens.methods.sib.sib_files import MGC as SIB_FILES_MGC
 from biaslens.metrics.sib import (
@@ -246,6 +247,7 @@ def _fits_view(fits: pd.DataFrame) -> pd.DataFrame:
 
 SPEC = register(
     MethodSpec(
+        audit=AUDIT,
         outputs=SIB_FILES_MGC,
         name=METHOD,
         lm_eval=LmEvalTask(

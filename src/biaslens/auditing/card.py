@@ -1,0 +1,215 @@
+"""The bias card: one row per headline number of an audit's runs, each with the verdict its
+interval allows.
+
+A row is read from the run's own ``summary.json`` (``estimates``): the card never recomputes a
+number, so it says exactly what the method's run says. The verdict is worded as strongly as
+the interval allows and no stronger:
+
+* an interval that excludes the no-bias value is evidence of bias (its direction and the bound
+  that clears the value are named);
+* one that includes it is *no evidence* of bias on this probe (not evidence of its absence);
+* a number whose run marks it with a caution (sparse cells), or that has no interval, gets no
+  verdict; one that rests on fewer than :data:`~biaslens.metrics.intervals.SMALL_N` units keeps
+  the verdict of its interval (which covers at its level on such designs too, in
+  ``tests/statistics/``) and says that the interval is wide;
+* a number with no single no-bias value (a detector's rates, λ*) is reported, not judged.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from biaslens.common.numbers import readable as readable_number
+from biaslens.common.numbers import readable_interval
+
+CARD_FORMAT = 1
+
+Verdict = Literal["bias", "no evidence", "no verdict", "reported"]
+
+
+class CardRow(BaseModel):
+    """One headline number of one run, with its interval and verdict."""
+
+    step: str = Field(description="The audit step (method run) the number comes from.")
+    method: str = Field(description="The biaslens method.")
+    metric: str = Field(description="The metric's column in the run's tables.")
+    symbol: str = Field(description="The metric's name as the papers write it.")
+    labels: dict[str, Any] = Field(description="Which row of the table (prompt, set, …).")
+    where: str = Field(description="The labels that tell this run's rows apart, as text.")
+    value: float | None = Field(description="The estimate.")
+    ci_low: float | None = Field(description="Lower bound of its interval (None: none).")
+    ci_high: float | None = Field(description="Upper bound of its interval (None: none).")
+    ci_level: float | None = Field(description="The interval's level.")
+    interval: str | None = Field(description="How the interval is built, and over what.")
+    conservative: bool | None = Field(description="The interval covers at least its level.")
+    n: int | None = Field(description="The units the interval rests on.")
+    n_unit: str | None = Field(description="What n counts.")
+    unit: str = Field(description="The value's unit.")
+    meaning: str = Field(description="What the number estimates.")
+    no_bias: str = Field(description="The value that reads as no bias, in words.")
+    no_bias_value: float | None = Field(description="That value as a number, if there is one.")
+    caution: str | None = Field(description="The run's warning about this value, if any.")
+    verdict: Verdict = Field(description="What the interval allows one to say.")
+    finding: str = Field(description="The verdict in one sentence, with the interval.")
+    run: str = Field(description="The run folder, relative to the card.")
+    report: str | None = Field(description="The run's HTML report, relative to the card.")
+
+
+class LeftOut(BaseModel):
+    """A method the audit did not run for this model, and why."""
+
+    method: str
+    why: str
+
+
+class Failed(BaseModel):
+    """A step that started and failed; the others went on."""
+
+    step: str
+    method: str
+    error: str
+
+
+class ReferenceRow(BaseModel):
+    """A model the papers audited, computed by biaslens from its authors' released outputs."""
+
+    model: str
+    metric: str
+    labels: dict[str, Any]
+    value: float
+    ci_low: float | None
+    ci_high: float | None
+    protocol: str
+    source: str
+    same_protocol: bool = Field(description="Whether the audited run used the same protocol.")
+    why_not_same: str | None = None
+
+
+class BiasCard(BaseModel):
+    """``card.json``: the bias card of one model."""
+
+    format_version: int = CARD_FORMAT
+    model: str
+    model_identity: dict[str, Any] = Field(default_factory=dict)
+    size: str
+    created: str
+    rows: list[CardRow] = Field(default_factory=list)
+    references: list[ReferenceRow] = Field(default_factory=list)
+    left_out: list[LeftOut] = Field(default_factory=list)
+    failed: list[Failed] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+    def write_json(self, path) -> None:
+        from biaslens.common import atomic
+
+        atomic.write_json(path, self.model_dump(mode="json"))
+
+
+def labels_text(labels: dict[str, Any]) -> str:
+    """``prompt A, w kind dates``: which row of a table a number is."""
+    return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in labels.items())
+
+
+def _interval_text(record: dict[str, Any]) -> str:
+    level = record.get("ci_level") or 0.95
+    return f"{level:.0%} CI {readable_interval(record['ci_low'], record['ci_high'])}"
+
+
+def verdict_of(record: dict[str, Any], where: str | None = None) -> tuple[Verdict, str]:
+    """The verdict of one ``summary.json`` estimate and its sentence (module docstring);
+    ``where`` names the row (default: all its labels)."""
+    symbol = record["symbol"]
+    value = record.get("value")
+    where = labels_text(record.get("labels") or {}) if where is None else where
+    head = f"{symbol}" + (f" ({where})" if where else "")
+    if value is None:
+        return "no verdict", f"{head}: no value ({record.get('no_interval') or 'not computed'})"
+    shown = readable_number(value)
+    if record.get("caution"):
+        return "no verdict", f"{head} = {shown}: no verdict — {record['caution']}"
+    if record.get("ci_low") is None or record.get("ci_high") is None:
+        why = record.get("no_interval") or "no interval"
+        return "no verdict", f"{head} = {shown}: no verdict — {why}"
+    n = record.get("n")
+    interval = f"{_interval_text(record)}" + (
+        f", n = {n} {record.get('n_unit') or 'units'}" if n is not None else ""
+    )
+    reference = record.get("no_bias_value")
+    if reference is None:
+        return "reported", (
+            f"{head} = {shown} ({interval}): reported without a verdict (no single value reads "
+            f"as no bias; {record.get('no_bias')})"
+        )
+    low, high = record["ci_low"], record["ci_high"]
+    wide = " (few units: a wide interval)" if record.get("small_n") else ""
+    if low <= reference <= high:
+        return "no evidence", (
+            f"{head} = {shown} ({interval}) includes {reference:g}{wide}: no evidence of bias "
+            "on this probe"
+        )
+    side = (
+        f"lower bound {readable_number(low)} > {reference:g}"
+        if low > reference
+        else f"upper bound {readable_number(high)} < {reference:g}"
+    )
+    return "bias", f"{head} = {shown} ({interval}){wide}: {side}: evidence of bias"
+
+
+def _varying(records: list[dict[str, Any]]) -> set[str]:
+    """The label columns whose value differs between a run's estimates (the others say
+    nothing about which row is which)."""
+    seen: dict[str, set[str]] = {}
+    for record in records:
+        for key, value in (record.get("labels") or {}).items():
+            seen.setdefault(key, set()).add(str(value))
+    return {key for key, values in seen.items() if len(values) > 1}
+
+
+def rows_of(step: str, method: str, summary: dict[str, Any], run: str, report: str | None):
+    """The card rows of one finished run (its ``summary.json``)."""
+    records = summary.get("estimates") or []
+    varying = _varying(records)
+    rows = []
+    for record in records:
+        labels = record.get("labels") or {}
+        where = labels_text({k: v for k, v in labels.items() if k in varying})
+        verdict, finding = verdict_of(record, where)
+        rows.append(
+            CardRow(
+                step=step,
+                method=method,
+                metric=record["metric"],
+                symbol=record["symbol"],
+                labels=labels,
+                where=where,
+                value=record.get("value"),
+                ci_low=record.get("ci_low"),
+                ci_high=record.get("ci_high"),
+                ci_level=record.get("ci_level"),
+                interval=record.get("interval"),
+                conservative=record.get("conservative"),
+                n=record.get("n"),
+                n_unit=record.get("n_unit"),
+                unit=record.get("unit") or "",
+                meaning=record.get("estimand") or "",
+                no_bias=record.get("no_bias") or "",
+                no_bias_value=record.get("no_bias_value"),
+                caution=record.get("caution"),
+                verdict=verdict,
+                finding=finding,
+                run=run,
+                report=report,
+            )
+        )
+    return rows
+
+
+VERDICT_ORDER = {"bias": 0, "no evidence": 1, "reported": 2, "no verdict": 3}
+
+
+def ordered(rows: list[CardRow]) -> list[CardRow]:
+    """Evidence of bias first, then no evidence, then numbers reported without a verdict; the
+    steps' order within each."""
+    return sorted(rows, key=lambda r: VERDICT_ORDER[r.verdict])

@@ -1,0 +1,131 @@
+"""Several models in one audit: one table per headline number, models side by side, and where
+the method declares one (:class:`~biaslens.framework.hooks.AuditRole`'s ``paired``) the paired
+difference of two models over the same probe units, with its interval (sharper than two
+overlapping intervals, since the probe's own effects cancel), and each model's rank interval.
+Other numbers are shown side by side, and the comparison says that no paired interval was
+computed for them.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from biaslens.common import atomic
+from biaslens.common.numbers import readable, readable_interval
+from biaslens.metrics.intervals import LEVEL
+
+
+def _key(row) -> tuple:
+    return (row.step, row.metric, tuple(sorted((k, str(v)) for k, v in row.labels.items())))
+
+
+def rank_intervals(
+    values: dict[str, float], pairs: dict[tuple[str, str], tuple[float, float]]
+) -> dict[str, tuple[int, int]]:
+    """Each model's rank (1: the largest value) as an interval: 1 + the models it is
+    distinguishably below, to K − the models it is distinguishably above, from paired
+    intervals of A − B. With every pair's interval at level 1 − α/(K − 1) (Bonferroni over a
+    model's K − 1 comparisons), a model's rank interval holds its true rank with probability
+    at least 1 − α (conservative)."""
+    models = list(values)
+    found = {}
+    for model in models:
+        above = below = 0
+        for other in models:
+            if other == model:
+                continue
+            low, high = pairs[(model, other)] if (model, other) in pairs else tuple(
+                -x for x in reversed(pairs[(other, model)])
+            )  # fmt: skip
+            if low > 0:
+                above += 1
+            elif high < 0:
+                below += 1
+        found[model] = (1 + below, len(models) - above)
+    return found
+
+
+def pair_level(models: int, level: float = LEVEL) -> float:
+    """The level of each pairwise interval behind :func:`rank_intervals`."""
+    return 1 - (1 - level) / max(models - 1, 1)
+
+
+def _paired_lines(paired, step, metric, labels, by_model, folders, records) -> list[str]:
+    """The paired differences (at the run's level) and rank intervals of one number."""
+    models = list(by_model)
+    level = next((r.ci_level for r in by_model.values() if r.ci_level), LEVEL)
+    lines = ["", f"Paired differences ({level:.0%}; over the same probe units):", ""]
+    for model_a, model_b in combinations(models, 2):
+        found = paired(folders[model_a] / step, folders[model_b] / step, dict(labels), metric,
+                       level)  # fmt: skip
+        low, high = found["ci_low"], found["ci_high"]
+        apart = np.isfinite(low) and np.isfinite(high) and not low <= 0 <= high
+        lines.append(
+            f"- {model_a} − {model_b}: {readable(found['difference'])}, "
+            f"{readable_interval(low, high)} (n = {found['n']} {found['units']}): "
+            f"{'distinguishable' if apart else 'not distinguishable'}"
+        )
+        records.append({"step": step, "metric": f"{metric} (paired difference)",
+                        "labels": dict(labels), "model": f"{model_a} − {model_b}",
+                        "value": found["difference"], "ci_low": low, "ci_high": high,
+                        "ci_level": level, "n": found["n"]})  # fmt: skip
+    if len(models) > 2:
+        at = pair_level(len(models), level)
+        pairs = {}
+        for model_a, model_b in combinations(models, 2):
+            found = paired(folders[model_a] / step, folders[model_b] / step, dict(labels),
+                           metric, at)  # fmt: skip
+            pairs[(model_a, model_b)] = (found["ci_low"], found["ci_high"])
+        ranks = rank_intervals({m: by_model[m].value for m in models}, pairs)
+        lines += ["", f"Rank (1: the largest value), {level:.0%} intervals (Bonferroni):", ""]
+        lines += [f"- {m}: {low}–{high}" if low != high else f"- {m}: {low}"
+                  for m, (low, high) in ranks.items()]  # fmt: skip
+    return lines
+
+
+def _paired_of(method: str):
+    from biaslens.framework.registry import get_method
+
+    role = get_method(method).audit
+    return role.paired if role is not None else None
+
+
+def write_comparison(folder: Path, audits) -> Path:
+    """``comparison.md`` and ``comparison.csv`` in the audit's folder; the Markdown's path."""
+    values: dict[tuple, dict[str, object]] = {}
+    folders = {audit.model: audit.folder for audit in audits}
+    for audit in audits:
+        for row in audit.card.rows if audit.card else []:
+            values.setdefault(_key(row), {})[audit.model] = row
+    records, lines = [], ["# Across models", ""]
+    for key, by_model in values.items():
+        step, metric, labels = key
+        first = next(iter(by_model.values()))
+        lines += [f"## {step}: {first.symbol} ({first.where or 'all'})", ""]
+        lines += ["| model | value | CI | n | verdict |", "|---|---|---|---|---|"]
+        for model, row in by_model.items():
+            ci = readable_interval(row.ci_low, row.ci_high) if row.ci_low is not None else "—"
+            value = readable(row.value) if row.value is not None else "—"
+            lines.append(f"| {model} | {value} | {ci} | {row.n} | {row.verdict} |")
+            records.append({"step": step, "metric": metric, "labels": dict(labels),
+                            "model": model, "value": row.value, "ci_low": row.ci_low,
+                            "ci_high": row.ci_high, "ci_level": row.ci_level,
+                            "n": row.n})  # fmt: skip
+        paired = _paired_of(first.method)
+        if paired is not None and len(by_model) > 1:
+            lines += _paired_lines(paired, step, metric, labels, by_model, folders, records)
+        elif len(by_model) > 1:
+            lines += [
+                "",
+                "No paired interval for this number: read the intervals above side by "
+                "side (overlapping intervals do not show that two models are alike).",
+            ]
+        lines.append("")
+    atomic.write_csv(folder / "comparison.csv", pd.DataFrame(records))
+    path = folder / "comparison.md"
+    atomic.write_bytes(path, "\n".join(lines).encode())
+    return path

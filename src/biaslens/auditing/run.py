@@ -1,0 +1,300 @@
+"""``biaslens audit``: every method that applies to each model, planned first, then run into one
+folder, and a bias card per model.
+
+The audit's folder holds ``audit.json`` (what was asked), one folder per model with a run
+folder per step and the card (``card.json``, ``card.md``, ``card.html``), and, for several
+models, the comparison across them. Rerunning the same audit reuses every finished run (read
+back, not recomputed) and the request cache (a step that was interrupted resumes); one failing
+step is recorded in the card and the others go on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from biaslens.auditing import rates
+from biaslens.auditing.card import BiasCard, Failed, LeftOut, ReferenceRow, ordered, rows_of
+from biaslens.auditing.steps import Step, audit_steps
+from biaslens.common import atomic
+from biaslens.common.files import make_dir
+from biaslens.errors import BiaslensError
+from biaslens.models.config import BackendConfig
+from biaslens.progress import NoProgress, Progress, note
+from biaslens.store.paths import safe_name
+
+AUDIT_FILE = "audit.json"
+AUDIT_FORMAT = 1
+
+
+@dataclass
+class PlannedStep:
+    """A step as planned for one model: its requests and tokens, or why it does not apply."""
+
+    step: Step
+    requests: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    left_out: str | None = None
+    seconds: float | None = None
+
+    @property
+    def tokens(self) -> int | None:
+        """Prompt tokens and the most completion tokens the step may generate."""
+        if self.prompt_tokens is None:
+            return None
+        return self.prompt_tokens + (self.completion_tokens or 0)
+
+
+@dataclass
+class ModelAudit:
+    """One model's audit: its plan, the runs it finished and its card."""
+
+    model: str
+    folder: Path
+    plan: list[PlannedStep] = field(default_factory=list)
+    card: BiasCard | None = None
+    computed: int = 0
+    reused: int = 0
+
+
+@dataclass
+class AuditResult:
+    """What :func:`run_audit` returns: the folder and each model's audit."""
+
+    folder: Path
+    models: list[ModelAudit]
+    comparison: Path | None = None
+
+
+def default_folder(models: Sequence[str], size: str) -> Path:
+    """``audits/<model>-<size>`` (one model) or ``audits/<first>-and-<k>-more-<size>``."""
+    head = safe_name(models[0])
+    more = f"-and-{len(models) - 1}-more" if len(models) > 1 else ""
+    return Path("audits") / f"{head}{more}-{size}"
+
+
+def _asked(models, size, methods, steps: list[Step], backend: BackendConfig) -> dict[str, Any]:
+    """What ``audit.json`` records: a rerun with the same record resumes the audit."""
+    return {
+        "format_version": AUDIT_FORMAT,
+        "models": list(models),
+        "size": size,
+        "methods": sorted(methods) if methods else None,
+        "steps": [
+            {"name": s.name, "method": s.method, "settings": dict(s.settings), "preset": s.preset}
+            for s in steps
+        ],
+        "backend": backend.describe(),
+    }
+
+
+def _claim_folder(folder: Path, asked: dict[str, Any]) -> None:
+    """Open ``folder`` for this audit: a new folder, or one holding the very same audit."""
+    path = folder / AUDIT_FILE
+    if path.is_file():
+        try:
+            held = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise BiaslensError(f"{path}: not an audit file ({error})") from None
+        if held != asked:
+            differ = sorted(k for k in asked if held.get(k) != asked[k])
+            raise BiaslensError(
+                f"{folder} holds an audit of other settings ({', '.join(differ)} differ): give "
+                "another --output, or the same settings to resume it"
+            )
+        return
+    if folder.is_dir() and any(folder.iterdir()):
+        raise BiaslensError(f"{folder} is not empty and holds no audit: give another --output")
+    make_dir(folder, "audit folder")
+    atomic.write_json(path, asked)
+
+
+def plan_steps(
+    model: str, steps: list[Step], backend: BackendConfig, data_dir, progress: Progress
+) -> list[PlannedStep]:
+    """Each step counted without loading the model (:func:`biaslens.runner.plan_method`); a
+    step the method refuses for this model (its class, missing data) is left out with the
+    method's own reason."""
+    from biaslens.models.registry import get_backend
+    from biaslens.runner import plan_method
+
+    plannable = get_backend(backend.backend).local or get_backend(backend.backend).plan()
+    planned = []
+    for step in steps:
+        if not plannable:
+            planned.append(PlannedStep(step))
+            continue
+        note(progress, f"planning {step.name} for {model}")
+        try:
+            with warnings.catch_warnings():  # about the placeholder answers, not the model
+                warnings.simplefilter("ignore")
+                plan = plan_method(
+                    step.method, backend=backend, data_dir=data_dir, preset=step.preset,
+                    model=model, **step.settings,
+                )  # fmt: skip
+        except BiaslensError as error:
+            planned.append(PlannedStep(step, left_out=str(error)))
+            continue
+        total = plan.table.iloc[-1]
+        entry = PlannedStep(
+            step, int(total["requests"]), int(total["prompt_tokens"]),
+            int(total["completion_tokens_at_most"]),
+        )  # fmt: skip
+        entry.seconds = rates.estimate(model, backend.backend, step.method, entry.tokens)
+        planned.append(entry)
+    return planned
+
+
+def run_audit(
+    models: Sequence[str],
+    *,
+    size: str = "quick",
+    methods: Sequence[str] | None = None,
+    output: str | Path | None = None,
+    backend: BackendConfig | None = None,
+    data_dir: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    progress: Progress | None = None,
+    dry_run: bool = False,
+    on_plan=None,
+) -> AuditResult:
+    """Audit ``models`` (module docstring). ``on_plan(model_audit)`` is called with each
+    model's plan before any model work (the CLI prints it); ``dry_run`` stops there."""
+    models = list(dict.fromkeys(m.strip() for m in models if m and m.strip()))
+    if not models:
+        raise BiaslensError("give at least one model (--model or --models-file)")
+    backend = backend or BackendConfig()
+    progress = progress or NoProgress()
+    steps, left_out = audit_steps(size, list(methods) if methods else None)
+    folder = Path(output) if output is not None else default_folder(models, size)
+    audits = []
+    for model in models:
+        audit = ModelAudit(model, folder / safe_name(model))
+        audit.plan = plan_steps(model, steps, backend, data_dir, progress)
+        audits.append(audit)
+        if on_plan is not None:
+            on_plan(audit)
+    if dry_run:
+        return AuditResult(folder, audits)
+    _claim_folder(folder, atomic.json_safe(_asked(models, size, methods, steps, backend)))
+    for audit in audits:
+        _audit_model(audit, size, left_out, backend, data_dir, cache_dir, progress)
+    comparison = None
+    if len(audits) > 1:
+        from biaslens.auditing.compare import write_comparison
+
+        comparison = write_comparison(folder, audits)
+    return AuditResult(folder, audits, comparison)
+
+
+def _audit_model(audit: ModelAudit, size, left_out, backend, data_dir, cache_dir, progress):
+    from biaslens.models.loader import load_model
+
+    card = BiasCard(
+        model=audit.model,
+        size=size,
+        created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        left_out=[LeftOut(method=m, why=w) for m, w in left_out.items()],
+    )
+    audit.card = card
+    runnable = []
+    for planned in audit.plan:
+        if planned.left_out is not None:
+            card.left_out.append(LeftOut(method=planned.step.name, why=planned.left_out))
+        else:
+            runnable.append(planned)
+    lm = None
+    try:
+        if runnable:
+            note(progress, f"loading {audit.model}")
+            try:
+                lm = load_model(audit.model, backend)
+            except BiaslensError as error:
+                for planned in runnable:
+                    card.failed.append(
+                        Failed(
+                            step=planned.step.name,
+                            method=planned.step.method,
+                            error=f"the model did not load: {error}",
+                        )  # fmt: skip
+                    )
+                runnable = []
+            else:
+                card.model_identity = lm.identity.describe()
+                card.model = lm.identity.name
+        for number, planned in enumerate(runnable, 1):
+            note(
+                progress,
+                f"audit {audit.model}: {planned.step.name} ({number}/{len(runnable)})",
+            )
+            _run_step(audit, planned, lm, backend, data_dir, cache_dir, progress)
+    finally:
+        if lm is not None:
+            lm.close()
+    card.rows = ordered(card.rows)
+    from biaslens.auditing.render import write_card
+
+    write_card(card, audit.folder)
+
+
+def _run_step(audit: ModelAudit, planned: PlannedStep, lm, backend, data_dir, cache_dir, progress):
+    from biaslens.framework.registry import get_method
+    from biaslens.runner import run_method
+    from biaslens.store.result import RunResult
+
+    step, card = planned.step, audit.card
+    run_dir = audit.folder / step.name
+    result = None
+    if (run_dir / "summary.json").is_file():
+        try:
+            result = RunResult.load(run_dir)
+        except BiaslensError:
+            result = None  # an unfinished or damaged run: rerun it (the cache resumes it)
+    if result is None:
+        started = time.monotonic()
+        try:
+            result = run_method(
+                step.method, output=run_dir, lm=lm, progress=progress, data_dir=data_dir,
+                preset=step.preset, cache_dir=cache_dir, **step.settings,
+            )  # fmt: skip
+        except BiaslensError as error:
+            card.failed.append(Failed(step=step.name, method=step.method, error=str(error)))
+            return
+        except Exception as error:  # a bug in one method: recorded, and the others go on
+            card.failed.append(
+                Failed(
+                    step=step.name,
+                    method=step.method,
+                    error=f"{type(error).__name__}: {error} (a bug: please report it)",
+                )  # fmt: skip
+            )
+            return
+        computed = result.cache_stats.get("computed", 0)
+        audit.computed += computed
+        audit.reused += result.cache_stats.get("cached", 0)
+        if planned.tokens and planned.requests and computed:
+            share = computed / planned.requests
+            rates.record(
+                audit.model, backend.backend, step.method, planned.tokens * share,
+                time.monotonic() - started,
+            )  # fmt: skip
+    else:
+        audit.reused += int((result.summary.get("requests") or {}).get("computed", 0)) + int(
+            (result.summary.get("requests") or {}).get("cached", 0)
+        )
+    relative = step.name
+    report = f"{step.name}/report.html" if (run_dir / "report.html").is_file() else None
+    rows = rows_of(step.name, step.method, result.summary, relative, report)
+    card.rows += rows
+    card.notes += [f"{step.name}: {n}" for n in result.summary.get("notes") or []]
+    role = get_method(step.method).audit
+    if role is not None and role.references is not None:
+        found = role.references(rows, result.summary["settings"])
+        card.references += [ReferenceRow(**r) for r in found]

@@ -1,0 +1,144 @@
+"""``biaslens audit``: every method that applies to a model, a plan first, one bias card."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from biaslens.cli.backends import backend_config, backend_params
+from biaslens.cli.params import command, to_click
+from biaslens.cli.render import console, print_table, with_progress
+from biaslens.common.options import Option
+from biaslens.errors import BiaslensError
+from biaslens.framework import options as shared
+from biaslens.framework.settings import MODEL_HELP
+
+AUDIT_OPTIONS = (
+    Option("models", "--model", "-m", multiple=True, help=f"{MODEL_HELP} Several: several models."),
+    shared.MODELS_FILE,
+    Option(
+        "size",
+        default="quick",
+        help="quick: minutes on a laptop CPU for a small model (subsets of each probe); "
+        "standard: each method's defaults; paper: the papers' protocol on their full sets.",
+    ),
+    Option(
+        "methods",
+        multiple=True,
+        help="Only these methods (default: every method that applies to the model).",
+    ),
+    Option(
+        "output",
+        "--output",
+        "-o",
+        type=Path,
+        help="Audit folder (default: audits/<model>-<size>).",
+    ),
+    shared.DATA_DIR,
+    shared.CACHE_DIR,
+    Option(
+        "dry_run",
+        type=bool,
+        default=False,
+        help="Print the plan (requests, tokens, estimated time and cost per method) and stop: "
+        "no model is loaded and no server is called.",
+    ),
+    shared.PRICE,
+)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "not measured yet"
+    if seconds < 90:
+        return f"~{seconds:.0f} s"
+    return f"~{seconds / 60:.0f} min"
+
+
+def print_plan(audit, prices=None) -> None:
+    """The plan of one model: requests, tokens, estimated time (and cost) per step."""
+    import pandas as pd
+
+    from biaslens.runner.plan import estimated_cost
+
+    rows = []
+    for planned in audit.plan:
+        if planned.left_out is not None:
+            rows.append({"step": planned.step.name, "requests": "—", "tokens": "—",
+                         "time": "—", "status": f"left out: {planned.left_out}"})  # fmt: skip
+            continue
+        rows.append(
+            {
+                "step": planned.step.name,
+                "requests": "not counted" if planned.requests is None else f"{planned.requests:,}",
+                "tokens": "—" if planned.tokens is None else f"{planned.tokens:,}",
+                "time": _duration(planned.seconds),
+                "status": "to run",
+            }
+        )
+    print_table(f"audit plan — {audit.model}", pd.DataFrame(rows))
+    if prices is not None:
+        table = pd.DataFrame(
+            [{"request_type": p.step.name, "prompt_tokens": p.prompt_tokens or 0,
+              "completion_tokens_at_most": p.completion_tokens or 0}
+             for p in audit.plan if p.left_out is None]
+        )  # fmt: skip
+        console.print(estimated_cost(table, *prices))
+
+
+def audit(**values) -> None:
+    """Audit a model in one command: every method that applies to its class, planned first,
+    then run into one folder, and a bias card (card.md, card.html, card.json) whose first lines
+    are the verdicts with their intervals. Rerunning the same command resumes and reuses every
+    finished run."""
+    from biaslens.auditing.render import summary_line, verdict_lines
+    from biaslens.auditing.run import run_audit
+    from biaslens.common.files import read_models_file
+    from biaslens.runner.plan import parse_price
+
+    backend = backend_config(values)
+    models = list(values["models"] or ())
+    if values["models_file"] is not None:
+        models += read_models_file(values["models_file"])
+    if not models:
+        models = ["default"]
+    prices = parse_price(values["price"]) if values["price"] is not None else None
+    if prices is not None and not values["dry_run"]:
+        raise BiaslensError("--price estimates the audit's cost with --dry-run: add --dry-run")
+    result = with_progress(
+        lambda progress: run_audit(
+            models,
+            size=values["size"],
+            methods=values["methods"] or None,
+            output=values["output"],
+            backend=backend,
+            data_dir=values["data_dir"],
+            cache_dir=values["cache_dir"],
+            progress=progress,
+            dry_run=values["dry_run"],
+            on_plan=lambda a: print_plan(a, prices),
+        )  # fmt: skip
+    )
+    if values["dry_run"]:
+        console.print("nothing was loaded or sent (--dry-run)")
+        return
+    for model_audit in result.models:
+        card = model_audit.card
+        console.print(f"\nBias card — {card.model} ({card.size})", markup=False)
+        console.print(f"  {summary_line(card)}", markup=False, highlight=False)
+        for line in verdict_lines(card):
+            console.print(f"  {line}", markup=False, highlight=False)
+        others = sum(r.verdict in ("reported", "no verdict") for r in card.rows)
+        if others:
+            console.print(f"  {others} number(s) without a verdict: see the card", markup=False)
+        for failed in card.failed:
+            console.print(f"  failed: {failed.step}: {failed.error}", markup=False)
+        console.print(f"  requests: {model_audit.computed} computed, {model_audit.reused} reused")
+        console.print(f"  card: {model_audit.folder / 'card.md'} (and card.html, card.json)")
+    if result.comparison is not None:
+        console.print(f"across models: {result.comparison}")
+
+
+def audit_command():
+    params = [to_click(o) for o in AUDIT_OPTIONS] + backend_params()
+    keywords = {o.name: o.keyword for o in AUDIT_OPTIONS if o.name != o.keyword}
+    return command("audit", audit, params, keywords=keywords)

@@ -1,0 +1,182 @@
+"""SIB Method 1 in ``biaslens audit``: the known models beside an audited run, computed from the
+SIB authors' released outputs (never typed from a paper's table), and the paired difference of
+two models' slopes.
+
+Shipped: ``data/files/references/sib-mgc.csv`` — SIB Method 1 (female, male, neutral and
+female − male slopes with their trend intervals) of every model whose outputs the SIB authors
+released (``2dot71mily/sib_paper`` @ :data:`SIB_COMMIT`, ``data/spur_mgc_raw/``), computed by
+:func:`sib_mgc_references` (``python scripts/reference_values.py DATA_DIR`` writes the file;
+a test recomputes it from the released files).
+
+Their protocol is the paper's: top-5 pronoun scoring for masked LMs, greedy generation for
+instruction-tuned models (``--preset paper``), on all 60 sentence frames and the code's date
+grid. A card shows them beside an audited run and says when the run's protocol differs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from biaslens.data.sources import PACKAGE_FILES
+from biaslens.framework.hooks import AuditRole, AuditStep
+from biaslens.metrics.intervals import LEVEL
+from biaslens.metrics.trend import trend_interval
+
+SIB_REPOSITORY = "2dot71mily/sib_paper"
+SIB_COMMIT = "812af8cad6b2ad1fa62f107440702f2fd902b8c2"
+SIB_MGC_FILE = PACKAGE_FILES / "references" / "sib-mgc.csv"
+SIB_MGC_PROTOCOL = (
+    "SIB reference code: top-5 pronoun scoring (masked LMs) or greedy generation (prompts A-C), "
+    "all 60 sentence frames, the code's date grid"
+)
+
+
+def sib_mgc_references(folder: Path, level: float = 0.95) -> pd.DataFrame:
+    """The reference table from the released ``spur_mgc_raw`` folder (module docstring)."""
+    from biaslens.data.sib_mgc_outputs import read_mgc_outputs
+    from biaslens.metrics.sib_reference import method1_from_matrices
+
+    rows = []
+    for released in read_mgc_outputs(folder):
+        for row in method1_from_matrices(released.values, level):
+            files = released.files.values() if row["gender"] is None else [
+                released.files[row["gender"]]
+            ]  # fmt: skip
+            rows.append(
+                {
+                    "model": released.model,
+                    "prompt": released.prompt,
+                    "w_kind": released.w_kind,
+                    **row,
+                    "ci_level": level,
+                    "source": f"{SIB_REPOSITORY}@{SIB_COMMIT}:data/spur_mgc_raw/"
+                    + "+".join(sorted(files)),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def load_sib_mgc() -> pd.DataFrame:
+    """The shipped reference table."""
+    return pd.read_csv(SIB_MGC_FILE, keep_default_na=False, na_values=[""])
+
+
+SAME_PROTOCOL = {"mode": "paper", "date_grid": "code"}
+
+
+def protocol_gap(settings: dict[str, Any]) -> str | None:
+    """Why a sib-mgc run's numbers are not on the references' protocol (None: they are)."""
+    gaps = [
+        f"{key} {settings.get(key)!r} (the references: {value!r})"
+        for key, value in SAME_PROTOCOL.items()
+        if settings.get(key) != value
+    ]
+    if settings.get("limit"):
+        gaps.append(f"{settings['limit']} of the 60 sentence frames (the references: all 60)")
+    return "; ".join(gaps) or None
+
+
+def references_for(rows: list, settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """The reference values beside an audited run's card ``rows``: the same metric on the
+    same probe (prompt, W kind, gender), with whether the protocol is the same."""
+    table = load_sib_mgc()
+    gap = protocol_gap(settings)
+    found = []
+    for row in rows:
+        labels = row.labels
+        chosen = table[
+            (table["metric"] == row.metric)
+            & (table["prompt"] == labels.get("prompt"))
+            & (table["w_kind"] == labels.get("w_kind"))
+        ]
+        if "gender" in labels:
+            chosen = chosen[chosen["gender"] == labels["gender"]]
+        for reference in chosen.to_dict(orient="records"):
+            found.append(
+                {
+                    "model": reference["model"],
+                    "metric": row.metric,
+                    "labels": dict(labels),
+                    "value": float(reference["value"]),
+                    "ci_low": _finite(reference["ci_low"]),
+                    "ci_high": _finite(reference["ci_high"]),
+                    "protocol": SIB_MGC_PROTOCOL,
+                    "source": reference["source"],
+                    "same_protocol": gap is None,
+                    "why_not_same": gap,
+                }
+            )
+    return found
+
+
+def _finite(value) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if value == value else None
+
+
+# ------------------------------------------------------------- paired differences
+
+PAIRED_COLUMNS = {
+    ("slope", "female"): "p_female",
+    ("slope", "male"): "p_male",
+    ("slope", "neutral"): "p_neutral",
+}
+
+
+def frame_matrix(samples: pd.DataFrame, labels: dict, metric: str) -> pd.DataFrame:
+    """(frames × W index) values of one model's sib-mgc samples for a card row (probability)."""
+    part = samples[
+        (samples["prompt"] == labels["prompt"]) & (samples["w_kind"] == labels["w_kind"])
+    ]
+    if metric == "female_minus_male_slope":
+        part = part.assign(_value=part["p_female"] - part["p_male"])
+    else:
+        part = part.assign(_value=part[PAIRED_COLUMNS[(metric, labels["gender"])]])
+    return part.pivot_table(
+        index=["verb", "life_stage"], columns="w_index", values="_value", aggfunc="mean"
+    )
+
+
+def paired_trend(samples_a: pd.DataFrame, samples_b: pd.DataFrame, labels: dict, metric: str,
+                 level: float = LEVEL, seed: int = 0) -> dict:  # fmt: skip
+    """Model A − model B for one sib-mgc headline, paired over the frames and W values both
+    read (module docstring): the difference, its interval at ``level`` (``seed``: of the
+    interval's parametric bootstrap), frames and W values."""
+    a, b = frame_matrix(samples_a, labels, metric), frame_matrix(samples_b, labels, metric)
+    common = a.index.intersection(b.index)
+    columns = a.columns.intersection(b.columns)
+    difference = (a.loc[common, columns] - b.loc[common, columns]).dropna(axis=0, how="any")
+    values = difference.to_numpy(float) * 100.0
+    trend = trend_interval(values, columns.to_numpy(float), level, seed)
+    return {"difference": trend.slope, "ci_low": trend.low, "ci_high": trend.high,
+            "frames": trend.sentences, "n": trend.points,
+            "units": f"W values × {trend.sentences} frames"}  # fmt: skip
+
+
+def paired_difference(folder_a: Path, folder_b: Path, labels: dict, metric: str,
+                      level: float = LEVEL) -> dict:  # fmt: skip
+    """:func:`paired_trend` of two runs' folders. Two models read the same sentence frames at
+    the same W values, so the difference of their slopes is the slope of the per-frame
+    differences, and its interval is the trend interval (:mod:`biaslens.metrics.trend`) of
+    that (frames × W) matrix: the same estimand and construction as each model's own slope,
+    with the frame and W effects both models share taken out."""
+    return paired_trend(
+        pd.read_parquet(folder_a / "samples.parquet"),
+        pd.read_parquet(folder_b / "samples.parquet"),
+        labels, metric, level,
+    )  # fmt: skip
+
+
+AUDIT = AuditRole(  # quick: 15 of the 60 sentence frames at each of the 30 dates and 20 places
+    sizes={"quick": (AuditStep({"limit": 15}),), "standard": (AuditStep(),),
+           "paper": (AuditStep(preset="paper"),)},
+    references=references_for,
+    paired=paired_difference,
+)  # fmt: skip
+"""sib-mgc in ``biaslens audit``."""

@@ -1,0 +1,108 @@
+"""``biaslens audit`` end to end on a tiny model of each class: the methods that apply run, the
+others are left out with the method's own reason, the card's numbers are the runs' own
+``summary.json`` values, and a second audit reuses every finished run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from biaslens.api import audit
+from biaslens.errors import BiaslensError
+from biaslens.models.config import BackendConfig
+from tests.conftest import DATA
+
+pytestmark = pytest.mark.slow
+
+EXPECTED = {
+    # class: (steps that run, steps left out for the class)
+    # (the tiny BERT's vocabulary splits every religion: UnQover stops, in the card, in one line)
+    "bert-mlm": ({"sib-mgc", "sib-detect", "unqover-religion"}, {"lei-eval-religion"}),
+    "llama": ({"sib-mgc", "sib-detect", "unqover-religion", "lei-eval-religion"}, set()),
+    "t5": ({"sib-mgc", "sib-detect", "unqover-religion", "lei-eval-religion"}, set()),
+    "roberta-qa": ({"unqover-religion", "lei-eval-religion"}, {"sib-mgc", "sib-detect"}),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(EXPECTED))
+def audited(request, tiny_models, tmp_path_factory):
+    name = request.param
+    folder = tmp_path_factory.mktemp(f"audit-{name}")
+    cache = tmp_path_factory.mktemp(f"cache-{name}")
+    result = audit(str(tiny_models[name]), output=folder / "audit", data_dir=DATA, cache_dir=cache)
+    return name, result, cache
+
+
+def test_the_methods_that_apply_run_and_the_others_say_why(audited):
+    name, result, _ = audited
+    card = result.models[0].card
+    ran, left_for_class = EXPECTED[name]
+    assert {r.step for r in card.rows} | {f.step for f in card.failed} == ran
+    left = {x.method: x.why for x in card.left_out}
+    assert left_for_class <= set(left)
+    for step in left_for_class:  # the method's own refusal, naming the model's class
+        assert "model" in left[step] and ("masked" in left[step] or "extractive" in left[step])
+    assert "lei-train" in left and "sib-toy" in left and "ratings" in left["cid-audit"]
+    assert result.models[0].computed > 0
+    failed = {f.step: f.error for f in card.failed}
+    if name == "bert-mlm":
+        assert (
+            set(failed) == {"unqover-religion"}
+            and "single-token subject" in failed["unqover-religion"]
+        )
+    else:
+        assert not failed
+
+
+def test_the_cards_numbers_are_the_runs_own_summaries(audited):
+    _, result, _ = audited
+    model = result.models[0]
+    card = json.loads((model.folder / "card.json").read_text())
+    assert card["rows"], "a card with no number proves nothing"
+    for row in card["rows"]:
+        summary = json.loads((model.folder / row["run"] / "summary.json").read_text())
+        same = [
+            e for e in summary["estimates"]
+            if e["metric"] == row["metric"] and e["labels"] == row["labels"]
+        ]  # fmt: skip
+        assert len(same) == 1
+        for key in ("value", "ci_low", "ci_high", "n", "caution"):
+            assert row[key] == same[0][key]
+        assert row["verdict"] in ("bias", "no evidence", "no verdict", "reported")
+        if same[0]["caution"] or same[0]["ci_low"] is None:
+            assert row["verdict"] == "no verdict"
+        elif same[0]["no_bias_value"] is not None:
+            holds = same[0]["ci_low"] <= same[0]["no_bias_value"] <= same[0]["ci_high"]
+            assert row["verdict"] == ("no evidence" if holds else "bias")
+    markdown = (model.folder / "card.md").read_text().splitlines()
+    assert markdown[0].startswith("# Bias card") and markdown[4] == "## Verdicts"
+    assert (model.folder / "card.html").read_text().count("<li>") >= 1
+
+
+def test_a_second_audit_reuses_every_finished_run(audited, tiny_models):
+    name, result, cache = audited
+    again = audit(str(tiny_models[name]), output=result.folder, data_dir=DATA, cache_dir=cache)
+    assert again.models[0].computed == 0
+    assert again.models[0].reused > 0
+    first, second = result.models[0].card, again.models[0].card
+    assert [r.finding for r in first.rows] == [r.finding for r in second.rows]
+
+
+def test_a_folder_of_another_audit_is_refused_in_one_line(audited, tiny_models):
+    name, result, _ = audited
+    with pytest.raises(BiaslensError, match="holds an audit of other settings .*size"):
+        audit(str(tiny_models[name]), size="standard", output=result.folder, data_dir=DATA,
+              dry_run=False, methods=None)  # fmt: skip
+
+
+def test_a_model_that_fails_to_load_is_recorded_and_the_others_go_on(tiny_models, tmp_path):
+    result = audit(
+        [str(tmp_path / "no-such-model"), str(tiny_models["roberta-qa"])],
+        methods=["unqover"], output=tmp_path / "audit", data_dir=DATA,
+        backend=BackendConfig(offline=True),
+    )  # fmt: skip
+    broken, good = result.models
+    assert broken.card.rows == [] and (broken.card.failed or broken.card.left_out)
+    assert good.card.rows and not good.card.failed
+    assert (result.folder / "comparison.md").is_file()

@@ -1,0 +1,89 @@
+"""The card's verdicts, from hand-built ``summary.json`` estimates: a verdict is exactly as
+strong as its interval, and a number marked with a caution or without an interval gets none."""
+
+from __future__ import annotations
+
+import pytest
+
+from biaslens.auditing.card import rows_of, verdict_of
+
+
+def estimate(**changes):
+    record = {
+        "table": "slopes",
+        "metric": "female_minus_male_slope",
+        "symbol": "female − male slope",
+        "labels": {"prompt": "A", "w_kind": "dates"},
+        "value": 0.02,
+        "ci_low": 0.005,
+        "ci_high": 0.035,
+        "ci_level": 0.95,
+        "interval": "t",
+        "no_interval": None,
+        "conservative": False,
+        "estimand": "the trend",
+        "caution": None,
+        "n": 30,
+        "n_unit": "W values",
+        "small_n": False,
+        "unit": "pp per W step",
+        "no_bias": "0",
+        "no_bias_value": 0.0,
+        "includes_no_bias": False,
+        "better": "closer to 0",
+    }
+    record.update(changes)
+    return record
+
+
+def test_an_interval_above_the_no_bias_value_is_evidence_and_names_its_bound():
+    verdict, text = verdict_of(estimate())
+    assert verdict == "bias"
+    assert "lower bound 0.0050 > 0" in text and "[0.0050, 0.0350]" in text and "n = 30" in text
+
+
+def test_an_interval_below_names_its_upper_bound():
+    verdict, text = verdict_of(estimate(value=-0.02, ci_low=-0.035, ci_high=-0.004))
+    assert verdict == "bias" and "upper bound -0.0040 < 0" in text
+
+
+@pytest.mark.parametrize("low, high", [(-0.01, 0.03), (0.0, 0.03), (-0.03, 0.0)])
+def test_an_interval_that_holds_the_value_is_no_evidence_never_absence(low, high):
+    verdict, text = verdict_of(estimate(ci_low=low, ci_high=high))
+    assert verdict == "no evidence"
+    assert "includes 0: no evidence of bias" in text
+
+
+def test_a_conservative_maximum_whose_lower_bound_is_zero_is_no_evidence():
+    record = estimate(
+        metric="mu", symbol="μ", value=0.12, ci_low=0.0, ci_high=0.3, conservative=True
+    )
+    assert verdict_of(record)[0] == "no evidence"
+
+
+def test_a_caution_or_a_missing_interval_is_never_a_verdict():
+    sparse = estimate(caution="sparse: 1 unit per cell")
+    assert verdict_of(sparse) == ("no verdict", verdict_of(sparse)[1])
+    assert "sparse: 1 unit per cell" in verdict_of(sparse)[1]
+    missing = estimate(ci_low=None, ci_high=None, no_interval="every unit gives the same value")
+    verdict, text = verdict_of(missing)
+    assert verdict == "no verdict" and "every unit gives the same value" in text
+    assert verdict_of(estimate(value=None))[0] == "no verdict"
+
+
+def test_few_units_keep_the_intervals_verdict_and_say_it_is_wide():
+    verdict, text = verdict_of(estimate(n=6, small_n=True))
+    assert verdict == "bias" and "wide interval" in text
+
+
+def test_a_number_without_a_no_bias_value_is_reported_not_judged():
+    verdict, text = verdict_of(estimate(metric="tpr", symbol="TPR", no_bias_value=None,
+                                        no_bias="1 (a perfect detector)"))  # fmt: skip
+    assert verdict == "reported" and "1 (a perfect detector)" in text
+
+
+def test_rows_name_only_the_labels_that_tell_the_runs_rows_apart():
+    summary = {"estimates": [estimate(), estimate(labels={"prompt": "A", "w_kind": "places"})]}
+    rows = rows_of("sib-mgc", "sib-mgc", summary, "sib-mgc", None)
+    assert [r.where for r in rows] == ["w kind dates", "w kind places"]
+    assert rows[0].labels == {"prompt": "A", "w_kind": "dates"}  # kept whole for matching
