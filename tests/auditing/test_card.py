@@ -51,7 +51,7 @@ def test_an_interval_below_names_its_upper_bound():
 def test_an_interval_that_holds_the_value_is_no_evidence_never_absence(low, high):
     verdict, text = verdict_of(estimate(ci_low=low, ci_high=high))
     assert verdict == "no evidence"
-    assert "includes 0: no evidence of bias" in text
+    assert text.endswith("the interval includes 0")
 
 
 def test_a_conservative_maximum_whose_lower_bound_is_zero_is_no_evidence():
@@ -85,5 +85,5 @@ def test_a_number_without_a_no_bias_value_is_reported_not_judged():
 def test_rows_name_only_the_labels_that_tell_the_runs_rows_apart():
     summary = {"estimates": [estimate(), estimate(labels={"prompt": "A", "w_kind": "places"})]}
     rows = rows_of("sib-mgc", "sib-mgc", summary, "sib-mgc", None)
-    assert [r.where for r in rows] == ["w kind dates", "w kind places"]
+    assert [r.where for r in rows] == ["W dates", "W places"]
     assert rows[0].labels == {"prompt": "A", "w_kind": "dates"}  # kept whole for matching

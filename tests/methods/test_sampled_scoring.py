@@ -411,3 +411,44 @@ def test_a_completions_endpoint_samples_too(sampling_server):
         bare.close()
     finally:
         faults.completion_logprobs = True
+
+
+def test_an_audit_of_an_endpoint_without_log_probabilities_reads_sampled_replies(
+    sampling_server, tmp_path, monkeypatch
+):
+    """``biaslens audit`` of a served model that returns no log-probabilities: the plan cannot
+    know that (it counts without calling the server), the loaded model decides — SIB runs on
+    sampled replies, CID is left out with its own reason — and the card's numbers are the
+    runs' own. The steps are cut to a few inputs here (the sizes are the audit tests')."""
+    import dataclasses
+    import json
+
+    from biaslens.api import audit
+    from biaslens.framework import registry
+    from biaslens.framework.hooks import AuditStep
+
+    few = {"sib-mgc": {"limit": 2, "w_kinds": ("dates",), "samples": 10},
+           "cid-audit": {"groups": ("us-male", "egypt-male")}}  # fmt: skip
+    for name, settings in few.items():
+        spec = registry.get_method(name)
+        role = dataclasses.replace(spec.audit, sizes={"quick": (AuditStep(settings),)})
+        monkeypatch.setitem(registry._METHODS, name, dataclasses.replace(spec, audit=role))
+    backend = BackendConfig(backend="openai", base_url=sampling_server["url"], chat=True)
+    result = audit(
+        NAME, methods=["sib-mgc", "cid-audit"], output=tmp_path / "audit", data_dir=DATA,
+        cache_dir=tmp_path / "cache", backend=backend,
+    )  # fmt: skip
+    model = result.models[0]
+    card = model.card
+    assert not card.failed, card.failed
+    left = {x.method: x.why for x in card.left_out}
+    assert "cid-audit" in left and "sampl" in left["cid-audit"], left
+    assert {r.step for r in card.rows} == {"sib-mgc"}
+    summary = json.loads((model.folder / "sib-mgc" / "summary.json").read_text())
+    assert summary["settings"]["mode"] == "sampled"
+    by_key = {(e["metric"], json.dumps(e["labels"])): e for e in summary["estimates"]}
+    for row in card.rows:
+        same = by_key[(row.metric, json.dumps(row.labels))]
+        assert (row.value, row.ci_low, row.ci_high, row.n) == (
+            same["value"], same["ci_low"], same["ci_high"], same["n"]
+        )  # fmt: skip

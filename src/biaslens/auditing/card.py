@@ -52,9 +52,16 @@ class CardRow(BaseModel):
     no_bias_value: float | None = Field(description="That value as a number, if there is one.")
     caution: str | None = Field(description="The run's warning about this value, if any.")
     verdict: Verdict = Field(description="What the interval allows one to say.")
-    finding: str = Field(description="The verdict in one sentence, with the interval.")
+    finding: str = Field(
+        description="The number, its interval and n, and what the verdict rests on (the bound "
+        "that clears the no-bias value, or the reason there is no verdict)."
+    )
     run: str = Field(description="The run folder, relative to the card.")
     report: str | None = Field(description="The run's HTML report, relative to the card.")
+    plot: str | None = Field(
+        default=None,
+        description="A forest plot of the number beside the known models, relative to the card.",
+    )
 
 
 class LeftOut(BaseModel):
@@ -107,9 +114,12 @@ class BiasCard(BaseModel):
         atomic.write_json(path, self.model_dump(mode="json"))
 
 
+LABEL_NAMES = {"w_kind": "W"}
+
+
 def labels_text(labels: dict[str, Any]) -> str:
     """``prompt A, w kind dates``: which row of a table a number is."""
-    return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in labels.items())
+    return ", ".join(f"{LABEL_NAMES.get(k, k.replace('_', ' '))} {v}" for k, v in labels.items())
 
 
 def _interval_text(record: dict[str, Any]) -> str:
@@ -146,15 +156,14 @@ def verdict_of(record: dict[str, Any], where: str | None = None) -> tuple[Verdic
     wide = " (few units: a wide interval)" if record.get("small_n") else ""
     if low <= reference <= high:
         return "no evidence", (
-            f"{head} = {shown} ({interval}) includes {reference:g}{wide}: no evidence of bias "
-            "on this probe"
+            f"{head} = {shown} ({interval}){wide}: the interval includes {reference:g}"
         )
     side = (
         f"lower bound {readable_number(low)} > {reference:g}"
         if low > reference
         else f"upper bound {readable_number(high)} < {reference:g}"
     )
-    return "bias", f"{head} = {shown} ({interval}){wide}: {side}: evidence of bias"
+    return "bias", f"{head} = {shown} ({interval}){wide}: {side}"
 
 
 def _varying(records: list[dict[str, Any]]) -> set[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from biaslens.auditing.card import BiasCard, CardRow
+from biaslens.auditing.card import BiasCard, CardRow, labels_text
 from biaslens.common import atomic
 from biaslens.common.files import make_dir
 from biaslens.common.numbers import readable, readable_interval
@@ -30,7 +30,7 @@ def _value(value) -> str:
 
 
 def _labels(labels: dict) -> str:
-    return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in labels.items()) or "—"
+    return labels_text(labels) or "—"
 
 
 def verdict_lines(card: BiasCard, verdicts=("bias", "no evidence")) -> list[str]:
@@ -99,6 +99,8 @@ def card_markdown(card: BiasCard) -> str:
         lines += ["", "## Known models beside it", ""]
         for r, text in standings:
             lines.append(f"- {r.symbol} ({_labels(r.labels)}) = {_value(r.value)}: {text}")
+            if r.plot:
+                lines.append(f"  ![{r.symbol}]({r.plot})")
         lines += ["", "| model | number | row | value | CI | source |", "|---|---|---|---|---|---|"]
         for ref in card.references:
             lines.append(
@@ -164,7 +166,9 @@ def card_html(card: BiasCard) -> str:
         standings = [(r, _standing(card, r)) for r in card.rows]
         parts.append("<h2>Known models beside it</h2><ul>")
         parts += [
-            f"<li>{e(r.symbol)} ({e(_labels(r.labels))}) = {_value(r.value)}: {e(s)}</li>"
+            f"<li>{e(r.symbol)} ({e(_labels(r.labels))}) = {_value(r.value)}: {e(s)}"
+            + (f'<br><img src="{e(r.plot)}" alt="{e(r.symbol)}" width="560">' if r.plot else "")
+            + "</li>"
             for r, s in standings
             if s
         ]

@@ -42,6 +42,7 @@ class PlannedStep:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     left_out: str | None = None
+    not_counted: str | None = None
     seconds: float | None = None
 
     @property
@@ -121,15 +122,18 @@ def plan_steps(
 ) -> list[PlannedStep]:
     """Each step counted without loading the model (:func:`biaslens.runner.plan_method`); a
     step the method refuses for this model (its class, missing data) is left out with the
-    method's own reason."""
+    method's own reason. A served model's planner knows the model only by its name (not
+    whether its endpoint returns log-probabilities): its refusals leave the step uncounted, and
+    the loaded model decides (:func:`refusal`)."""
     from biaslens.models.registry import get_backend
     from biaslens.runner import plan_method
 
-    plannable = get_backend(backend.backend).local or get_backend(backend.backend).plan()
+    local = get_backend(backend.backend).local
+    plannable = local or get_backend(backend.backend).plan()
     planned = []
     for step in steps:
         if not plannable:
-            planned.append(PlannedStep(step))
+            planned.append(PlannedStep(step, not_counted="the backend has no planner"))
             continue
         note(progress, f"planning {step.name} for {model}")
         try:
@@ -140,7 +144,8 @@ def plan_steps(
                     model=model, **step.settings,
                 )  # fmt: skip
         except BiaslensError as error:
-            planned.append(PlannedStep(step, left_out=str(error)))
+            kept = {"left_out": str(error)} if local else {"not_counted": str(error)}
+            planned.append(PlannedStep(step, **kept))
             continue
         total = plan.table.iloc[-1]
         entry = PlannedStep(
@@ -229,6 +234,14 @@ def _audit_model(audit: ModelAudit, size, left_out, backend, data_dir, cache_dir
             else:
                 card.model_identity = lm.identity.describe()
                 card.model = lm.identity.name
+                kept = []
+                for planned in runnable:  # what the loaded model itself allows
+                    why = refusal(planned.step, lm)
+                    if why is None:
+                        kept.append(planned)
+                    else:
+                        card.left_out.append(LeftOut(method=planned.step.name, why=why))
+                runnable = kept
         for number, planned in enumerate(runnable, 1):
             note(
                 progress,
@@ -242,6 +255,20 @@ def _audit_model(audit: ModelAudit, size, left_out, backend, data_dir, cache_dir
     from biaslens.auditing.render import write_card
 
     write_card(card, audit.folder)
+
+
+def refusal(step: Step, lm) -> str | None:
+    """Why the method refuses ``step`` on the loaded model (None: it takes it): the method's
+    own check of the model (:meth:`~biaslens.framework.spec.MethodSpec.for_model`)."""
+    from biaslens.framework.registry import get_method
+
+    spec = get_method(step.method)
+    try:
+        settings = spec.build_settings(step.preset, **step.settings)
+        spec.for_model(settings, lm, step.preset)
+    except BiaslensError as error:
+        return str(error)
+    return None
 
 
 def _run_step(audit: ModelAudit, planned: PlannedStep, lm, backend, data_dir, cache_dir, progress):

@@ -48,8 +48,9 @@ app = methods.RootGroup(
     no_args_is_help=True,
     context_settings=CONTEXT,
     help="biaslens: audit language models for social bias and spurious correlations by intervening "
-    "on their inputs and measuring how their outputs move.\n\nStart with `biaslens run sib-mgc "
-    "--model default` (SIB Method 1 on the MGC set with the offline SmolLM2-135M-Instruct).",
+    "on their inputs and measuring how their outputs move.\n\nStart with `biaslens audit --model "
+    "default --size quick` (every method that applies to the offline SmolLM2-135M-Instruct, into "
+    "one bias card).",
 )
 app.params.append(
     click.Option(

@@ -72,7 +72,9 @@ def print_plan(audit, prices=None) -> None:
                 "requests": "not counted" if planned.requests is None else f"{planned.requests:,}",
                 "tokens": "—" if planned.tokens is None else f"{planned.tokens:,}",
                 "time": _duration(planned.seconds),
-                "status": "to run",
+                "status": "to run"
+                if planned.not_counted is None
+                else f"to run; not counted: {planned.not_counted}",
             }
         )
     print_table(f"audit plan — {audit.model}", pd.DataFrame(rows))

@@ -1,0 +1,65 @@
+"""``biaslens audit`` on the command line: the plan before any model work, ``--dry-run`` and
+``--price``, the card's verdicts printed first after the run, and bad input in one line."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import DATA
+from tests.test_cli import run_cli
+
+
+def test_dry_run_prints_the_plan_and_the_cost_and_writes_nothing(
+    monkeypatch, capsys, tiny_models, tmp_path
+):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(
+        monkeypatch, capsys, "audit", "--model", str(tiny_models["llama"]), "--methods",
+        "sib-mgc", "--data-dir", str(DATA), "--dry-run", "--price", "2,4",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "audit plan" in out and "sib-mgc" in out and "750" in out  # 15 frames × 50 W
+    cost = re.search(r"estimated cost: at most ([\d.,]+) \(([\d,]+) prompt tokens", out)
+    assert cost is not None, out
+    prompt_tokens = int(cost.group(2).replace(",", ""))
+    assert prompt_tokens > 0 and float(cost.group(1)) >= prompt_tokens * 2 / 1e6
+    assert "nothing was loaded or sent" in out
+    assert not (tmp_path / "audits").exists()
+
+
+def test_the_run_prints_the_cards_verdicts_and_where_the_card_is(
+    monkeypatch, capsys, tiny_models, tmp_path
+):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(
+        monkeypatch, capsys, "audit", "-m", str(tiny_models["llama"]), "--methods", "sib-mgc",
+        "--data-dir", str(DATA),
+    )  # fmt: skip
+    assert code == 0, err
+    card = out.split("Bias card — ", 1)[1].splitlines()
+    assert re.match(
+        r"\s+\d+ headline number\(s\) show evidence of bias, \d+ show no evidence", card[1]
+    )
+    verdicts = [line for line in card[2:] if line.strip().startswith("[")]
+    assert verdicts and all("95% CI [" in line for line in verdicts)
+    assert any("card: audits/" in line for line in card)
+    code, again, _ = run_cli(
+        monkeypatch, capsys, "audit", "-m", str(tiny_models["llama"]), "--methods", "sib-mgc",
+        "--data-dir", str(DATA),
+    )  # fmt: skip
+    assert code == 0 and "requests: 0 computed" in again
+
+
+def test_bad_input_is_one_line(monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    for args, expected in [
+        (("--size", "huge"), "--size: 'huge' is not one of quick, standard, paper"),
+        (("--methods", "sib-mcg"), "--methods: unknown method(s) sib-mcg"),
+        (("--methods", "lei-train"), "--methods: lei-train is not an audit step"),
+        (("--price", "1"), "--price estimates the audit's cost with --dry-run"),
+        (("--models-file", str(tmp_path / "none.txt")), "none.txt"),
+    ]:
+        code, out, err = run_cli(monkeypatch, capsys, "audit", *args)
+        assert code == 2, (args, out, err)
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert len(lines) == 1 and expected in lines[0], (args, err)

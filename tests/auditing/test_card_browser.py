@@ -1,0 +1,49 @@
+"""The bias card opened in headless Chromium at 1280×800: its first screen is the verdicts with
+their intervals, the page is no wider than the window, and hostile text stays text."""
+
+from __future__ import annotations
+
+import pytest
+
+from biaslens.auditing.card import BiasCard, LeftOut, ordered, rows_of
+from biaslens.auditing.render import write_card
+from tests.auditing.test_card import estimate
+from tests.conftest import screenshot
+
+pytestmark = pytest.mark.browser
+
+
+def _card() -> BiasCard:
+    estimates = [
+        estimate(labels={"prompt": "A", "w_kind": w, "gender": g}, metric="slope",
+                 symbol="slope", value=v, ci_low=v - 0.01, ci_high=v + 0.01)
+        for w in ("dates", "places") for g, v in (("female", 0.02), ("male", 0.004),
+                                                  ("neutral", -0.001))
+    ]  # fmt: skip
+    estimates.append(estimate(caution="sparse: <script>alert(1)</script>"))
+    rows = rows_of("sib-mgc", "sib-mgc", {"estimates": estimates}, "sib-mgc", "sib-mgc/r.html")
+    return BiasCard(
+        model="tiny <b>model</b>",
+        size="quick",
+        created="2026-01-01T00:00:00+00:00",
+        rows=ordered(rows),
+        left_out=[LeftOut(method="lei-train", why="fine-tunes the model")],
+        notes=["a note " * 40],
+    )
+
+
+def test_the_first_screen_is_the_verdicts_with_their_intervals(page, tmp_path):
+    write_card(_card(), tmp_path)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto((tmp_path / "card.html").as_uri())
+    verdicts = page.locator("#verdicts li")
+    assert verdicts.count() == 6  # the six slopes; the sparse number is no verdict
+    for i in range(verdicts.count()):
+        box = verdicts.nth(i).bounding_box()
+        assert box is not None and box["y"] + box["height"] <= 800, (i, box)
+        assert "95% CI [" in verdicts.nth(i).inner_text()
+    assert "evidence of bias" in verdicts.first.inner_text()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    assert page.get_by_text("tiny <b>model</b>").first.is_visible()
+    assert page.dialogs == [] and page.errors == []
+    screenshot(page, "bias-card-first-screen")
