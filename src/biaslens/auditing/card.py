@@ -17,16 +17,13 @@ the interval allows and no stronger:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from biaslens.common.numbers import readable as readable_number
-from biaslens.common.numbers import readable_interval
+from biaslens.framework.estimates import Verdict, labels_text, varying_labels, verdict_of
 
 CARD_FORMAT = 1
-
-Verdict = Literal["bias", "no evidence", "no verdict", "reported"]
 
 
 class CardRow(BaseModel):
@@ -114,72 +111,10 @@ class BiasCard(BaseModel):
         atomic.write_json(path, self.model_dump(mode="json"))
 
 
-LABEL_NAMES = {"w_kind": "W"}
-
-
-def labels_text(labels: dict[str, Any]) -> str:
-    """``prompt A, w kind dates``: which row of a table a number is."""
-    return ", ".join(f"{LABEL_NAMES.get(k, k.replace('_', ' '))} {v}" for k, v in labels.items())
-
-
-def _interval_text(record: dict[str, Any]) -> str:
-    level = record.get("ci_level") or 0.95
-    return f"{level:.0%} CI {readable_interval(record['ci_low'], record['ci_high'])}"
-
-
-def verdict_of(record: dict[str, Any], where: str | None = None) -> tuple[Verdict, str]:
-    """The verdict of one ``summary.json`` estimate and its sentence (module docstring);
-    ``where`` names the row (default: all its labels)."""
-    symbol = record["symbol"]
-    value = record.get("value")
-    where = labels_text(record.get("labels") or {}) if where is None else where
-    head = f"{symbol}" + (f" ({where})" if where else "")
-    if value is None:
-        return "no verdict", f"{head}: no value ({record.get('no_interval') or 'not computed'})"
-    shown = readable_number(value)
-    if record.get("caution"):
-        return "no verdict", f"{head} = {shown}: no verdict — {record['caution']}"
-    if record.get("ci_low") is None or record.get("ci_high") is None:
-        why = record.get("no_interval") or "no interval"
-        return "no verdict", f"{head} = {shown}: no verdict — {why}"
-    n = record.get("n")
-    interval = f"{_interval_text(record)}" + (
-        f", n = {n} {record.get('n_unit') or 'units'}" if n is not None else ""
-    )
-    reference = record.get("no_bias_value")
-    if reference is None:
-        return "reported", (
-            f"{head} = {shown} ({interval}): reported without a verdict (no single value reads "
-            f"as no bias; {record.get('no_bias')})"
-        )
-    low, high = record["ci_low"], record["ci_high"]
-    wide = " (few units: a wide interval)" if record.get("small_n") else ""
-    if low <= reference <= high:
-        return "no evidence", (
-            f"{head} = {shown} ({interval}){wide}: the interval includes {reference:g}"
-        )
-    side = (
-        f"lower bound {readable_number(low)} > {reference:g}"
-        if low > reference
-        else f"upper bound {readable_number(high)} < {reference:g}"
-    )
-    return "bias", f"{head} = {shown} ({interval}){wide}: {side}"
-
-
-def _varying(records: list[dict[str, Any]]) -> set[str]:
-    """The label columns whose value differs between a run's estimates (the others say
-    nothing about which row is which)."""
-    seen: dict[str, set[str]] = {}
-    for record in records:
-        for key, value in (record.get("labels") or {}).items():
-            seen.setdefault(key, set()).add(str(value))
-    return {key for key, values in seen.items() if len(values) > 1}
-
-
 def rows_of(step: str, method: str, summary: dict[str, Any], run: str, report: str | None):
     """The card rows of one finished run (its ``summary.json``)."""
     records = summary.get("estimates") or []
-    varying = _varying(records)
+    varying = varying_labels(records)
     rows = []
     for record in records:
         labels = record.get("labels") or {}

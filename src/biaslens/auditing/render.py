@@ -6,17 +6,11 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from biaslens.auditing.card import BiasCard, CardRow, labels_text
+from biaslens.auditing.card import BiasCard, CardRow
 from biaslens.common import atomic
 from biaslens.common.files import make_dir
 from biaslens.common.numbers import readable, readable_interval
-
-VERDICT_WORDS = {
-    "bias": "evidence of bias",
-    "no evidence": "no evidence of bias",
-    "reported": "reported (no no-bias value)",
-    "no verdict": "no verdict",
-}
+from biaslens.framework.estimates import VERDICT_WORDS, labels_text
 
 
 def _interval(row) -> str:

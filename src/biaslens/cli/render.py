@@ -121,16 +121,27 @@ def print_headline(spec, headline, table, title: str) -> None:
             console.print(f"  {visible(column)}: {meaning}")
 
 
+def print_findings(estimates: list[dict]) -> None:
+    """The run's finding first: each value of its first headline table with its interval and
+    the verdict that interval allows (:func:`biaslens.framework.estimates.findings`)."""
+    from biaslens.framework.estimates import findings
+
+    for line in findings(estimates):
+        console.print(f"finding: {line}", markup=False, highlight=False)
+
+
 def print_run(result, spec) -> None:
-    """Headline tables, notes, request counts and paths of a finished run."""
+    """The finding and the method's notes first, then the headline tables, what their numbers
+    mean, the request counts and where the files are."""
+    print_findings(result.summary.get("estimates") or [])
+    for note in result.notes:
+        console.print(note)
     for headline in spec.headlines:
         if not headline.cli or headline.table not in result.tables:
             continue
         title = f"{headline.title} — {result.model_name}" if spec.needs_model else headline.title
         print_headline(spec, headline, result.tables[headline.table], title)
     print_meanings(spec, result.summary.get("estimates") or [], result.tables)
-    for note in result.notes:
-        console.print(note)
     if result.cache_stats:
         print_cache_stats(result.cache_stats)
     console.print(f"results: {result.run_dir}")

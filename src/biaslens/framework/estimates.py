@@ -9,8 +9,9 @@ any method can be read and compared the same way (:func:`biaslens.load_runs`).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
+from biaslens.common.numbers import readable, readable_interval
 from biaslens.metrics.intervals import LEVEL, SMALL_N
 
 
@@ -110,10 +111,113 @@ def interval_notes(estimates: list[dict[str, Any]]) -> list[str]:
         )
     holding = [e for e in estimates if e.get("includes_no_bias")]
     if holding:
-        names = ", ".join(sorted({e["symbol"] for e in holding}))
+        varying = varying_labels(estimates)
+        named = [
+            e["symbol"]
+            + (f" ({where})" if (where := labels_text(
+                {k: v for k, v in (e.get("labels") or {}).items() if k in varying})) else "")
+            for e in holding
+        ]  # fmt: skip
+        shown = "; ".join(named[:6]) + (f"; and {len(named) - 6} more" if len(named) > 6 else "")
         values = sorted({f"{e['no_bias_value']:g}" for e in holding})
         notes.append(
-            f"the interval of {names} includes the no-bias value ({', '.join(values)}) for "
-            f"{len(holding)} value(s): those values are not distinguishable from no bias"
+            f"{len(holding)} interval(s) include the no-bias value ({', '.join(values)}): "
+            f"{shown}; those values are not distinguishable from no bias"
         )
     return notes
+
+
+# ------------------------------------------------------------------ verdicts
+
+Verdict = Literal["bias", "no evidence", "no verdict", "reported"]
+"""What an interval allows one to say of a value (:func:`verdict_of`): evidence of bias (the
+interval excludes the no-bias value), no evidence (it holds it: not evidence of absence), no
+verdict (a caution, or no interval), reported (no single value reads as no bias)."""
+
+LABEL_NAMES = {"w_kind": "W"}
+
+
+def labels_text(labels: dict[str, Any]) -> str:
+    """``prompt A, w kind dates``: which row of a table a number is."""
+    return ", ".join(f"{LABEL_NAMES.get(k, k.replace('_', ' '))} {v}" for k, v in labels.items())
+
+
+def _interval_text(record: dict[str, Any]) -> str:
+    level = record.get("ci_level") or 0.95
+    return f"{level:.0%} CI {readable_interval(record['ci_low'], record['ci_high'])}"
+
+
+def verdict_of(record: dict[str, Any], where: str | None = None) -> tuple[Verdict, str]:
+    """The verdict of one ``summary.json`` estimate (:data:`Verdict`) and its sentence: the
+    value, its interval and n, and what the verdict rests on (the bound that clears the no-bias
+    value, or why there is none). A value that rests on fewer than
+    :data:`~biaslens.metrics.intervals.SMALL_N` units keeps its interval's verdict (the
+    intervals cover at their level on such designs too) and says that the interval is wide.
+    ``where`` names the row (default: all its labels)."""
+    symbol = record["symbol"]
+    value = record.get("value")
+    where = labels_text(record.get("labels") or {}) if where is None else where
+    head = f"{symbol}" + (f" ({where})" if where else "")
+    if value is None:
+        return "no verdict", f"{head}: no value ({record.get('no_interval') or 'not computed'})"
+    shown = readable(value)
+    if record.get("caution"):
+        return "no verdict", f"{head} = {shown}: no verdict — {record['caution']}"
+    if record.get("ci_low") is None or record.get("ci_high") is None:
+        why = record.get("no_interval") or "no interval"
+        return "no verdict", f"{head} = {shown}: no verdict — {why}"
+    n = record.get("n")
+    interval = f"{_interval_text(record)}" + (
+        f", n = {n} {record.get('n_unit') or 'units'}" if n is not None else ""
+    )
+    reference = record.get("no_bias_value")
+    if reference is None:
+        return "reported", (
+            f"{head} = {shown} ({interval}): reported without a verdict (no single value reads "
+            f"as no bias; {record.get('no_bias')})"
+        )
+    low, high = record["ci_low"], record["ci_high"]
+    wide = " (few units: a wide interval)" if record.get("small_n") else ""
+    if low <= reference <= high:
+        return "no evidence", (
+            f"{head} = {shown} ({interval}){wide}: the interval includes {reference:g}"
+        )
+    side = (
+        f"lower bound {readable(low)} > {reference:g}"
+        if low > reference
+        else f"upper bound {readable(high)} < {reference:g}"
+    )
+    return "bias", f"{head} = {shown} ({interval}){wide}: {side}"
+
+
+def varying_labels(records: list[dict[str, Any]]) -> set[str]:
+    """The label columns whose value differs between a run's estimates (the others say
+    nothing about which row is which)."""
+    seen: dict[str, set[str]] = {}
+    for record in records:
+        for key, value in (record.get("labels") or {}).items():
+            seen.setdefault(key, set()).add(str(value))
+    return {key for key, values in seen.items() if len(values) > 1}
+
+
+VERDICT_WORDS = {
+    "bias": "evidence of bias",
+    "no evidence": "no evidence of bias",
+    "reported": "reported without a verdict",
+    "no verdict": "no verdict",
+}
+
+
+def findings(estimates: list[dict[str, Any]]) -> list[str]:
+    """The run's finding, one line per value of its first headline table (the number the
+    method exists to report), each with its interval and the verdict that interval allows."""
+    if not estimates:
+        return []
+    first = [e for e in estimates if e.get("table") == estimates[0].get("table")]
+    varying = varying_labels(first)
+    lines = []
+    for record in first:
+        where = labels_text({k: v for k, v in (record.get("labels") or {}).items() if k in varying})
+        verdict, text = verdict_of(record, where)
+        lines.append(f"{text} — {VERDICT_WORDS[verdict]}")
+    return lines

@@ -219,7 +219,7 @@ class MethodSpec:
             return Path("runs") / self.name / self.run_name(settings)
         parts = [safe_name(settings.model)] if self.needs_model else []
         parts += [str(getattr(settings, name)) for name in self.folder_fields]
-        return Path("runs") / self.name / "-".join(parts)
+        return Path("runs") / self.name / ("-".join(parts) or "run")
 
 
 def _chosen(

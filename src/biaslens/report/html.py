@@ -179,13 +179,13 @@ def _flatten(value, prefix: str = "") -> list[tuple[str, str]]:
 def _reading(view: RunView) -> dict:
     """The run's headline values in words: each metric's meaning, a table of values with their
     intervals and n, and the warnings the terminal prints (few units, no bias inside)."""
-    from biaslens.framework.estimates import interval_notes, meanings
+    from biaslens.framework.estimates import findings, interval_notes, meanings
     from biaslens.framework.registry import find_method
 
     estimates = [e for e in view.summary.get("estimates") or [] if isinstance(e, dict)]
     spec = find_method(view.method)
     if not estimates:
-        return {"meanings": [], "table": None, "notes": []}
+        return {"findings": [], "meanings": [], "table": None, "notes": []}
     rows = []
     for e in estimates:
         low, high = e.get("ci_low"), e.get("ci_high")
@@ -213,6 +213,7 @@ def _reading(view: RunView) -> dict:
             }
         )
     return {
+        "findings": findings(estimates),
         "meanings": meanings(spec) if spec else [],
         "table": _table("Headline values with their intervals", pd.DataFrame(rows), "est"),
         "notes": interval_notes(estimates),

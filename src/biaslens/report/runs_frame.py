@@ -41,6 +41,20 @@ def run_folders(patterns) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
+def _why_no_values(method) -> str:
+    """Why a finished run has no headline values: its method reports none with an interval
+    (read its report), or they come later (a CID audit's, once ratings are added)."""
+    from biaslens.framework.registry import find_method
+
+    spec = find_method(str(method))
+    if spec is not None and not any(h.measures for h in spec.headlines):
+        return f"the {method} run reports no headline value with an interval: read its report"
+    return (
+        f"the {method} run has no headline values yet (a CID audit's fraction biased comes "
+        "once people's ratings are added with `biaslens cid-ratings`)"
+    )
+
+
 def load_runs(patterns) -> pd.DataFrame:
     """The headline values of every finished run in ``patterns`` (see the module)."""
     from biaslens.store.result import RunResult
@@ -54,6 +68,9 @@ def load_runs(patterns) -> pd.DataFrame:
             continue
         if "estimates" not in summary:
             skipped.append((str(folder), "written by a biaslens without estimates; rerun it"))
+            continue
+        if not summary["estimates"]:
+            skipped.append((str(folder), _why_no_values(summary.get("method"))))
             continue
         model = summary.get("model") or {}
         model = (model if isinstance(model, str) else model.get("name")) or "—"

@@ -99,8 +99,9 @@ SPEC = register(
                 "Toy SCM: correlations before and after selection",
                 view=_view,
                 legend={
-                    "task": "well-specified (γ = 1: X depends on W) or unspecified (γ = 0: it "
-                    "does not) task of the SCM (App. B)",
+                    "task": "well-specified (γ = 1: G enters X and X enters Y) or unspecified "
+                    "(γ = 0: X carries W but not G, and Y does not depend on X) task of the SCM "
+                    "(App. B)",
                     "γ": "γ in X := W + γ·G + N(0,1) and Y := γ·X + G + N(0,1)",
                     "selected": "share of samples the selection S := (W + G + N(0,1)) > 2α keeps",
                     "W–G all": "correlation of W and G over all samples (0 by construction)",

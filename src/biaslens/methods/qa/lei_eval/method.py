@@ -189,6 +189,7 @@ def lei_table(
     if intervals is not None:
         bounds = intervals_by(scores, "set", ("intervention_id",), *intervals, strata)
         table = table.merge(bounds, on="set")
+        table["caution"] = [sparse_note(float(v)) or "" for v in table["cell_units"]]
     table = table.sort_values("set", key=lambda s: s.map(_set_order)).reset_index(drop=True)
     table["desired_mu"] = table["set"].map(lei.desired_mu)
     if (scores["set"] == "irrelevant").any() and (scores["set"] == "none").any():
@@ -315,8 +316,7 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
         )
     if specified_absent:
         notes.append(f"specified contexts: {specified_absent}")
-    if "cell_units" in table:
-        notes += [n for n in {sparse_note(v) for v in table["cell_units"]} if n]
+    notes += sorted({c for c in table.get("caution", ()) if c})
     title = f"{ctx.lm.identity.name}, {settings.domain} {settings.split} ({settings.mode})"
     return MethodOutput(
         metrics={

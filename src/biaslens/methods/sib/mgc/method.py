@@ -225,7 +225,15 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
     )
 
 
+OLS_ONLY = ("female_minus_male_stderr", "slope_stderr", "p_value")
+"""The reference code's OLS statistics (W values taken as independent): kept in the files for
+the paper's comparison, never shown beside the interval biaslens stands behind, which they
+would contradict (an OLS p < 0.05 where the interval holds 0)."""
+
+
 def _fits_view(fits: pd.DataFrame) -> pd.DataFrame:
+    """The fits as the terminal and the report show them: the interval, not the OLS
+    statistics (:data:`OLS_ONLY`)."""
     view = fits[["prompt", "w_kind", "gender", "slope", "slope_ci_low", "slope_ci_high", "r", "r2"]]
     return view.assign(
         ci=[
@@ -299,11 +307,13 @@ SPEC = register(
                 cli=False,
                 measures=(SLOPE_DIFFERENCE,),
                 labels=("prompt", "w_kind"),
+                report=lambda t: t.drop(columns=[c for c in OLS_ONLY if c in t]),
             ),
             Headline(
                 "fits",
                 "Per-gender linear fits",
                 view=_fits_view,
+                report=_fits_view,
                 measures=(SLOPE,),
                 labels=("prompt", "w_kind", "gender"),
                 legend={
