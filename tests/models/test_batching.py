@@ -4,6 +4,7 @@ import torch
 from biaslens.errors import BiaslensError
 from biaslens.models.runtime.batching import (
     START_TOKENS,
+    WARM_UP_SIZE,
     BatchSizeMemo,
     BatchSizer,
     length_bucket,
@@ -67,10 +68,11 @@ def test_auto_batch_size_doubles_while_throughput_rises_then_settles(tmp_path):
     seen, fn = recording(clock)
     items = list(range(600))
     assert sizer.run(items, [L] * 600, fn) == items
-    # 8 (warm-up, untimed) twice (nothing to compare with yet); 16 and 32 each ran clearly
-    # faster than every size before on their first batch: up at once; 64 is not clearly
-    # faster (measured twice), 128 clearly slower than 32 (twice): settled at 32
-    assert seen[:10] == [8, 8, 8, 16, 32, 64, 64, 128, 128, 32]
+    # a warm-up of 4 (untimed, small so that progress moves at once); 8 twice (nothing to
+    # compare with yet); 16 and 32 each ran clearly faster than every size before on their
+    # first batch: up at once; 64 is not clearly faster (measured twice), 128 clearly slower
+    # than 32 (twice): settled at 32
+    assert seen[:10] == [WARM_UP_SIZE, 8, 8, 16, 32, 64, 64, 128, 128, 32]
     assert set(seen[9:-1]) == {32} and sizer.settled and sizer.size == 32
     assert sizer.search.measures[16] == pytest.approx([150.0 * L])
     assert memo.get(KEY + BUCKET) == 32  # remembered per length bucket
@@ -98,8 +100,8 @@ def test_a_remembered_size_is_revalidated_against_its_neighbours(tmp_path):
     sizer = BatchSizer("auto", memo, KEY, clock)
     seen, fn = recording(clock)
     sizer.run(list(range(1000)), [L] * 1000, fn)
-    # starts at 32 (warm-up, 2 measures), goes up to 64 and 128 (slower), then down to 16
-    assert seen[:11] == [32, 32, 32, 64, 64, 128, 128, 16, 16, 32, 32]
+    # a warm-up of 4, then 32 (2 measures), goes up to 64 and 128 (slower), then down to 16
+    assert seen[:11] == [WARM_UP_SIZE, 32, 32, 64, 64, 128, 128, 16, 16, 32, 32]
     assert sizer.search.revalidated and sizer.size == 32
     assert set(sizer.rates) == {16, 32, 64, 128}
 
@@ -114,7 +116,7 @@ def test_a_poisoned_memo_is_corrected_by_the_next_run(tmp_path, poisoned):
     seen, fn = recording(clock)
     items = list(range(3000))
     assert sizer.run(items, [L] * 3000, fn) == items
-    assert seen[0] == poisoned  # the remembered size was the starting point
+    assert seen[:2] == [min(poisoned, WARM_UP_SIZE), poisoned]  # after the warm-up: the memo
     assert sizer.search.revalidated and poisoned in sizer.rates and 32 in sizer.rates
     assert sizer.settled and sizer.size == 32
     assert memo.get(KEY + BUCKET) == 32
@@ -126,7 +128,7 @@ def test_a_measure_slowed_by_other_work_is_measured_again():
     sizer = BatchSizer("auto", clock=clock)
     seen, fn = recording(clock)
     sizer.run(list(range(1000)), [L] * 1000, fn)
-    assert seen[:7] == [8, 8, 8, 16, 16, 16, 32]
+    assert seen[:7] == [WARM_UP_SIZE, 8, 8, 16, 16, 16, 32]
     assert sizer.search.measures[16] == pytest.approx([75.0 * L, 150.0 * L, 150.0 * L])
     assert sizer.rates[16] == pytest.approx(150.0 * L) and sizer.size == 32
     assert sizer.search.stable
@@ -190,8 +192,8 @@ def test_auto_batch_size_halves_on_out_of_memory():
     ticks = []
     out = sizer.run(list(range(200)), [L] * 200, timed, ticks.append)
     assert out == [x * 2 for x in range(200)]
-    # 8 (warm-up), 8, 8, 16, 32 (each clearly faster), 64 fails -> 32 and settled for the rest
-    assert calls[:7] == [8, 8, 8, 16, 32, 64, 32]
+    # warm-up, 8, 8, 16, 32 (each clearly faster), 64 fails -> 32 and settled for the rest
+    assert calls[:7] == [WARM_UP_SIZE, 8, 8, 16, 32, 64, 32]
     assert sizer.size == 32 and sizer.settled
     assert sum(ticks) == 200
 
@@ -247,8 +249,8 @@ def test_work_that_ends_before_settling_leaves_its_best_size_as_a_starting_point
     memo = BatchSizeMemo(tmp_path / "sizes.json")
     sizer = BatchSizer("auto", memo, KEY, clock)
     seen, fn = recording(clock)
-    sizer.run(list(range(56)), [L] * 56, fn)  # warm-up, 8, 8, 16, 16 of 32 (cut short)
-    assert seen == [8, 8, 8, 16, 16] and not sizer.settled
+    sizer.run(list(range(52)), [L] * 52, fn)  # warm-up, 8, 8, 16, 16 of 32 (cut short)
+    assert seen == [WARM_UP_SIZE, 8, 8, 16, 16] and not sizer.settled
     assert memo.get_entry(KEY + BUCKET) == (16, None)  # measured once, faster than 8; no rate
     following = BatchSizer("auto", memo, KEY, clock)
     following.run(list(range(1000)), [L] * 1000, clock.work)
@@ -262,7 +264,8 @@ def test_a_size_that_runs_at_its_remembered_rate_is_kept_without_probing(tmp_pat
     sizer = BatchSizer("auto", memo, KEY, clock)
     seen, fn = recording(clock)
     sizer.run(list(range(1000)), [L] * 1000, fn)
-    assert set(seen[:-1]) == {32} and sizer.settled and sizer.search.confirmed  # last: the rest
+    assert seen[0] == WARM_UP_SIZE
+    assert set(seen[1:-1]) == {32} and sizer.settled and sizer.search.confirmed  # last: the rest
     assert not sizer.search.revalidated
     assert memo.get_entry(KEY + BUCKET) == (32, pytest.approx(180.0 * L))  # this run's rate
 
@@ -276,7 +279,7 @@ def test_a_memo_written_under_load_is_not_confirmed_by_a_quiet_run(tmp_path, poi
     sizer = BatchSizer("auto", memo, KEY, clock, max_size=256)
     seen, fn = recording(clock)
     sizer.run(list(range(3000)), [L] * 3000, fn)
-    assert seen[0] == poisoned and not sizer.search.confirmed
+    assert seen[:2] == [min(poisoned, WARM_UP_SIZE), poisoned] and not sizer.search.confirmed
     assert sizer.search.revalidated and sizer.size == 32
     assert memo.get_entry(KEY + BUCKET) == (32, pytest.approx(180.0 * L))
 

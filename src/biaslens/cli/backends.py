@@ -25,8 +25,8 @@ def backend_declarations() -> list[Option]:
     return [choice, *(o for o, _ in declared_options().values() if o.rules.cli)]
 
 
-def backend_params() -> list[click.Parameter]:
-    return [to_click(option) for option in backend_declarations()]
+def backend_params(group: str | None = None) -> list[click.Parameter]:
+    return [to_click(option, group=group) for option in backend_declarations()]
 
 
 def backend_config(values: dict[str, Any]):

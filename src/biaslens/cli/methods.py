@@ -11,6 +11,7 @@ without the run folder's. A new method needs no edit here.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -32,7 +33,21 @@ from biaslens.framework import options as shared
 from biaslens.framework.settings import SettingError
 
 
-class RunGroup(click.Group):
+class SuggestingGroup(click.Group):
+    """A group that answers an unknown command with the names it is close to."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        name = args[0] if args else ""
+        if args and not name.startswith("-") and self.get_command(ctx, name) is None:
+            import difflib
+
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=3, cutoff=0.6)
+            hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            raise click.UsageError(f"No such command {name!r}.{hint}", ctx)
+        return super().resolve_command(ctx, args)
+
+
+class RunGroup(SuggestingGroup):
     """``biaslens run``: a command per method, built when it is asked for (a built-in method's
     command imports no plug-in); listing them (``run --help``) finds the plug-ins' too."""
 
@@ -50,7 +65,7 @@ class RunGroup(click.Group):
         return self.commands[name]
 
 
-class RootGroup(click.Group):
+class RootGroup(SuggestingGroup):
     """The ``biaslens`` group: its own commands, those built when asked for (:meth:`add_lazy`:
     a command whose options come from the backends, plug-ins' included), the methods'
     shortcuts (``biaslens cid``), a built-in's found without importing any plug-in, and the
@@ -123,11 +138,14 @@ def method_command(spec, shortcut: bool = False) -> click.Command:
     if compares:
         params.append(to_click(shared.MODELS_FILE))
     runner = _runner_options(spec, shortcut)
-    params += [to_click(option) for option in runner]
+    params += [
+        to_click(option, group="Data" if option is shared.DATA_DIR else "Run and output")
+        for option in runner
+    ]
     if spec.needs_model:
         if not shortcut:
-            params += [to_click(shared.DRY_RUN), to_click(shared.PRICE)]
-        params += backend_params()
+            params += [to_click(o, group="Run and output") for o in (shared.DRY_RUN, shared.PRICE)]
+        params += backend_params(group="Model and backend")
 
     def invoke(**given):
         try:
@@ -141,7 +159,10 @@ def method_command(spec, shortcut: bool = False) -> click.Command:
     lines = meanings(spec)
     if lines:
         help_text += "\n\nReading the results:\n\n" + "\n\n".join(lines)
-    return command(spec.shortcut if shortcut else spec.name, invoke, params, help=help_text)
+    return command(
+        spec.shortcut if shortcut else spec.name, invoke, params, help=help_text,
+        summary=spec.title,
+    )  # fmt: skip
 
 
 def _invoke(spec, options: list[Option], runner: list[Option], compares: bool, given) -> None:
@@ -178,17 +199,32 @@ def _invoke(spec, options: list[Option], runner: list[Option], compares: bool, g
 
 def _parameter(spec, option: Option, compares: bool) -> click.Parameter:
     """A method option as the command takes it: not given is None (the settings' default, or
-    the preset's, applies), and the help shows the default the run would use."""
+    the preset's, applies), and the help shows the default the run would use, in click's
+    style (``[default: A]``), under its heading (:func:`option_group`)."""
     help_text = option.help
-    default = shown_default(option.default)
-    if default is not None and option.type is not bool:
-        help_text = f"{help_text} Default: {default}."
-    several = option.multiple or (compares and option.keyword == "model")
     if compares and option.keyword == "model":
         help_text += " Several to compare models (Fig. 3(b))."
+    default = shown_default(option.default)
+    if default is None and option.keyword == "limit":
+        default = "all"
+    if default is not None and option.type is not bool:
+        help_text = f"{help_text}  [default: {default}]"
+    several = option.multiple or (compares and option.keyword == "model")
+    group = option_group(option)
     if option.sets is not None:
-        return to_click(option.but(type=bool), help=help_text, default=False)
-    return to_click(option, help=help_text, default=None, multiple=several)
+        return to_click(option.but(type=bool), help=help_text, default=False, group=group)
+    return to_click(option, help=help_text, default=None, multiple=several, group=group)
+
+
+def option_group(option: Option) -> str:
+    """The heading a method command's option is listed under in its help."""
+    if option.keyword == "model":
+        return "Model and backend"
+    if option.display:
+        return "Run and output"
+    if option.type is Path or option.keyword in ("limit", "data_dir"):
+        return "Data"
+    return "Method"
 
 
 def flag_of(options: list[Option], field: str) -> str:

@@ -65,14 +65,17 @@ class Number(click.ParamType):
 
 class DeclaredOption(click.Option):
     """A click option with what its declaration adds: whether one flag takes several values
-    (``many``), whether ``a,b`` is two of them (``commas``), and its deprecated flags, each
-    with what replaces it (read by :class:`DeclaredCommand`)."""
+    (``many``), whether ``a,b`` is two of them (``commas``), its deprecated flags, each with
+    what replaces it (read by :class:`DeclaredCommand`), and the heading it is listed under in
+    the help (``group``)."""
 
     def __init__(self, *args, many: bool = False, commas: bool = False,
-                 deprecated: dict[str, str] | None = None, **kwargs) -> None:  # fmt: skip
+                 deprecated: dict[str, str] | None = None, group: str | None = None,
+                 **kwargs) -> None:  # fmt: skip
         super().__init__(*args, **kwargs)
         self.many, self.commas = many, commas
         self.deprecated_flags = deprecated or {}
+        self.group = group
 
     def split(self, value: str, flag: str) -> list[str]:
         """``a,b`` as two values (the old spelling, with a note) where the option allows it."""
@@ -85,6 +88,10 @@ class DeclaredOption(click.Option):
         return parts
 
 
+HEADINGS = ("Method", "Data", "Model and backend", "Run and output", "Options")
+"""The headings of a command's options in its help, in this order."""
+
+
 class DeclaredCommand(click.Command):
     """A click command that reads its declared options' spellings before click parses the
     command line: the values after one flag of an option that takes several (``--lam 0 5
@@ -93,6 +100,19 @@ class DeclaredCommand(click.Command):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         return super().parse_args(ctx, spelled_out(self.params, args))
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The options under their headings (method, data, model and backend, run and
+        output), in the order the headings first appear; ``--help`` last."""
+        groups: dict[str, list[tuple[str, str]]] = {heading: [] for heading in HEADINGS}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is not None:
+                heading = getattr(param, "group", None) or "Options"
+                groups.setdefault(heading, []).append(record)
+        for heading, records in ((h, r) for h, r in groups.items() if r):
+            with formatter.section(heading):
+                formatter.write_dl(records)
 
 
 def spelled_out(params: Sequence[click.Parameter], args: list[str]) -> list[str]:
@@ -150,6 +170,7 @@ def to_click(
     help: str | None = None,
     default: Any = NO_DEFAULT,
     multiple: bool | None = None,
+    group: str | None = None,
 ) -> click.Parameter:
     """The click parameter of a declaration (``help``, ``default`` and ``multiple`` override
     the declared ones: a method shows its settings' default in the help and passes None when
@@ -185,6 +206,7 @@ def to_click(
         many=many,
         commas=many and option.commas,
         deprecated=dict(option.deprecated),
+        group=group,
         **settings,
     )
 
@@ -195,6 +217,7 @@ def command(
     params: Sequence[click.Parameter],
     help: str | None = None,
     keywords: dict[str, str] | None = None,
+    summary: str | None = None,
 ) -> click.Command:
     """A click command calling ``callback`` with each parameter's value under its keyword
     (``keywords``: parameter name -> keyword, where they differ)."""
@@ -203,13 +226,27 @@ def command(
     def invoke(**values):
         return callback(**{renames.get(k, k): v for k, v in values.items()})
 
+    text = help if help is not None else callback.__doc__
     return DeclaredCommand(
         name,
         callback=invoke,
         params=list(params),
-        help=help if help is not None else callback.__doc__,
+        help=text,
+        short_help=summary or first_sentence(text or ""),
         context_settings={"help_option_names": ["--help"], "max_content_width": 100},
     )
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a help text's first paragraph, whole (a command's summary in
+    its group's list: never cut mid-phrase), without abbreviations taken for its end."""
+    import inspect
+    import re
+
+    paragraph = inspect.cleandoc(text).split("\n\n", 1)[0].replace("\n", " ")
+    match = re.search(r"^(.+?(?<!\bApp)(?<!\bFig)(?<!\be\.g)(?<!\bi\.e)(?<!\bSec)[.!?])(\s|$)",
+                      paragraph)  # fmt: skip
+    return (match.group(1) if match else paragraph).strip()
 
 
 def declared_command(name: str, *declared: Option | Argument):

@@ -94,11 +94,13 @@ def interval_notes(estimates: list[dict[str, Any]]) -> list[str]:
     notes = []
     small = [e for e in estimates if e.get("small_n")]
     if small:
-        first = small[0]
+        examples = {}
+        for e in small:  # one example per unit: a TNR counts other sentences than a TPR
+            examples.setdefault(e.get("n_unit") or "units", f"{e['symbol']} with n = {e['n']}")
+        shown = "; ".join(f"{example} {unit}" for unit, example in examples.items())
         notes.append(
-            f"{len(small)} value(s) rest on fewer than {SMALL_N} "
-            f"{first['n_unit'] or 'units'} (e.g. {first['symbol']} with n = {first['n']}): "
-            "their intervals are wide"
+            f"{len(small)} value(s) rest on fewer than {SMALL_N} units ({shown}): their "
+            "intervals are wide"
         )
     cautions = sorted({e["caution"] for e in estimates if e.get("caution")})
     notes += cautions

@@ -47,8 +47,10 @@ class Measure:
 
     def line(self) -> str:
         """One line: what it is, its range, what no bias reads as, which way is better."""
+        # a number without a no-bias value (a detector's rate) has a best value instead
+        target = "no bias" if self.reference is not None else "best"
         line = (
-            f"{self.symbol}: {self.definition}; range {self.range}; no bias: {self.no_bias}; "
+            f"{self.symbol}: {self.definition}; range {self.range}; {target}: {self.no_bias}; "
             f"{self.better}"
         )
         return f"{line}. Estimates {self.estimand}" if self.estimand else line

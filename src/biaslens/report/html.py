@@ -164,7 +164,7 @@ def _flatten(value, prefix: str = "") -> list[tuple[str, str]]:
         out = []
         for key, item in value.items():
             name = f"{prefix}.{key}" if prefix else str(key)
-            if item is None and str(key).endswith("sha256"):
+            if item in (None, "") and str(key).endswith("sha256"):
                 continue  # the hash of a file the run was not given
             if SECRET_KEY.search(str(key)) and not str(key).endswith(("sha256", "_env")):
                 out.append((name, REDACTED))

@@ -19,16 +19,18 @@ from biaslens.framework.registry import MethodSpec, methods
 
 
 def _settings_table(spec: MethodSpec) -> list[str]:
-    """Each setting with its default and meaning (its description, else its option's help)."""
-    helps = {o.keyword: o.help for o in spec.options if not o.hidden and not o.display}
-    lines = ["| setting | default | meaning |", "|---|---|---|"]
-    for name, field in spec.settings.model_fields.items():
-        if field.exclude or name == "model":
+    """Each setting as ``biaslens run NAME --help`` and ``biaslens.settings(NAME)`` show it
+    (:func:`~biaslens.framework.names.settings_table`): its keyword and flag, its default
+    (``all`` for a limit not given) and its help."""
+    from biaslens.framework.names import settings_table
+
+    lines = ["| setting | flag | default | meaning |", "|---|---|---|---|"]
+    for row in settings_table(spec):
+        if row["setting"] == "model":
             continue
-        default = "required" if field.is_required() else field.default
-        default = "—" if default is None else default
-        meaning = (field.description or helps.get(name) or "").replace("|", "\\|")
-        lines.append(f"| `{name}` | `{default}` | {meaning} |")
+        default = row["default"] or ("all" if row["setting"] == "limit" else "—")
+        meaning = row["help"].replace("|", "\\|")
+        lines.append(f"| `{row['setting']}` | `{row['flag']}` | `{default}` | {meaning} |")
     return lines
 
 

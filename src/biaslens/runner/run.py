@@ -108,6 +108,8 @@ def run_settings(
     progress = progress or NoProgress()
     if output is not None:
         check_output_method(Path(output), spec.name)
+    if data_dir is not None and not Path(data_dir).is_dir():  # before the model loads
+        raise BiaslensError(f"--data-dir {data_dir}: no such folder")
     base = None
     try:
         if spec.needs_model:

@@ -13,7 +13,8 @@ LOCK_FILE = ".lock"
 
 class RunLock:
     """An exclusive lock on a run folder (``.lock``, ``flock``), released when the process
-    ends, however it ends. Without ``fcntl`` (Windows) there is no lock."""
+    ends, however it ends; a run that finishes removes the file. Without ``fcntl`` (Windows)
+    there is no lock."""
 
     def __init__(self, root: Path) -> None:
         self.path = Path(root) / LOCK_FILE
@@ -47,6 +48,13 @@ class RunLock:
                 f"{self.path.parent} is in use by another biaslens run (pid {holder}); wait for "
                 f"it to finish, or {ANOTHER_OUTPUT}"
             ) from None
+        try:
+            same = os.stat(self.path, follow_symlinks=False).st_ino == os.fstat(descriptor).st_ino
+        except OSError:
+            same = False
+        if not same:  # the holder removed the file as it finished: take the new one
+            handle.close()
+            return self.acquire()
         try:  # the holder's pid, for the message a second process gets
             handle.seek(0)
             handle.truncate()
@@ -57,6 +65,12 @@ class RunLock:
         self._handle = handle
 
     def release(self) -> None:
+        """Remove the lock file (while still holding it: a process that opened it meanwhile
+        sees that it no longer names the file and takes a new one) and release the lock."""
         if self._handle is not None:
+            try:
+                self.path.unlink(missing_ok=True)
+            except OSError:  # a read-only folder: the file stays, the lock goes all the same
+                pass
             self._handle.close()  # closing the descriptor releases the flock
             self._handle = None

@@ -210,8 +210,17 @@ class _ChunkProgress:
         self.tick, self.contexts = tick, contexts
 
     def task(self, description: str, total: int, unit: str = "req"):
-        scale = self.contexts / max(total, 1)
-        return lambda n: self.tick(n * scale)
+        """A tick in whole contexts (a request is a part of one: 1,152/1,200, never 1,152.0)."""
+        done, shown = [0], [0]
+
+        def tick(n: int) -> None:
+            done[0] += n
+            now = done[0] * self.contexts // max(total, 1)
+            if now > shown[0]:
+                self.tick(now - shown[0])
+                shown[0] = now
+
+        return tick
 
 
 def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:

@@ -222,6 +222,12 @@ def _with_retries(label: str, call: Callable[[], _T]) -> _T:
         try:
             return call()
         except Exception as error:  # noqa: BLE001 - classified below
+            if _offline(error):
+                raise _Unreachable(
+                    f"{label}: the hub at {_endpoint()} cannot be reached (its name does not "
+                    "resolve: this machine looks offline); a model already downloaded runs "
+                    "offline, with HF_HUB_OFFLINE=1"
+                ) from None
             reason = _transient_reason(error)
             if reason is None:
                 raise _one_line(error, label) from None
@@ -235,6 +241,25 @@ def _with_retries(label: str, call: Callable[[], _T]) -> _T:
             time.sleep(delay)
             delay *= 2
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+NAME_NOT_RESOLVED = ("Name or service not known", "nodename nor servname",
+                     "Temporary failure in name resolution", "No address associated",
+                     "getaddrinfo failed")  # fmt: skip
+"""How a failed name look-up reads (glibc, macOS, Windows): a machine without a network,
+where retrying with back-off only makes the user wait."""
+
+
+def _offline(error: BaseException) -> bool:
+    """Whether ``error`` (or an error it came from) is a failed name look-up."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if any(text in str(current) for text in NAME_NOT_RESOLVED):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _transient_reason(error: BaseException) -> str | None:

@@ -45,6 +45,9 @@ START_TOKENS = 2048
 prompts of 64 tokens): smaller batches are rarely the fastest on any device, and each size
 below the best costs the search its slowest batches. The first batch also warms the model up
 and is not timed."""
+WARM_UP_SIZE = 4
+"""The first batch of a run warms the model up and is not timed: a few requests, so that the
+progress count moves within seconds (a first batch of 256 prompts sat at 0 for minutes)."""
 AUTO_FIRST_SIZE = 8
 """The size reported before any request was seen."""
 AUTO_MAX_SIZE = 1024
@@ -298,6 +301,8 @@ class BatchSizer:
         start = 0
         while start < len(order):
             size = search.size if search is not None else self.size
+            if search is not None and not search.warmed:  # untimed: small, so progress moves
+                size = min(size, WARM_UP_SIZE)
             index = order[start : start + size]
             began = self.clock()
             try:

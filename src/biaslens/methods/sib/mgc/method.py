@@ -94,7 +94,11 @@ class MGCSettings(MethodSettings):
         description="Paper scoring: greedy steps of causal/seq2seq models (the reference code "
         "used 10 for Method 1: --preset paper).",
     )
-    limit: Limit = None
+    limit: Limit = Field(
+        default=None,
+        description="Sentence frames (verb × life stage) kept, each at every W value (seeded; 0: "
+        "all 60).",
+    )
     min_pronoun_mass: MinPronounMass = MIN_PRONOUN_MASS
     seed: RandomSeed = 0
     ci_level: CiLevel = 0.95
