@@ -184,7 +184,7 @@ def test_sib_toy_and_detect_commands(tiny_models, tmp_path, monkeypatch, capsys)
     _one_line_error(code, err, "--threshold: ")
     code, _, err = run_cli(monkeypatch, capsys, "run", "sib-detect", "--data-dir",
                            str(tmp_path / "none"), "-o", str(tmp_path / "d2"))  # fmt: skip
-    _one_line_error(code, err, "biaslens datasets download winogender")
+    _one_line_error(code, err, "no such folder; `biaslens datasets download NAME --data-dir")
     code, _, err = run_cli(
         monkeypatch, capsys, "run", "sib-mgc", "--models-file", str(tmp_path / "nope.txt")
     )

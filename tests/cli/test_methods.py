@@ -97,7 +97,7 @@ def test_a_switch_sets_its_value_only_when_the_option_is_not_given(monkeypatch, 
 def test_help_shows_defaults_read_from_the_settings(monkeypatch, tmp_path):
     result = _invoke(_spec(), ["--help"], monkeypatch, tmp_path)
     text = " ".join(result.output.split())
-    assert "How many. Default: 7." in text
+    assert "How many. [default: 7]" in text
     assert "Rates. Default: 0.5 1.5." in text
     assert "Weight a. Default: 1." in text
     assert "--fancy" not in text  # hidden

@@ -5,6 +5,7 @@ virtualenv outside the repository without the model packages, runs the default m
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import sysconfig
@@ -26,17 +27,33 @@ def git(folder: Path, *args: str) -> str:
     ).stdout.strip()
 
 
+def built_once(tmp_path_factory) -> Path:
+    """The wheel, built once per test session: the first pytest-xdist worker to ask builds it
+    (setuptools writes the tree's shared ``build/`` folder: two builds at once lose each
+    other's files) under a file lock, and the others wait for it and take the same wheel."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "wheel-build"
+    shared.mkdir(exist_ok=True)
+    with FileLock(str(shared / ".lock")):
+        found = sorted(shared.glob("biaslens-*.whl"))
+        if not found:
+            built = subprocess.run(
+                [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir",
+                 str(shared), str(REPO)],
+                capture_output=True, text=True,
+            )  # fmt: skip
+            assert built.returncode == 0, built.stderr[-3000:]
+            found = sorted(shared.glob("biaslens-*.whl"))
+    return found[0]
+
+
 @pytest.fixture(scope="module")
 def wheel_venv(tmp_path_factory):
     """(python of a fresh venv holding the built wheel, the wheel's path)."""
     root = tmp_path_factory.mktemp("wheel")
-    built = subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(root),
-         str(REPO)],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert built.returncode == 0, built.stderr[-3000:]
-    wheel = next(root.glob("biaslens-*.whl"))
+    wheel = built_once(tmp_path_factory)
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"

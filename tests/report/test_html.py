@@ -155,8 +155,8 @@ def test_the_report_reads_the_numbers_as_the_terminal_does(tmp_path):
         "templates, conservative)" in html
     )
     assert "6 subject pair × template units" in html
-    assert "the interval of μ includes the no-bias value (0) for 1 value(s)" in html
-    assert "rest on fewer than 20 subject pair × template units" in html
+    assert "1 interval(s) include the no-bias value (0): μ;" in html
+    assert "rest on fewer than 20 units (μ with n = 6 subject pair × template units)" in html
     # the table shown under it has no repeated model/method columns; the CSV has them
     csv = pd.read_csv(tmp_path / "run" / "unqover.csv")
     assert list(csv.columns[:2]) == ["model", "method"] and set(csv["method"]) == {"unqover"}

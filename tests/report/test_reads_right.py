@@ -86,6 +86,7 @@ def test_no_headline_view_shows_the_ols_p_value_beside_the_interval(
         "--limit", "2", "-o", str(run),
     )  # fmt: skip
     assert code == 0, err
+    assert not (run / ".lock").exists()  # a finished run leaves no lock file behind
     assert "p_value" in pd.read_csv(run / "fits.csv").columns
     report = (run / "report.html").read_text()
     for text in (out, report):

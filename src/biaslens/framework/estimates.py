@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from biaslens.common.numbers import readable, readable_interval
 from biaslens.metrics.intervals import LEVEL, SMALL_N
+from biaslens.metrics.meanings import mostly_noise
 
 
 def _text(value) -> str | None:
@@ -46,6 +47,8 @@ def collect(spec, tables: dict[str, Any], level: float = LEVEL) -> list[dict[str
                 n = measure.n_of(row)
                 why_not = _text(row.get(f"{measure.ci_prefix}_ci_note"))
                 caution = _text(row.get(measure.caution)) if measure.caution else None
+                crossfit = _number(row.get(measure.crossfit)) if measure.crossfit else None
+                noise = mostly_noise(_number(row[measure.column]), crossfit)
                 records.append(
                     {
                         "table": headline.table,
@@ -61,6 +64,8 @@ def collect(spec, tables: dict[str, Any], level: float = LEVEL) -> list[dict[str
                         "conservative": measure.conservative if has_interval else None,
                         "estimand": measure.estimand or None,
                         "caution": caution,
+                        "crossfit": crossfit,
+                        "mostly_noise": noise,
                         "n": n,
                         "n_unit": measure.n_unit or None,
                         "small_n": n is not None and n < SMALL_N,
@@ -168,6 +173,8 @@ def verdict_of(record: dict[str, Any], where: str | None = None) -> tuple[Verdic
     if record.get("ci_low") is None or record.get("ci_high") is None:
         why = record.get("no_interval") or "no interval"
         return "no verdict", f"{head} = {shown}: no verdict — {why}"
+    if record.get("mostly_noise"):
+        shown += f" (plug-in mostly noise: cross-fitted {readable(record['crossfit'])})"
     n = record.get("n")
     interval = f"{_interval_text(record)}" + (
         f", n = {n} {record.get('n_unit') or 'units'}" if n is not None else ""

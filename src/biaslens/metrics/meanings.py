@@ -40,6 +40,10 @@ class Measure:
     estimand: str = ""
     conservative: bool = False
     caution: str | None = None
+    crossfit: str | None = None
+    """The column of its cross-fitted value, for a plug-in biased upwards (a maximum over
+    noisy means): where that value is below half the plug-in, the plug-in is mostly noise
+    (:func:`mostly_noise`)."""
 
     @property
     def ci_prefix(self) -> str:
@@ -75,3 +79,16 @@ class Measure:
                 return None
             total += int(value)
         return total
+
+
+NOISE_SHARE = 0.5
+"""A plug-in whose cross-fitted value is below this share of it is marked "mostly noise"."""
+
+
+def mostly_noise(plugin: float | None, crossfit: float | None) -> bool:
+    """Whether more than half of a plug-in value is the upward bias of a maximum over noisy
+    means: its cross-fitted value (selection and estimate on parts that share neither
+    templates nor partners) is below :data:`NOISE_SHARE` of it."""
+    if plugin is None or crossfit is None or plugin != plugin or crossfit != crossfit:
+        return False
+    return plugin > 0 and crossfit < NOISE_SHARE * plugin

@@ -57,6 +57,7 @@ MEASURES = (
         "lower is less biased",
         "probability",
         **_MAXIMA,
+        crossfit="mu_crossfit",
     ),
     Measure(
         "eta",
@@ -69,6 +70,7 @@ MEASURES = (
         "lower is less biased",
         "fraction",
         **_MAXIMA,
+        crossfit="eta_crossfit",
     ),
     Measure(
         "theta4",
@@ -79,6 +81,7 @@ MEASURES = (
         "lower is less biased",
         "probability",
         **_MAXIMA,
+        crossfit="theta4_crossfit",
     ),
     Measure(
         "delta",

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from biaslens.metrics.crossed import Design
+from biaslens.metrics.meanings import mostly_noise
 from biaslens.metrics.unqover import unordered_pair
 from biaslens.metrics.unqover_intervals import MAXIMA, METRICS
 
@@ -106,6 +107,8 @@ def summary_lines(row) -> pd.DataFrame:
         if thin and name in MAXIMA:
             value += " (sparse)"
         crossfit = row.get(f"{name}_crossfit")
+        if mostly_noise(row[name], crossfit):
+            value += " (mostly noise)"
         lines.append(
             {
                 "metric": measure.symbol,

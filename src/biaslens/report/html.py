@@ -199,6 +199,8 @@ def _reading(view: RunView) -> dict:
         value = readable(e["value"]) if e.get("value") is not None else "—"
         if e.get("caution"):
             value += " (read with care: see the notes)"
+        if e.get("mostly_noise"):
+            value += f" (plug-in mostly noise: cross-fitted {readable(e['crossfit'])})"
         n = e.get("n")
         rows.append(
             {

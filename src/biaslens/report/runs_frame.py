@@ -20,7 +20,7 @@ from biaslens.errors import BiaslensError
 
 ESTIMATE_FIELDS = (
     "table", "metric", "symbol", "value", "ci_low", "ci_high", "ci_level", "n", "n_unit", "unit",
-    "better", "no_interval", "caution",
+    "better", "no_interval", "caution", "crossfit", "mostly_noise",
 )  # fmt: skip
 """The fields of each ``summary.json`` estimate kept as columns (labels are joined into one)."""
 COLUMNS = ["run", "method", "model", "labels", *ESTIMATE_FIELDS, "settings"]
@@ -107,6 +107,8 @@ def comparison_table(frame: pd.DataFrame) -> pd.DataFrame:
         text = readable(row["value"]) if pd.notna(row["value"]) else "—"
         if isinstance(row.get("caution"), str) and row["caution"]:
             text += " (sparse)" if row["caution"].startswith("sparse") else " (read with care)"
+        if row.get("mostly_noise") is True:
+            text += " (mostly noise)"
         if pd.notna(row["ci_low"]) and pd.notna(row["ci_high"]):
             text += " " + readable_interval(row["ci_low"], row["ci_high"])
         elif row["value"] is not None and pd.notna(row["value"]):

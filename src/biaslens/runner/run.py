@@ -109,7 +109,11 @@ def run_settings(
     if output is not None:
         check_output_method(Path(output), spec.name)
     if data_dir is not None and not Path(data_dir).is_dir():  # before the model loads
-        raise BiaslensError(f"--data-dir {data_dir}: no such folder")
+        raise BiaslensError(
+            f"--data-dir {data_dir}: no such folder; `biaslens datasets download NAME --data-dir "
+            f"{data_dir}` fetches a dataset there (winogender, unqover, lei), or leave --data-dir "
+            "out to use the download cache"
+        )
     base = None
     try:
         if spec.needs_model:

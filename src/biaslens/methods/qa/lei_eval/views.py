@@ -8,6 +8,7 @@ import pandas as pd
 def with_interval(table: pd.DataFrame, column: str, prefix: str | None = None) -> list[str]:
     """``value [low, high]`` per row, or the value and why there is no interval."""
     from biaslens.common.numbers import readable, readable_interval
+    from biaslens.metrics.meanings import mostly_noise
 
     prefix = prefix or column
     cells = []
@@ -19,6 +20,11 @@ def with_interval(table: pd.DataFrame, column: str, prefix: str | None = None) -
         text = readable(float(value))
         if column in ("mu", "eta", "theta4") and row.get("caution"):
             text += " (sparse)"
+        crossfit = row.get(f"{column}_crossfit")
+        if crossfit is not None and crossfit == crossfit:
+            text += f" / {readable(float(crossfit))}"  # plug-in / cross-fitted, as unqover shows
+            if mostly_noise(float(value), float(crossfit)):
+                text += " (mostly noise)"
         low, high = row.get(f"{prefix}_ci_low"), row.get(f"{prefix}_ci_high")
         if low is not None and low == low and high == high:
             text += " " + readable_interval(low, high)
