@@ -98,8 +98,8 @@ def test_help_shows_defaults_read_from_the_settings(monkeypatch, tmp_path):
     result = _invoke(_spec(), ["--help"], monkeypatch, tmp_path)
     text = " ".join(result.output.split())
     assert "How many. [default: 7]" in text
-    assert "Rates. Default: 0.5 1.5." in text
-    assert "Weight a. Default: 1." in text
+    assert "Rates. [default: 0.5 1.5]" in text
+    assert "Weight a. [default: 1]" in text
     assert "--fancy" not in text  # hidden
     assert "--output" in text and "--preset" in text and "--data-dir" not in text
 
