@@ -54,17 +54,27 @@ def _duration(seconds: float | None) -> str:
     return f"~{seconds / 60:.0f} min"
 
 
+def short_reason(reason: str, limit: int = 240) -> str:
+    """A method's reason as one terminal line: long parenthesised lists (every missing file)
+    left out, at most ``limit`` characters (the card keeps it whole)."""
+    import re
+
+    reason = re.sub(r" \([^()]{60,}\)", "", reason)
+    return reason if len(reason) <= limit else reason[: limit - 1] + "…"
+
+
 def print_plan(audit, prices=None) -> None:
     """The plan of one model: requests, tokens, estimated time (and cost) per step."""
     import pandas as pd
 
     from biaslens.runner.plan import estimated_cost
 
-    rows = []
+    rows, reasons = [], []
     for planned in audit.plan:
         if planned.left_out is not None:
             rows.append({"step": planned.step.name, "requests": "—", "tokens": "—",
-                         "time": "—", "status": f"left out: {planned.left_out}"})  # fmt: skip
+                         "time": "—", "status": "left out (below)"})  # fmt: skip
+            reasons.append(f"  {planned.step.name}: {short_reason(planned.left_out)}")
             continue
         rows.append(
             {
@@ -72,12 +82,16 @@ def print_plan(audit, prices=None) -> None:
                 "requests": "not counted" if planned.requests is None else f"{planned.requests:,}",
                 "tokens": "—" if planned.tokens is None else f"{planned.tokens:,}",
                 "time": _duration(planned.seconds),
-                "status": "to run"
-                if planned.not_counted is None
-                else f"to run; not counted: {planned.not_counted}",
+                "status": "to run" if planned.not_counted is None else "to run (not counted)",
             }
         )
+        if planned.not_counted is not None:
+            reasons.append(
+                f"  {planned.step.name}: not counted: {short_reason(planned.not_counted)}"
+            )
     print_table(f"audit plan — {audit.model}", pd.DataFrame(rows))
+    for line in reasons:
+        console.print(line, markup=False, highlight=False)
     if prices is not None:
         table = pd.DataFrame(
             [{"request_type": p.step.name, "prompt_tokens": p.prompt_tokens or 0,

@@ -346,7 +346,9 @@ SPEC = register(
             ),
             Headline(
                 "subjects",
-                "Subjects by max |γ| over attributes",
+                "Subjects by max |γ| over attributes (plug-in values without intervals: each "
+                "a maximum over noisy means, biased upwards; μ above is their mean, with its "
+                "interval)",
                 view=_subjects_view,
                 legend={
                     "subject": "the subject (a religion, ethnicity, gender or nationality)",

@@ -47,6 +47,7 @@ from biaslens.metrics.sib import (
 )
 from biaslens.metrics.sib_measures import BALANCED_ACCURACY, TNR, TPR
 from biaslens.models.base import LM, ModelKind
+from biaslens.progress import note
 from biaslens.scoring.pronouns import check_pronoun_model, sampled_note, score_rows, scoring_for
 from biaslens.store.run import dataset_hash
 
@@ -173,6 +174,12 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
     rows = expand_dates(sentences, settings, ctx.lm.kind)
     if settings.sweep:
         rows = pd.concat([rows, sweep_rows(sentences, settings, ctx.lm.kind)], ignore_index=True)
+    if settings.limit:
+        per_set = ", ".join(
+            f"{n} {s}" for s, n in sentences["set"].value_counts(sort=False).items()
+        )
+        note(ctx.progress, f"--limit {settings.limit}: the first {settings.limit} occupations → "
+             f"{len(sentences)} sentences ({per_set}), {len(rows):,} prompts")  # fmt: skip
     scored = score_rows(
         ctx.lm, rows, settings.mode, ctx.progress, label="Method 2",
         max_new_tokens=settings.generation_tokens, samples=settings.samples,

@@ -60,6 +60,7 @@ from biaslens.metrics.sib import (
 )
 from biaslens.metrics.sib_measures import SLOPE, SLOPE_DIFFERENCE
 from biaslens.models.base import LM, ModelKind
+from biaslens.progress import note
 from biaslens.scoring.pronouns import check_pronoun_model, sampled_note, score_rows, scoring_for
 from biaslens.scoring.sampled import DEFAULT_SAMPLES, Samples
 from biaslens.store.run import dataset_hash
@@ -172,6 +173,10 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
 
     prompts = resolve_prompts(settings, ctx.lm.kind)
     sentences, rows = build_rows(settings, prompts)
+    if settings.limit:
+        frames = sentences[["verb", "life_stage"]].drop_duplicates().shape[0]
+        note(ctx.progress, f"--limit {settings.limit}: {frames} sentence frames at every W value "
+             f"→ {len(rows):,} prompts")  # fmt: skip
     samples = score_rows(
         ctx.lm, rows, settings.mode, ctx.progress, max_new_tokens=settings.generation_tokens,
         samples=settings.samples,
