@@ -20,7 +20,7 @@ def _first_lines(out: str) -> list[str]:
     """The terminal output less its progress and run-folder lines."""
     return [
         line for line in out.splitlines()
-        if line.strip() and not line.startswith(("run folder:", "starting"))
+        if line.strip() and not line.startswith(("run folder:", "starting", "--limit "))
         and "elapsed" not in line
     ]  # fmt: skip
 
@@ -42,6 +42,8 @@ def test_the_first_line_is_the_finding_with_its_interval(
         "-o", str(tmp_path / "run"), *args,
     )  # fmt: skip
     assert code == 0, err
+    limit = [line for line in (out + err).splitlines() if line.startswith("--limit ")]
+    assert len(limit) == 1 and "→" in limit[0], out  # what --limit kept, in the method's unit
     first = _first_lines(out)[0]
     assert first.startswith("finding: "), out[:2000]
     assert re.search(r"95% CI \[|no verdict|no value", first), first

@@ -55,6 +55,7 @@ from biaslens.metrics.unqover import MEASURES
 from biaslens.metrics.unqover_stream import UnqoverAccumulator
 from biaslens.metrics.unqover_summary import sparse_note, summary_lines
 from biaslens.models.base import LM, ModelKind
+from biaslens.progress import note
 from biaslens.scoring.qa import fill_mask_scores, qa_mode_for, score_examples
 from biaslens.scoring.sampled import DEFAULT_SAMPLES, Samples, answers_only_samples
 from biaslens.store.run import RowsHash
@@ -231,6 +232,10 @@ def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
     questions = question_set(settings, ctx.data_dir)
     limit = settings.limit or None
     contexts = questions.drawn_count(limit)  # one context per example row
+    if limit:
+        note(ctx.progress, f"--limit {limit}: {contexts:,} contexts (every pair among some "
+             "subjects at some templates, in both subject orders), each asked with its question "
+             "and its negation")  # fmt: skip
     tick = ctx.progress.task(
         f"UnQover {settings.domain} contexts ({ctx.lm.identity.name})", contexts, unit="contexts"
     )

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from biaslens.common.atomic import json_records
@@ -28,36 +27,28 @@ from biaslens.framework.presets import UNSET, ByModel
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.methods.qa.lei_eval.scores import score_questions, scoring_label
 from biaslens.methods.qa.lei_eval.settings import AUDIT, LeiEvalSettings, make_settings
+from biaslens.methods.qa.lei_eval.table import PAIRING, lei_table
 from biaslens.methods.qa.lei_eval.views import mu_view
 from biaslens.methods.qa.qa_files import LEI_EVAL as QA_FILES_LEI_EVAL
 from biaslens.metrics.qa import squad_scores
 from biaslens.metrics.unqover import MEASURES as UNQOVER_MEASURES
 from biaslens.metrics.unqover import (
     comparative_scores,
-    model_summary,
     subject_bias,
     unordered_pair,
 )
-from biaslens.metrics.unqover_stream import intervals_by
 from biaslens.metrics.unqover_summary import (
-    gap_intervals,
-    sparse_note,
     subject_strata,
-    unit_share_interval,
 )
 from biaslens.models.base import LM, ModelKind
 from biaslens.models.requests import AnswerSpanRequest, GenerateRequest, RequestType
-from biaslens.progress import Progress
+from biaslens.progress import Progress, note
 from biaslens.scoring.qa import qa_mode_for, unifiedqa_prompt
 from biaslens.scoring.sampled import answers_only_samples
 from biaslens.store.paths import safe_name
 from biaslens.store.run import dataset_hash
 
 METHOD = "lei-eval"
-SETS = ("none", "ethical", "adversarial", "irrelevant")
-"""The sets in report order; specified subsets (``specified-female`` …) follow them."""
-PAIRING = ("set", "intervention_id")
-"""Keys that tell contexts apart: the set (reported) and the intervention (averaged over)."""
 
 
 def _pair_key(table: pd.DataFrame) -> pd.Series:
@@ -161,62 +152,6 @@ def specified_answers(settings: LeiEvalSettings, from_sentences: bool) -> tuple[
     return ()
 
 
-CONTEXT = ["first", "second", "template", "attribute"]
-"""What identifies a context apart from its intervention."""
-
-
-def _set_order(name: str) -> tuple[int, str]:
-    return (SETS.index(name), "") if name in SETS else (len(SETS), name)
-
-
-def lei_table(
-    scores: pd.DataFrame,
-    comparative: pd.DataFrame | None = None,
-    intervals: tuple[float, int] | None = None,
-    strata: dict[str, str] | None = None,
-) -> pd.DataFrame:
-    """μ, η, θ4, δ, ε per set with the desired μ and the specified win rate (``comparative``:
-    ``comparative_scores(scores, PAIRING)`` when the caller has it); with ``intervals``
-    (level, seed), each metric's interval over the set's crossed design of subjects ×
-    templates (:mod:`biaslens.metrics.unqover_intervals`), the gap's and the win rate's, and
-    the units, subjects and templates they rest on.
-
-    The irrelevant set's desired μ is the no-intervention μ *over the same contexts* (its
-    interventions are meant to change nothing on those contexts)."""
-    if comparative is None:
-        comparative = comparative_scores(scores, PAIRING)
-    table = model_summary(scores, by=("set",), within=("intervention_id",), comparative=comparative)
-    if intervals is not None:
-        bounds = intervals_by(scores, "set", ("intervention_id",), *intervals, strata)
-        table = table.merge(bounds, on="set")
-        table["caution"] = [sparse_note(float(v)) or "" for v in table["cell_units"]]
-    table = table.sort_values("set", key=lambda s: s.map(_set_order)).reset_index(drop=True)
-    table["desired_mu"] = table["set"].map(lei.desired_mu)
-    if (scores["set"] == "irrelevant").any() and (scores["set"] == "none").any():
-        contexts = scores.loc[scores["set"] == "irrelevant", CONTEXT].drop_duplicates()
-        same = scores[scores["set"] == "none"].merge(contexts, on=CONTEXT)
-        baseline = model_summary(same, within=("intervention_id",))["mu"].iloc[0]
-        table.loc[table["set"] == "irrelevant", "desired_mu"] = float(baseline)
-    table["desired_mu"] = table["desired_mu"].astype(float)
-    table["gap"] = (table["mu"] - table["desired_mu"]).abs()
-    if intervals is not None:
-        table = gap_intervals(table)
-    for name in [s for s in table["set"] if s.startswith("specified")]:
-        spec = scores[(scores["set"] == name) & ~scores["negated"].astype(bool)]
-        first_named = (spec["specified"] == spec["first"]).to_numpy()
-        named = np.where(first_named, spec["s_first"], spec["s_second"])
-        other = np.where(first_named, spec["s_second"], spec["s_first"])
-        where = table["set"] == name
-        table.loc[where, "specified_win_rate"] = float(np.mean(named > other))
-        if intervals is not None:
-            wins = spec.assign(win=(named > other).astype(float), one=1.0)
-            value, interval = unit_share_interval(wins, "win", intervals[0])
-            table.loc[where, "specified_win_rate_ci_low"] = interval.low
-            table.loc[where, "specified_win_rate_ci_high"] = interval.high
-            table.loc[where, "specified_win_rate_ci_note"] = interval.why_not
-    return table
-
-
 def qa_utility(
     lm: LM, qa: pd.DataFrame, progress: Progress, context_first: bool = False
 ) -> pd.DataFrame:
@@ -292,6 +227,15 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
     rows, specified_absent = build_rows(
         settings, lei_dir, settings.split_file, settings.specified_sentences
     )
+    if settings.limit:
+        per_set = ", ".join(
+            f"{n} {name}" for name, n in rows.groupby("set", sort=False).size().items()
+        )
+        note(
+            ctx.progress,
+            f"--limit {settings.limit}: context pairs drawn per set, stratified → {len(rows):,} "
+            f"contexts ({per_set}), each asked with its question and its negation",
+        )
     qa = read_squad(settings.qa_file) if settings.qa_file is not None else None
     if qa is not None and settings.qa_limit is not None:
         qa = qa.head(settings.qa_limit)
