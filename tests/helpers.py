@@ -75,11 +75,14 @@ def few_attribute_lists(source, target, keep: int = 2):
 
 def message_lines(err: str) -> list[str]:
     """The non-blank lines of a command's stderr less its progress lines (a piped run prints
-    ``… 0:00:05 elapsed[, eta …]`` every few seconds, however long it takes to fail, and
-    ``run folder: …`` once it knows where its results go)."""
+    ``… 0:00:05 elapsed[, eta …]`` every few seconds, however long it takes to fail,
+    ``run folder: …`` once it knows where its results go, and ``--limit N: … → …``, what the
+    limit kept, before the work starts)."""
     import re
 
-    progress = re.compile(r"^(.+: .*\d+:\d\d:\d\d elapsed(, eta \S+)?|run folder: .+)$")
+    progress = re.compile(
+        r"^(.+: .*\d+:\d\d:\d\d elapsed(, eta \S+)?|run folder: .+|--limit \d+: .+ → .+)$"
+    )
     return [line for line in err.strip().splitlines() if line.strip() and not progress.match(line)]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from biaslens.auditing.card import BiasCard, LeftOut, ordered, rows_of
+from biaslens.auditing.card import BiasCard, LeftOut, ReferenceRow, ordered, rows_of
 from biaslens.auditing.render import write_card
 from tests.auditing.test_card import estimate
 from tests.conftest import screenshot
@@ -28,6 +28,24 @@ def _card() -> BiasCard:
         created="2026-01-01T00:00:00+00:00",
         rows=ordered(rows),
         left_out=[LeftOut(method="lei-train", why="fine-tunes the model")],
+        references=[  # a long source without spaces, as the released files' names are
+            ReferenceRow(
+                model=f"ref-{i}",
+                metric="slope",
+                labels=rows[0].labels,
+                value=0.01 * i,
+                ci_low=0.0,
+                ci_high=0.05,
+                protocol="paper",
+                source="org/repo@"
+                + "0" * 40
+                + ":data/"
+                + "+".join(f"fp_file_{j}.csv" for j in range(6)),
+                same_protocol=False,
+                why_not_same="exact scoring",
+            )
+            for i in range(3)
+        ],  # fmt: skip
         notes=["a note " * 40],
     )
 

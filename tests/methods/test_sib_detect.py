@@ -186,6 +186,7 @@ def test_detector_bad_inputs(tiny_models, tmp_path):
         run_detect(
             make_settings(model=str(tiny_models["roberta-qa"])), tmp_path, CPU, data_dir=DATA
         )
+    (tmp_path / "empty").mkdir()  # a data folder without the dataset
     with pytest.raises(BiaslensError, match="datasets download winogender"):
         run_detect(
             make_settings(model=str(tiny_models["llama"])),

@@ -52,7 +52,8 @@ def test_the_plain_folder_is_kept_for_the_full_set_whatever_ran_before(
     first = _mgc(model, notes, limit=1)
     plain = first.run_dir.parent / first.run_dir.name.rsplit("-", 1)[0]
     assert notes.lines == [
-        f"run folder: {first.run_dir} (--limit 1: {plain} is kept for the full set)"
+        f"run folder: {first.run_dir} (--limit 1: {plain} is kept for the full set)",
+        "--limit 1: 1 sentence frames at every W value → 30 prompts",  # what it kept
     ]
     full = _mgc(model, notes)
     assert full.run_dir == plain and notes.lines[-1] == f"run folder: {plain}"

@@ -119,7 +119,9 @@ body{font-family:system-ui,sans-serif;margin:1.2em 2em;color:#222;max-width:1400
 h1{font-size:1.4em;margin:.2em 0} h2{font-size:1.1em;margin-top:1.4em}
 ul.verdicts{padding-left:1em;margin:.4em 0} ul.verdicts li{margin:.15em 0;font-size:.92em}
 .bias{color:#a40000;font-weight:600} .noevidence{color:#225522} .noverdict{color:#666}
-table{border-collapse:collapse;font-size:.85em} td,th{border:1px solid #ccc;padding:2px 6px}
+table{border-collapse:collapse;font-size:.85em;max-width:100%}
+td,th{border:1px solid #ccc;padding:2px 6px;overflow-wrap:anywhere}
+img{max-width:100%}
 th{background:#f3f3f3;text-align:left}
 """
 

@@ -233,9 +233,9 @@ def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
     limit = settings.limit or None
     contexts = questions.drawn_count(limit)  # one context per example row
     if limit:
-        note(ctx.progress, f"--limit {limit}: {contexts:,} contexts (every pair among some "
-             "subjects at some templates, in both subject orders), each asked with its question "
-             "and its negation")  # fmt: skip
+        note(ctx.progress, f"--limit {limit}: every pair among some subjects at some templates, "
+             f"in both subject orders → {contexts:,} contexts, each asked with its question and "
+             "its negation")  # fmt: skip
     tick = ctx.progress.task(
         f"UnQover {settings.domain} contexts ({ctx.lm.identity.name})", contexts, unit="contexts"
     )
