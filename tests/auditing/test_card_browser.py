@@ -51,7 +51,11 @@ def _card() -> BiasCard:
 
 
 def test_the_first_screen_is_the_verdicts_with_their_intervals(page, tmp_path):
-    write_card(_card(), tmp_path)
+    card = _card()
+    write_card(card, tmp_path)
+    plotted = [r.plot for r in card.rows if r.plot]  # the rows with known models beside them
+    assert len(plotted) == 1 and (tmp_path / plotted[0]).stat().st_size > 5_000
+    assert plotted[0] in (tmp_path / "card.html").read_text()
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto((tmp_path / "card.html").as_uri())
     verdicts = page.locator("#verdicts li")

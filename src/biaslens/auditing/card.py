@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from biaslens.framework.estimates import Verdict, labels_text, varying_labels, verdict_of
+from biaslens.framework.estimates import Verdict, row_names, verdict_of
 
 CARD_FORMAT = 1
 
@@ -114,11 +114,9 @@ class BiasCard(BaseModel):
 def rows_of(step: str, method: str, summary: dict[str, Any], run: str, report: str | None):
     """The card rows of one finished run (its ``summary.json``)."""
     records = summary.get("estimates") or []
-    varying = varying_labels(records)
     rows = []
-    for record in records:
+    for record, where in zip(records, row_names(records), strict=True):
         labels = record.get("labels") or {}
-        where = labels_text({k: v for k, v in labels.items() if k in varying})
         verdict, finding = verdict_of(record, where)
         rows.append(
             CardRow(
@@ -148,6 +146,11 @@ def rows_of(step: str, method: str, summary: dict[str, Any], run: str, report: s
             )
         )
     return rows
+
+
+def references_of(card: BiasCard, row: CardRow) -> list[ReferenceRow]:
+    """The known models' values of ``row``'s number on the same probe (metric and labels)."""
+    return [r for r in card.references if r.metric == row.metric and r.labels == row.labels]
 
 
 VERDICT_ORDER = {"bias": 0, "no evidence": 1, "reported": 2, "no verdict": 3}

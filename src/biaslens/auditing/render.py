@@ -4,9 +4,10 @@ and ``card.html``, the verdicts first."""
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
-from biaslens.auditing.card import BiasCard, CardRow
+from biaslens.auditing.card import BiasCard, CardRow, references_of
 from biaslens.common import atomic
 from biaslens.common.files import make_dir
 from biaslens.common.numbers import readable, readable_interval
@@ -56,7 +57,7 @@ NO_EVIDENCE_CAVEAT = (
 
 def _standing(card: BiasCard, row: CardRow) -> str | None:
     """Where ``row`` falls among the reference models on the same probe."""
-    same = [r for r in card.references if r.metric == row.metric and r.labels == row.labels]
+    same = references_of(card, row)
     if not same or row.value is None:
         return None
     below = sum(r.value < row.value for r in same)
@@ -192,9 +193,45 @@ def card_html(card: BiasCard) -> str:
     return "".join(parts)
 
 
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "all"
+
+
+def write_forest_plots(card: BiasCard, folder: Path) -> None:
+    """One forest plot per number that has known models beside it (``plots/``): the audited
+    model in colour, the references greyed; each such row's ``plot`` names its file."""
+    import matplotlib.pyplot as plt
+
+    from biaslens.plots.forest import ForestLine, forest_figure
+
+    for row in card.rows:
+        same = references_of(card, row)
+        if not same or row.value is None:
+            continue
+        lines = [ForestLine(card.model, row.value, row.ci_low, row.ci_high)]
+        lines += [
+            ForestLine(r.model, r.value, r.ci_low, r.ci_high, grey=True)
+            for r in sorted(same, key=lambda r: -r.value)
+        ]
+        where = _labels(row.labels)
+        title = f"{row.symbol} ({where})"
+        if not same[0].same_protocol:
+            title += "\nreferences on the paper's protocol; this run's differs"
+        name = f"plots/{_slug(row.step)}-{_slug(row.metric)}-{_slug(where)}.png"
+        make_dir(folder / "plots", "plots folder")
+        figure = forest_figure(lines, title, row.unit, row.no_bias_value)
+        try:
+            atomic.write_figure(folder / name, figure)
+        finally:
+            plt.close(figure)
+        row.plot = name
+
+
 def write_card(card: BiasCard, folder: Path) -> Path:
-    """``card.json``, ``card.md`` and ``card.html`` in ``folder``; the Markdown card's path."""
+    """``card.json``, ``card.md`` and ``card.html`` in ``folder`` (and the forest plots); the
+    Markdown card's path."""
     make_dir(folder, "card folder")
+    write_forest_plots(card, folder)
     card.write_json(folder / "card.json")
     atomic.write_bytes(folder / "card.html", card_html(card).encode())
     path = folder / "card.md"

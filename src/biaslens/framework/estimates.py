@@ -118,13 +118,8 @@ def interval_notes(estimates: list[dict[str, Any]]) -> list[str]:
         )
     holding = [e for e in estimates if e.get("includes_no_bias")]
     if holding:
-        varying = varying_labels(estimates)
-        named = [
-            e["symbol"]
-            + (f" ({where})" if (where := labels_text(
-                {k: v for k, v in (e.get("labels") or {}).items() if k in varying})) else "")
-            for e in holding
-        ]  # fmt: skip
+        names = dict(zip(map(id, estimates), row_names(estimates), strict=True))
+        named = [e["symbol"] + (f" ({names[id(e)]})" if names[id(e)] else "") for e in holding]
         shown = "; ".join(named[:6]) + (f"; and {len(named) - 6} more" if len(named) > 6 else "")
         values = sorted({f"{e['no_bias_value']:g}" for e in holding})
         notes.append(
@@ -199,14 +194,19 @@ def verdict_of(record: dict[str, Any], where: str | None = None) -> tuple[Verdic
     return "bias", f"{head} = {shown} ({interval}){wide}: {side}"
 
 
-def varying_labels(records: list[dict[str, Any]]) -> set[str]:
-    """The label columns whose value differs between a run's estimates (the others say
-    nothing about which row is which)."""
+def row_names(records: list[dict[str, Any]]) -> list[str]:
+    """Each record's row as text, by the labels whose value differs between ``records`` (the
+    others say nothing about which row is which): ``W dates``, not ``prompt A, W dates``
+    where every row has prompt A."""
     seen: dict[str, set[str]] = {}
     for record in records:
         for key, value in (record.get("labels") or {}).items():
             seen.setdefault(key, set()).add(str(value))
-    return {key for key, values in seen.items() if len(values) > 1}
+    varying = {key for key, values in seen.items() if len(values) > 1}
+    return [
+        labels_text({k: v for k, v in (record.get("labels") or {}).items() if k in varying})
+        for record in records
+    ]
 
 
 VERDICT_WORDS = {
@@ -223,10 +223,8 @@ def findings(estimates: list[dict[str, Any]]) -> list[str]:
     if not estimates:
         return []
     first = [e for e in estimates if e.get("table") == estimates[0].get("table")]
-    varying = varying_labels(first)
     lines = []
-    for record in first:
-        where = labels_text({k: v for k, v in (record.get("labels") or {}).items() if k in varying})
+    for record, where in zip(first, row_names(first), strict=True):
         verdict, text = verdict_of(record, where)
         lines.append(f"{text} — {VERDICT_WORDS[verdict]}")
     return lines
