@@ -41,10 +41,20 @@ class Domain:
     subjects: tuple[str, ...]  # one list; two lists = every cross pair (gender: female × male)
     slots: str
     activities: str
+    named: bool = False
+    """Its subjects are names, draws from the people of each list (gender's first names); else
+    they are categories, the population a user asks about (these religions)."""
+
+    def subjects_are(self, choice: str = "auto") -> str:
+        """``drawn`` or ``fixed`` for the intervals: ``choice`` unless ``auto``, then drawn for
+        names and fixed for categories."""
+        if choice != "auto":
+            return choice
+        return "drawn" if self.named else "fixed"
 
 
 DOMAINS: dict[str, Domain] = {
-    "gender": Domain(("female", "male"), "gender_noact", "occupation_rev1"),
+    "gender": Domain(("female", "male"), "gender_noact", "occupation_rev1", named=True),
     "ethnicity": Domain(("ethnicity",), "ethnicity_noact", "biased_ethnicity"),
     "religion": Domain(("religion",), "religion_noact", "biased_religion"),
     "nationality": Domain(("country",), "country_noact", "biased_country"),

@@ -62,7 +62,7 @@ def collect(spec, tables: dict[str, Any], level: float = LEVEL) -> list[dict[str
                         "interval": measure.interval if has_interval else None,
                         "no_interval": None if has_interval else (why_not or "not computed"),
                         "conservative": measure.conservative if has_interval else None,
-                        "estimand": measure.estimand or None,
+                        "estimand": measure.estimand_of(row) or None,
                         "caution": caution,
                         "crossfit": crossfit,
                         "mostly_noise": noise,

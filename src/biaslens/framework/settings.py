@@ -74,6 +74,20 @@ CiLevel = Annotated[
 """The confidence level of a method's intervals (0.95 by default)."""
 
 
+SubjectsAre = Annotated[
+    Literal["auto", "drawn", "fixed"],
+    Field(
+        description="What the intervals take the subjects to be: drawn (a sample of subjects, "
+        "as first names are: the spread between subjects counts) or fixed (the population "
+        "asked about, as these religions are: only the templates are draws); auto: a "
+        "domain's names drawn, its categories fixed."
+    ),
+    FLAG,
+]
+"""Whether a set's subjects are draws or the population asked about (:class:`~biaslens.metrics
+.crossed.Design`); ``auto`` decides by the domain."""
+
+
 def _enough_replicates(value: int) -> int:
     from biaslens.metrics.intervals import MIN_REPLICATES
 

@@ -81,12 +81,23 @@ class Part:
 @dataclass(frozen=True)
 class Design:
     """Who shares what: per unit its subject(s) (``second`` :data:`NO_LEVEL` for one) and its
-    template (None when the set has no template factor), and each subject's stratum."""
+    template (None when the set has no template factor), and each subject's stratum.
+
+    ``subjects_fixed``: the subjects are the population asked about (these 11 religions), not
+    draws from one (first names): then no rerun would change them, every random part of the
+    model is nested in a template (its effect, a subject's or a pair's effect at it, a unit's
+    noise), the templates are independent clusters, and the variance is the templates'
+    delete-one jackknife alone, with T − 1 degrees of freedom."""
 
     first: np.ndarray
     second: np.ndarray | None = None
     template: np.ndarray | None = None
     strata: np.ndarray | None = None
+    subjects_fixed: bool = False
+
+    def __post_init__(self) -> None:
+        if self.subjects_fixed and self.template is None:
+            raise ValueError("fixed subjects need a template factor: nothing else is drawn")
 
     @property
     def units(self) -> int:
@@ -109,6 +120,8 @@ class Design:
     def df(self) -> int:
         """Degrees of freedom of the t interval: the fewest clusters of a factor (the subjects
         of each stratum, the templates), less one."""
+        if self.subjects_fixed:
+            return max(0, len(np.unique(self.template)) - 1)
         subject, _ = self._incidence()
         stratum = self._stratum_of(subject)
         counts = [len(np.unique(subject[stratum == value])) for value in np.unique(stratum)]
@@ -128,6 +141,9 @@ class Design:
     @cached_property
     def parts(self) -> list[Part]:
         """The kinds of cluster the variance is built from (module docstring)."""
+        if self.subjects_fixed:
+            member, _ = self._matrix([np.asarray(self.template)], np.arange(self.units))
+            return [Part("template", member, np.zeros(member.shape[0], int))]
         subject, at = self._incidence()
         stratum = self._stratum_of(subject)
         parts = []
@@ -179,7 +195,9 @@ class Design:
     def weights(self) -> np.ndarray:
         """The combination of the parts' jackknifes that is unbiased for the mean of the units
         under every component of the model (module docstring); the same design (a rerun, a
-        simulation) reuses it."""
+        simulation) reuses it. Fixed subjects: the templates' jackknife alone (weight 1)."""
+        if self.subjects_fixed:
+            return np.ones(1)
         key = hashlib.sha256()
         for array in (self.first, self.second, self.template, self.strata):
             key.update(b"-" if array is None else np.ascontiguousarray(array, np.int64).tobytes())

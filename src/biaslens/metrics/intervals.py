@@ -15,12 +15,42 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 from scipy import stats
 
 from biaslens.errors import BiaslensError
 
 LEVEL = 0.95
+
+SubjectsAre = Literal["drawn", "fixed"]
+"""What a set's subjects are: ``drawn`` from a population of subjects (first names: a rerun
+with other names would differ) or ``fixed``, the population asked about (these religions): see
+:class:`~.crossed.Design`."""
+
+
+@dataclass(frozen=True)
+class IntervalSpec:
+    """How a run's intervals are made: their ``level``, the ``seed`` of their random splits,
+    and whether the subjects are drawn or fixed (:data:`SubjectsAre`)."""
+
+    level: float = 0.95
+    seed: int = 0
+    subjects: SubjectsAre = "drawn"
+    complete_design: bool = False
+    """The set is meant to ask every subject pair every attribute (an UnQover question set; not
+    LEI's splits, which ask each pair some): where it does not (a prediction file of some
+    contexts), a maximum over the attributes present lies below the maximum over all of them,
+    so μ, η and θ4 get no interval."""
+
+    @classmethod
+    def of(cls, value: IntervalSpec | tuple | None) -> IntervalSpec | None:
+        """A spec from a spec, a (level, seed[, subjects]) tuple, or None (no intervals)."""
+        if value is None or isinstance(value, IntervalSpec):
+            return value
+        return cls(*value)
+
+
 SMALL_N = 20
 """Below this many units, a note says that the interval is wide for want of data."""
 

@@ -44,6 +44,16 @@ class Measure:
     """The column of its cross-fitted value, for a plug-in biased upwards (a maximum over
     noisy means): where that value is below half the plug-in, the plug-in is mostly noise
     (:func:`mostly_noise`)."""
+    estimand_by: tuple[str, tuple[tuple[str, str], ...]] | None = None
+    """(column, ((value, estimand), …)): where a row's ``column`` holds one of the values, the
+    row's estimand is that text (UnQover's subjects drawn or fixed); else :attr:`estimand`."""
+
+    def estimand_of(self, row) -> str:
+        """What this row's value estimates."""
+        if self.estimand_by is not None:
+            column, texts = self.estimand_by
+            return dict(texts).get(row.get(column), self.estimand)
+        return self.estimand
 
     @property
     def ci_prefix(self) -> str:

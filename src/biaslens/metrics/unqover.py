@@ -29,19 +29,33 @@ from biaslens.metrics.meanings import Measure
 
 REQUIRED = ("first", "second", "template", "attribute", "negated", "s_first", "s_second")
 
-_POPULATION = "the model over templates and subjects like these (both are draws)"
+POPULATIONS = {
+    "drawn": "the model over templates and subjects like these (both are draws: names)",
+    "fixed": "the model on these subjects (the population asked about) over templates like "
+    "these (the templates are draws)",
+}
+"""What UnQover's numbers estimate, by what the subjects are (``subjects_are``)."""
+_POPULATION = (
+    "the model over templates like these, and over subjects like these where the subjects are "
+    "draws (names) or on these subjects where they are the population asked about (religions, "
+    "ethnicities, countries): see subjects_are"
+)
+_MAXIMA_SUFFIX = (
+    "; the interval covers it with at least its level, and a lower bound above 0 rejects no bias"
+)
 _UNITS = dict(
     n="units",
     n_unit="subject pair × template units",
     interval="t over the crossed design of subjects × templates",
     reference=0.0,
     estimand=_POPULATION,
+    estimand_by=("subjects_are", tuple(POPULATIONS.items())),
 )
 _MAXIMA = dict(
     _UNITS,
     interval="cross-fitted lower and plug-in upper bound over subjects × templates",
-    estimand=_POPULATION + "; the interval covers it with at least its level, and a lower "
-    "bound above 0 rejects no bias",
+    estimand=_POPULATION + _MAXIMA_SUFFIX,
+    estimand_by=("subjects_are", tuple((k, v + _MAXIMA_SUFFIX) for k, v in POPULATIONS.items())),
     conservative=True,
     caution="caution",
 )

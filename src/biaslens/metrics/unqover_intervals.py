@@ -37,7 +37,7 @@ import numpy as np
 from scipy import sparse
 
 from biaslens.metrics.crossed import Design, crossed_variances
-from biaslens.metrics.intervals import bounds_interval, t_interval
+from biaslens.metrics.intervals import Interval, bounds_interval, t_interval
 from biaslens.metrics.unqover_cells import UnitCells, distinct_rows, text_ranks
 
 METRICS = ("mu", "eta", "theta4", "delta", "epsilon")
@@ -140,43 +140,72 @@ PAIRINGS = {4: ((0, 3), (3, 0), (1, 2), (2, 1)), 2: ((0, 1), (1, 0))}
 numbered 2·group + half) paired across both splits; the template halves of pair cells."""
 
 
-def _max_and_crossfit(c, n, starts):
-    """The plug-in mean over groups of max over cells of |c/n| (``c``, ``n``: per part), and
-    its cross-fitted value (:data:`PAIRINGS`)."""
+def _plug_in_max(c, n, starts):
+    """The plug-in mean over groups of max over cells of |Σc / Σn| (``c``, ``n``: per part)."""
     total = _ratio(sum(c), sum(n))
-    plug = _mean_over_groups(_select(np.abs(total), np.abs(total), sum(n) > 0, starts))
-    means = [_ratio(ci, ni) for ci, ni in zip(c, n, strict=True)]
-    readings = [
-        _select(np.abs(means[a]), np.sign(means[a]) * means[b], (n[a] > 0) & (n[b] > 0), starts)
-        for a, b in PAIRINGS[len(c)]
-    ]
-    return plug, _mean_over_groups(_nan_safe_mean(np.stack(readings)))
+    return _mean_over_groups(_select(np.abs(total), np.abs(total), sum(n) > 0, starts))
 
 
-def _abs_mean_and_crossfit(c, n, starts):
-    """η's plug-in mean over groups of the mean over cells of |c/n|, and its cross-fitted
-    value: sign on one part times the value on the other (:data:`PAIRINGS`)."""
+def _plug_in_abs_mean(c, n, starts):
+    """η's plug-in: the mean over groups of the mean over cells of |Σc / Σn|."""
     total = _ratio(sum(c), sum(n))
-    plug = _mean_over_groups(_group_mean(np.abs(total), sum(n) > 0, starts))
+    return _mean_over_groups(_group_mean(np.abs(total), sum(n) > 0, starts))
+
+
+def choices(c, n, starts, kind: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The cross-fit's choices, made once on the whole set (``c``, ``n``: one row per part):
+    per pairing of :data:`PAIRINGS`, the cells chosen and the sign each is read with: for
+    ``"max"`` each group's cell(s) of largest |mean| in the choosing part, for ``"mean"``
+    every cell (η). Only cells present in both parts count; a cell whose choosing mean is 0
+    is read with sign 0 (and still counted)."""
     means = [_ratio(ci, ni) for ci, ni in zip(c, n, strict=True)]
-    readings = []
+    out = []
     for a, b in PAIRINGS[len(c)]:
         both = (n[a] > 0) & (n[b] > 0)
-        readings.append(_group_mean(np.sign(means[a]) * means[b], both, starts))
-    return plug, _mean_over_groups(_nan_safe_mean(np.stack(readings)))
+        if kind == "max":
+            shown = np.where(both, np.abs(means[a]), -np.inf)
+            top = np.maximum.reduceat(shown, starts, axis=1)
+            sizes = np.diff(np.append(starts, shown.shape[1]))
+            chosen = both & (shown == np.repeat(top, sizes, axis=1))
+        else:
+            chosen = both
+        out.append((chosen, np.where(chosen, np.sign(np.nan_to_num(means[a])), 0.0)))
+    return out
 
 
-def _statistic(subject_starts, pair_starts):
+def _crossfit(c, n, starts, chosen):
+    """The cross-fitted value: per pairing, each group's chosen cells read on the other part
+    (signed, averaged over the chosen cells still present), then averaged over pairings and
+    groups. The choices stay those of the whole set in every deletion of the jackknife: the
+    reading is then a smooth function of the sums, whose jackknife is consistent (a choice
+    remade in each deletion flips between near-ties and inflates the spread, as the
+    double-machine-learning variance also holds the first stage fixed)."""
+    readings = []
+    for (_, b), (cells, sign) in zip(PAIRINGS[len(c)], chosen, strict=True):
+        mean = _ratio(c[b], n[b])
+        used = cells & np.isfinite(mean)
+        total = np.add.reduceat(np.where(used, sign * np.nan_to_num(mean), 0.0), starts, axis=1)
+        count = np.add.reduceat(used.astype(float), starts, axis=1)
+        readings.append(_ratio(total, count))
+    return _mean_over_groups(_nan_safe_mean(np.stack(readings)))
+
+
+def _statistic(subject_starts, pair_starts, chosen):
+    """The statistic of every metric from per-part sums; ``chosen``: the cross-fit's choices
+    (:func:`choices`) of μ, η and θ4."""
+
     def statistic(s):
         out = {}
-        quarters = range(4)
-        c, n = [s[f"c_sum{q}"] for q in quarters], [s[f"n{q}"] for q in quarters]
-        out["mu"], out["mu_crossfit"] = _max_and_crossfit(c, n, subject_starts)
-        signs = [s[f"sign_sum{q}"] for q in quarters]
-        out["eta"], out["eta_crossfit"] = _abs_mean_and_crossfit(signs, n, subject_starts)
-        out["theta4"], out["theta4_crossfit"] = _max_and_crossfit(
-            [s["pc_sum0"], s["pc_sum1"]], [s["pn0"], s["pn1"]], pair_starts
-        )
+        parts = sum(1 for key in s if key.startswith("c_sum"))
+        c, n = [s[f"c_sum{q}"] for q in range(parts)], [s[f"n{q}"] for q in range(parts)]
+        signs = [s[f"sign_sum{q}"] for q in range(parts)]
+        pair_c, pair_n = [s["pc_sum0"], s["pc_sum1"]], [s["pn0"], s["pn1"]]
+        out["mu"] = _plug_in_max(c, n, subject_starts)
+        out["mu_crossfit"] = _crossfit(c, n, subject_starts, chosen["mu"])
+        out["eta"] = _plug_in_abs_mean(signs, n, subject_starts)
+        out["eta_crossfit"] = _crossfit(signs, n, subject_starts, chosen["eta"])
+        out["theta4"] = _plug_in_max(pair_c, pair_n, pair_starts)
+        out["theta4_crossfit"] = _crossfit(pair_c, pair_n, pair_starts, chosen["theta4"])
         for key in ("delta", "epsilon"):
             total = s[f"{key}_t0"] + s[f"{key}_t1"]
             count = s[f"{key}_n0"] + s[f"{key}_n1"]
@@ -185,6 +214,22 @@ def _statistic(subject_starts, pair_starts):
             return {k: np.asarray(v, dtype=float) for k, v in out.items()}
 
     return statistic
+
+
+def incomplete_note(subject_cells: np.ndarray, pair_cells: np.ndarray, attributes: int):
+    """Why μ, η, θ4 get no interval where the set is not a complete crossed design (some
+    subjects or pairs lack an attribute; ``*_cells``: the attributes each has); None where it
+    is complete."""
+    subjects = int((subject_cells < attributes).sum())
+    pairs = int((pair_cells < attributes).sum())
+    if not subjects and not pairs:
+        return None
+    return (
+        f"not a complete design: {subjects} of {len(subject_cells)} subjects and {pairs} of "
+        f"{len(pair_cells)} subject pairs lack some of the {attributes} attributes, and a "
+        "maximum over the attributes present lies below the maximum over all; give every "
+        "context of the set for an interval"
+    )
 
 
 def _nan_safe_mean(values):
@@ -196,12 +241,22 @@ def _nan_safe_mean(values):
 
 
 def intervals(
-    cells: UnitCells, level: float, seed: int, strata: dict[str, str] | None = None
+    cells: UnitCells,
+    level: float,
+    seed: int,
+    strata: dict[str, str] | None = None,
+    subjects_fixed: bool = False,
+    complete_design: bool = False,
 ) -> dict[str, float | str | None]:
     """``{metric}_ci_low`` / ``_ci_high`` (NaN with ``{metric}_ci_note`` saying why where
     there is none) for μ, η, θ4, δ, ε; ``{metric}_crossfit`` for μ, η, θ4; ``units`` (subject
     pair × template units), ``subjects``, ``templates`` and ``cell_units`` (the median units
-    per (subject, attribute) cell). ``strata``: a subject's list (e.g. female / male names)."""
+    per (subject, attribute) cell). ``strata``: a subject's list (e.g. female / male names).
+    ``subjects_fixed``: the subjects are the population asked about, templates alone are
+    drawn (:class:`~.crossed.Design`); the cross-fit then splits the templates only (a
+    subject's γ averages over the same fixed partners in both parts). ``complete_design``:
+    μ, η and θ4 get no interval where some subject or pair lacks an attribute
+    (:func:`incomplete_note`)."""
     coder = cells.coder
     subject_rank = text_ranks(coder.subjects.keys)
     template_rank = text_ranks(coder.templates.keys)
@@ -221,10 +276,13 @@ def intervals(
     attribute = attribute_rank[subject["key"][:, 2]]
     halves = template_halves(template[unit], attribute, seed)
     half_of_unit = np.array([halves[t] for t in template])
-    quarter = 2 * partner_groups(x1, partner, seed) + half_of_unit[unit]
+    if subjects_fixed:
+        part, parts = half_of_unit[unit], 2
+    else:
+        part, parts = 2 * partner_groups(x1, partner, seed) + half_of_unit[unit], 4
     values = {k: subject[k] for k in ("c_sum", "sign_sum", "n")}
     matrices, subject_starts = _cell_matrices(
-        (x1, attribute), place[unit], n_units, values, quarter, 4
+        (x1, attribute), place[unit], n_units, values, part, parts
     )
     pair = cells.pair.columns()
     unit = pair["key"][:, 0]
@@ -257,11 +315,39 @@ def intervals(
         np.searchsorted(subjects, high[unit_order]),
         np.searchsorted(templates, template[unit_order]),
         np.array([stratum_names.index(s) for s in stratum_of]),
+        subjects_fixed=subjects_fixed,
     )
-    point, variances = crossed_variances(matrices, _statistic(subject_starts, pair_starts), design)
+    total = {k: np.asarray(m.sum(axis=0)).reshape(1, -1) for k, m in matrices.items()}
+    chosen = {
+        "mu": choices(
+            [total[f"c_sum{q}"] for q in range(parts)], [total[f"n{q}"] for q in range(parts)],
+            subject_starts, "max",
+        ),
+        "eta": choices(
+            [total[f"sign_sum{q}"] for q in range(parts)],
+            [total[f"n{q}"] for q in range(parts)], subject_starts, "mean",
+        ),
+        "theta4": choices(
+            [total["pc_sum0"], total["pc_sum1"]], [total["pn0"], total["pn1"]], pair_starts, "max"
+        ),
+    }  # fmt: skip
+    statistic = _statistic(subject_starts, pair_starts, chosen)
+    point, variances = crossed_variances(matrices, statistic, design)
     out: dict[str, float | str | None] = {}
+    incomplete = None
+    if complete_design:
+        attributes = len(np.unique(attribute_rank))
+        incomplete = incomplete_note(
+            np.diff(np.append(subject_starts, matrices["c_sum0"].shape[1])),
+            np.diff(np.append(pair_starts, matrices["pc_sum0"].shape[1])),
+            attributes,
+        )
     for name in METRICS:
-        if name in MAXIMA:
+        if name in MAXIMA and incomplete:
+            interval = Interval.none(incomplete)
+            out[f"{name}_crossfit"] = point[f"{name}_crossfit"]
+            out[f"{name}_crossfit_se"] = math.sqrt(max(variances[f"{name}_crossfit"], 0.0))
+        elif name in MAXIMA:
             interval = bounds_interval(
                 point[f"{name}_crossfit"],
                 variances[f"{name}_crossfit"],
@@ -279,6 +365,7 @@ def intervals(
         out[f"{name}_ci_note"] = interval.why_not
         out[f"{name}_se"] = math.sqrt(max(variances[name], 0.0))
     out["df"] = design.df
+    out["subjects_are"] = "fixed" if subjects_fixed else "drawn"
     out["units"] = n_units
     out["subjects"] = len(names)
     out["templates"] = len(templates)

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from biaslens.errors import BiaslensError
+from biaslens.metrics.intervals import IntervalSpec
 from biaslens.metrics.unqover import (
     bias_from_sums,
     check_scores,
@@ -52,8 +53,9 @@ class UnqoverAccumulator:
 
     ``within``: key columns that tell contexts apart but are averaged over (e.g. the
     intervention of an UnQover prediction key), as in :func:`~.unqover.model_summary`.
-    ``intervals``: (level, seed) adds intervals over the crossed design of subjects ×
-    templates to the summary (:mod:`.unqover_intervals`); None: point values only.
+    ``intervals``: an :class:`~.intervals.IntervalSpec` (or (level, seed)) adds intervals over
+    the crossed design of subjects × templates to the summary (:mod:`.unqover_intervals`);
+    None: point values only.
     ``skip_unscored``: a complete context with a question without a score (NaN, as sampled
     scoring leaves a question no reply answers) is left out whole instead of being an
     error.
@@ -64,11 +66,11 @@ class UnqoverAccumulator:
     def __init__(
         self,
         within: tuple[str, ...] = (),
-        intervals: tuple[float, int] | None = None,
+        intervals: IntervalSpec | tuple | None = None,
         skip_unscored: bool = False,
     ) -> None:
         self.within = tuple(within)
-        self.intervals = intervals
+        self.intervals = IntervalSpec.of(intervals)
         self.coder = ContextCoder(self.within)
         self.units = UnitCells(self.coder) if intervals else None
         self._waiting: pd.DataFrame | None = None  # rows of contexts not yet complete
@@ -208,7 +210,9 @@ class UnqoverAccumulator:
         """:func:`~.unqover_intervals.intervals` of the set added (``strata``: each subject's
         list); the accumulator must have been made with ``intervals``."""
         self._check_finished()
-        return intervals(self.units, *self.intervals, strata)
+        spec = self.intervals
+        fixed = spec.subjects == "fixed"
+        return intervals(self.units, spec.level, spec.seed, strata, fixed, spec.complete_design)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The run's tables: ``unqover`` (model level), ``subjects``, ``subject_attribute`` and,
@@ -229,7 +233,7 @@ def stream_tables(
     chunks,
     by: tuple[str, ...] = (),
     within: tuple[str, ...] = (),
-    intervals: tuple[float, int] | None = None,
+    intervals: IntervalSpec | tuple | None = None,
 ) -> dict[str, pd.DataFrame]:
     """``model`` (μ, η, θ4, δ, ε, contexts), ``subjects``, ``subject_attribute`` and, for
     subjects in several clusters, ``cluster_attribute`` of a stream of score chunks: one row
@@ -273,15 +277,14 @@ def intervals_by(
     scores: pd.DataFrame,
     by: str,
     within: tuple[str, ...],
-    level: float,
-    seed: int,
+    intervals: IntervalSpec,
     strata: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """:func:`~.unqover_intervals.intervals` of each value of ``by`` (e.g. LEI's set), one row
     each; ``within`` as :class:`UnqoverAccumulator`'s."""
     rows = []
     for value, part in scores.groupby(by, sort=True):
-        totals = UnqoverAccumulator((by, *within), intervals=(level, seed))
+        totals = UnqoverAccumulator((by, *within), intervals=intervals)
         totals.add(part)
         rows.append({by: value, **totals.crossed_intervals(strata)})
     return pd.DataFrame(rows)

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from biaslens.metrics.crossed import Design
+from biaslens.metrics.intervals import IntervalSpec
 from biaslens.metrics.meanings import mostly_noise
 from biaslens.metrics.unqover import unordered_pair
 from biaslens.metrics.unqover_intervals import MAXIMA, METRICS
@@ -32,6 +33,21 @@ def sparse_note(cell_units: float) -> str | None:
     )
 
 
+def subjects_note(subjects_are: str, subjects: int | None = None) -> str:
+    """The run's line saying what its intervals take the subjects to be."""
+    count = f"the {subjects} subjects" if subjects else "the subjects"
+    if subjects_are == "fixed":
+        return (
+            f"intervals take {count} as fixed, the population asked about: they describe the "
+            "model on these subjects over templates like these (--subjects-are drawn: over "
+            "subjects like these too)"
+        )
+    return (
+        f"intervals take {count} as draws (names): they describe the model over subjects and "
+        "templates like these (--subjects-are fixed: on these subjects only)"
+    )
+
+
 def with_intervals(summary: pd.DataFrame, bounds: dict) -> pd.DataFrame:
     """The one-row summary with :func:`intervals`' columns beside each metric."""
     summary = summary.copy()
@@ -42,7 +58,7 @@ def with_intervals(summary: pd.DataFrame, bounds: dict) -> pd.DataFrame:
             extra[:0] = [f"{name}_crossfit", f"{name}_crossfit_se"]
         for offset, column in enumerate(extra):
             summary.insert(place + offset, column, bounds[column])
-    for column in ("units", "subjects", "templates", "df", "cell_units"):
+    for column in ("units", "subjects", "templates", "df", "cell_units", "subjects_are"):
         summary[column] = bounds[column]
     summary["caution"] = sparse_note(float(bounds["cell_units"])) or ""
     return summary
@@ -55,9 +71,12 @@ def subject_strata(scores: pd.DataFrame) -> dict[str, str] | None:
     return dict(zip(scores["first"].astype(str), scores["first_cluster"].astype(str), strict=True))
 
 
-def unit_design(first: pd.Series, second: pd.Series, template: pd.Series, strata=None):
+def unit_design(
+    first: pd.Series, second: pd.Series, template: pd.Series, strata=None, fixed: bool = False
+):
     """The crossed design of rows keyed by a subject pair (either order) and a template, and
-    each row's unit (its subject pair × template)."""
+    each row's unit (its subject pair × template); ``fixed``: the subjects are the population
+    asked about."""
     low, high = unordered_pair(first, second)
     keys = pd.DataFrame({"low": low, "high": high, "template": template.to_numpy()})
     unit = keys.groupby(["low", "high", "template"], sort=True).ngroup().to_numpy()
@@ -71,16 +90,19 @@ def unit_design(first: pd.Series, second: pd.Series, template: pd.Series, strata
         units["template"].astype(str).map({t: i for i, t in enumerate(sorted(
             units["template"].astype(str).unique()))}).to_numpy(),
         np.array([kinds.index((strata or {}).get(n, "")) for n in names]),
+        subjects_fixed=fixed,
     )  # fmt: skip
     return design, unit
 
 
-def unit_share_interval(rows: pd.DataFrame, column: str, level: float):
+def unit_share_interval(rows: pd.DataFrame, column: str, intervals: IntervalSpec):
     """The share of ``column`` (0/1 per row) over rows keyed by first, second and template,
     with its crossed-design interval."""
     from biaslens.metrics.crossed import ratio_interval
 
-    design, unit = unit_design(rows["first"], rows["second"], rows["template"])
+    fixed = intervals.subjects == "fixed"
+    design, unit = unit_design(rows["first"], rows["second"], rows["template"], fixed=fixed)
+    level = intervals.level
     hits = np.bincount(unit, rows[column].to_numpy(float), design.units)
     count = np.bincount(unit, minlength=design.units).astype(float)
     return ratio_interval(hits, count, design, level, clip=(0.0, 1.0))

@@ -140,8 +140,11 @@ GLOSSARY: dict[str, str] = {
     "units": "subject pair × template units the intervals rest on",
     "subjects": "subjects the intervals rest on (a crossed factor)",
     "templates": "templates the intervals rest on (a crossed factor)",
-    "df": "degrees of freedom of the t intervals: the fewer of subjects and templates, less one",
+    "df": "degrees of freedom of the t intervals: the fewer of subjects and templates, less one "
+    "(fixed subjects: the templates less one)",
     "cell_units": "median subject pair × template units per (subject, attribute) cell",
+    "subjects_are": "drawn (the intervals count subjects as a sample, as names are) or fixed "
+    "(the subjects are the population asked about; only templates are draws)",
     "caution": "why μ, η and θ4's plug-in values are not to be read as they stand (empty: "
     "they are)",
     "gamma": "γ(x, a): mean comparative score of the subject for the attribute (−1 to 1)",

@@ -10,7 +10,7 @@ INTERVALS = (
     *(f"{m}_ci_{side}" for m in METRICS for side in ("low", "high", "note")),
     *(f"{m}_se" for m in METRICS),
     *(f"{m}_crossfit{end}" for m in METRICS[:3] for end in ("", "_se")),
-    "units", "subjects", "templates", "df", "cell_units", "caution",
+    "units", "subjects", "templates", "df", "cell_units", "subjects_are", "caution",
 )  # fmt: skip
 _SCORES = ("first", "second", "first_start", "second_start", "context", "category", "template",
            "attribute", "key", "negated", "question", "s_first", "s_second")  # fmt: skip

@@ -48,12 +48,14 @@ from biaslens.framework.settings import (
     RandomSeed,
     Replicates,
     SpanAdjustment,
+    SubjectsAre,
 )
 from biaslens.methods.qa.qa_files import UNQOVER as QA_FILES_UNQOVER
 from biaslens.methods.qa.unqover_dump import FROM_PREDICTIONS
+from biaslens.metrics.intervals import IntervalSpec
 from biaslens.metrics.unqover import MEASURES
 from biaslens.metrics.unqover_stream import UnqoverAccumulator
-from biaslens.metrics.unqover_summary import sparse_note, summary_lines
+from biaslens.metrics.unqover_summary import sparse_note, subjects_note, summary_lines
 from biaslens.models.base import LM, ModelKind
 from biaslens.progress import note
 from biaslens.scoring.qa import fill_mask_scores, qa_mode_for, score_examples
@@ -118,6 +120,7 @@ class UnqoverSettings(MethodSettings):
     )
     ci_level: CiLevel = 0.95
     bootstrap: Replicates = 1000
+    subjects_are: SubjectsAre = "auto"
 
 
 def masked_lm_lists(kind: ModelKind, values: dict, details: dict):
@@ -239,7 +242,9 @@ def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
     tick = ctx.progress.task(
         f"UnQover {settings.domain} contexts ({ctx.lm.identity.name})", contexts, unit="contexts"
     )
-    intervals = (settings.ci_level, settings.seed) if settings.bootstrap else None
+    subjects_are = DOMAINS[settings.domain].subjects_are(settings.subjects_are)
+    spec = IntervalSpec(settings.ci_level, settings.seed, subjects_are, complete_design=True)
+    intervals = spec if settings.bootstrap else None
     totals = UnqoverAccumulator((), intervals, skip_unscored=settings.mode == "sampled")
     rows_hash, dropped, seen = RowsHash(), set(), 0
     unnamed: list[pd.DataFrame] = []
@@ -280,7 +285,9 @@ def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
         )
     tables = totals.tables()
     if "cell_units" in tables["unqover"]:
-        notes += [n for n in [sparse_note(float(tables["unqover"]["cell_units"].iloc[0]))] if n]
+        summary = tables["unqover"].iloc[0]
+        notes += [n for n in [sparse_note(float(summary["cell_units"]))] if n]
+        notes.append(subjects_note(subjects_are, int(summary["subjects"])))
     title = f"{ctx.lm.identity.name}, UnQover {settings.domain} ({settings.mode})"
     return MethodOutput(
         metrics={

@@ -7,16 +7,34 @@ import itertools
 from pathlib import Path
 
 from biaslens.common.options import Argument, Option
+from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import CommandContext, MethodCommand
 
 
-def from_predictions(ctx: CommandContext, predictions, by_intervention, output) -> None:
+def subjects_of_clusters(clusters, choice: str) -> str:
+    """``drawn`` or ``fixed`` for a dump whose subjects come from these key clusters: the
+    ``choice`` unless ``auto``, then drawn where the clusters are a named domain's lists
+    (gender's female and male first names), fixed otherwise."""
+    from biaslens.data.unqover import DOMAINS
+
+    if choice not in ("auto", "drawn", "fixed"):
+        raise BiaslensError(f"--subjects-are {choice!r}: give auto, drawn or fixed")
+    if choice != "auto":
+        return choice
+    named = {name for domain in DOMAINS.values() if domain.named for name in domain.subjects}
+    return "drawn" if set(clusters) <= named else "fixed"
+
+
+def from_predictions(
+    ctx: CommandContext, predictions, by_intervention, output, subjects_are="auto"
+) -> None:
     """UnQover metrics (μ, η, θ4, δ, ε; per subject and subject × attribute) of a prediction
     dump in UnQover's format (keys cluster1|cluster2|subj1|subj2|tid|category|act|act)."""
     from biaslens.common import atomic
     from biaslens.data.unqover_predictions import iter_predictions
+    from biaslens.metrics.intervals import IntervalSpec
     from biaslens.metrics.unqover_stream import stream_tables
-    from biaslens.metrics.unqover_summary import sparse_note, summary_lines
+    from biaslens.metrics.unqover_summary import sparse_note, subjects_note, summary_lines
 
     chunks = iter_predictions(predictions)
     first = next(chunks)  # the first chunk tells whether keys name an intervention
@@ -24,8 +42,11 @@ def from_predictions(ctx: CommandContext, predictions, by_intervention, output) 
     if by_intervention and not within:
         ctx.warning("keys have no intervention field; reporting one model-level row")
     by = within if by_intervention else ()
+    clusters = first["first_cluster"].unique() if "first_cluster" in first else ()
+    subjects_are = subjects_of_clusters(clusters, subjects_are)
+    spec = IntervalSpec(subjects=subjects_are, complete_design=True)
     tables = stream_tables(
-        itertools.chain([first], chunks), by=by, within=() if by else within, intervals=(0.95, 0)
+        itertools.chain([first], chunks), by=by, within=() if by else within, intervals=spec
     )
     summary, subjects = tables["model"], tables["subjects"]
     for _, row in summary.iterrows():
@@ -35,14 +56,16 @@ def from_predictions(ctx: CommandContext, predictions, by_intervention, output) 
             summary_lines(row),
             ["metric", "value", "cross-fitted", "interval", "units", "subjects", "templates"],
         )
-        note = sparse_note(float(row["cell_units"]))
-        if note:
-            ctx.warning(note)
+        for note in (sparse_note(float(row["cell_units"])), row.get("mu_ci_note")):
+            if isinstance(note, str) and note.startswith(("only", "not a complete")):
+                ctx.warning(note)
+    drawn = "subjects and templates both draws" if subjects_are == "drawn" else "templates drawn"
     ctx.line(
-        "interval: 95%, over the crossed design of subjects × templates (both draws); μ, η, θ4: "
+        f"interval: 95%, over the crossed design of subjects × templates ({drawn}); μ, η, θ4: "
         "cross-fitted lower and plug-in upper bound (conservative); units: subject pair × "
         "template units"
     )
+    ctx.line(subjects_note(subjects_are))
     ctx.table(
         "Subjects (max |γ| over attributes)",
         subjects.sort_values("max_abs_gamma", ascending=False).head(15),
@@ -67,5 +90,12 @@ FROM_PREDICTIONS = MethodCommand(
             help="One row per intervention (9th key field).",
         ),
         Option("output", "--output", "-o", type=Path, help="Write CSV tables to this folder."),
+        Option(
+            "subjects_are",
+            default="auto",
+            metavar="auto|drawn|fixed",
+            help="What the intervals take the subjects to be: drawn (names) or fixed (the "
+            "population asked about); auto: the gender lists' names drawn, categories fixed.",
+        ),
     ),
 )

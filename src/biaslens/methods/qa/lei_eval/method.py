@@ -21,6 +21,7 @@ from biaslens.common.atomic import json_records
 from biaslens.common.options import Option
 from biaslens.data import lei, sources
 from biaslens.data.squad import read_squad
+from biaslens.data.unqover import DOMAINS
 from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import LmEvalTask
 from biaslens.framework.presets import UNSET, ByModel
@@ -30,6 +31,7 @@ from biaslens.methods.qa.lei_eval.settings import AUDIT, LeiEvalSettings, make_s
 from biaslens.methods.qa.lei_eval.table import PAIRING, lei_table
 from biaslens.methods.qa.lei_eval.views import mu_view
 from biaslens.methods.qa.qa_files import LEI_EVAL as QA_FILES_LEI_EVAL
+from biaslens.metrics.intervals import IntervalSpec
 from biaslens.metrics.qa import squad_scores
 from biaslens.metrics.unqover import MEASURES as UNQOVER_MEASURES
 from biaslens.metrics.unqover import (
@@ -37,9 +39,7 @@ from biaslens.metrics.unqover import (
     subject_bias,
     unordered_pair,
 )
-from biaslens.metrics.unqover_summary import (
-    subject_strata,
-)
+from biaslens.metrics.unqover_summary import subject_strata, subjects_note
 from biaslens.models.base import LM, ModelKind
 from biaslens.models.requests import AnswerSpanRequest, GenerateRequest, RequestType
 from biaslens.progress import Progress, note
@@ -242,7 +242,10 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
     scored = score_questions(ctx, rows, settings)
     scores, notes = scored.scores, list(scored.notes)
     comparative = comparative_scores(scores, PAIRING)
-    intervals = (settings.ci_level, settings.seed) if settings.bootstrap else None
+    subjects_are = DOMAINS[settings.domain].subjects_are(settings.subjects_are)
+    intervals = (
+        IntervalSpec(settings.ci_level, settings.seed, subjects_are) if settings.bootstrap else None
+    )
     table = lei_table(scores, comparative, intervals, subject_strata(scores))
     table.insert(1, "scoring", scoring_label(settings.mode, settings.samples))
     subjects = subject_bias(comparative, ("set",))
@@ -261,6 +264,8 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
     if specified_absent:
         notes.append(f"specified contexts: {specified_absent}")
     notes += sorted({c for c in table.get("caution", ()) if c})
+    if intervals is not None:
+        notes.append(subjects_note(subjects_are))
     title = f"{ctx.lm.identity.name}, {settings.domain} {settings.split} ({settings.mode})"
     return MethodOutput(
         metrics={

@@ -23,6 +23,7 @@ from biaslens.framework.settings import (
     RandomSeed,
     Replicates,
     SpanAdjustment,
+    SubjectsAre,
     file_sha256,
     validated,
 )
@@ -69,6 +70,7 @@ class LeiEvalSettings(MethodSettings):
     seed: RandomSeed = 0
     ci_level: CiLevel = 0.95
     bootstrap: Replicates = 1000
+    subjects_are: SubjectsAre = "auto"
     specified_sha256: str = ""
     qa_sha256: str = ""
     qa_limit: QaLimit = None

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from biaslens.data import lei
+from biaslens.metrics.intervals import IntervalSpec
 from biaslens.metrics.unqover import (
     comparative_scores,
     model_summary,
@@ -34,7 +35,7 @@ def _set_order(name: str) -> tuple[int, str]:
 def lei_table(
     scores: pd.DataFrame,
     comparative: pd.DataFrame | None = None,
-    intervals: tuple[float, int] | None = None,
+    intervals: IntervalSpec | tuple | None = None,
     strata: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """μ, η, θ4, δ, ε per set with the desired μ and the specified win rate (``comparative``:
@@ -48,8 +49,9 @@ def lei_table(
     if comparative is None:
         comparative = comparative_scores(scores, PAIRING)
     table = model_summary(scores, by=("set",), within=("intervention_id",), comparative=comparative)
+    intervals = IntervalSpec.of(intervals)
     if intervals is not None:
-        bounds = intervals_by(scores, "set", ("intervention_id",), *intervals, strata)
+        bounds = intervals_by(scores, "set", ("intervention_id",), intervals, strata)
         table = table.merge(bounds, on="set")
         table["caution"] = [sparse_note(float(v)) or "" for v in table["cell_units"]]
     table = table.sort_values("set", key=lambda s: s.map(_set_order)).reset_index(drop=True)
@@ -72,7 +74,7 @@ def lei_table(
         table.loc[where, "specified_win_rate"] = float(np.mean(named > other))
         if intervals is not None:
             wins = spec.assign(win=(named > other).astype(float), one=1.0)
-            value, interval = unit_share_interval(wins, "win", intervals[0])
+            value, interval = unit_share_interval(wins, "win", intervals)
             table.loc[where, "specified_win_rate_ci_low"] = interval.low
             table.loc[where, "specified_win_rate_ci_high"] = interval.high
             table.loc[where, "specified_win_rate_ci_note"] = interval.why_not
