@@ -26,8 +26,9 @@ combine their one-way variances (V_A + V_B − V_AB), with the weights solved fr
 itself: for the mean of the units, the expected value of each jackknife under each part of the
 model is computed exactly (a trace), and the weights make the combination unbiased for every
 part at once. A statistic that is not a mean (a ratio, a maximum) takes the same weights
-through its linearisation. Where the combination is not positive, the largest one-way
-jackknife stands in.
+through its linearisation. Where the combination is not positive, or the design is not
+complete (:attr:`Design.complete`), the largest one-way jackknife stands in where it is the
+larger.
 
 The interval is Student's t with G − 1 degrees of freedom, G the fewer of the subjects and the
 templates (Cameron, Gelbach & Miller's advice for few clusters): honest with 4 templates, and
@@ -115,6 +116,18 @@ class Design:
         if self.strata is None:
             return np.zeros(len(subject), dtype=np.int64)
         return np.asarray(self.strata)[subject]
+
+    @cached_property
+    def complete(self) -> bool:
+        """Every subject pair meets every template (or there is no template factor). Where
+        not (a file of some contexts), many clusters hold one unit, the parts of the model
+        cannot be told apart, and the variance is the larger of the combination and the
+        largest one-way jackknife: conservative (ε 0.977 where the combination gave 0.907,
+        100 random contexts of 1,120)."""
+        if self.template is None or self.second is None:
+            return True
+        pairs = len(np.unique(np.stack([self.first, self.second], axis=1), axis=0))
+        return self.units >= pairs * len(np.unique(self.template))
 
     @property
     def df(self) -> int:
@@ -307,7 +320,8 @@ def crossed_variances(
         one_way = np.array([p[key] for p in per_part])
         combined = float(weights @ one_way)
         fallback = float(np.nanmax(one_way)) if np.isfinite(one_way).any() else math.nan
-        variances[key] = combined if combined > 0 else fallback
+        fallback = max(fallback, combined) if math.isfinite(combined) else fallback
+        variances[key] = combined if combined > 0 and design.complete else fallback
     return point, variances
 
 
