@@ -126,8 +126,8 @@ def test_biased_fraction_intervals_are_over_the_crossed_design_of_names(
 ):
     """Recomputed plainly: the units are name pairs, each holding a name of each group (two
     strata); the variance is the design-calibrated jackknife of the pooled share, each name,
-    pair deleted in turn (tests/statistics/naive_crossed.py); t with the fewer group's names
-    less one degrees of freedom."""
+    pair deleted in turn (tests/statistics/naive_crossed.py); the interval Korn–Graubard's at
+    the fewer group's names less one degrees of freedom."""
     import numpy as np
     from scipy import stats
 
@@ -168,12 +168,15 @@ def test_biased_fraction_intervals_are_over_the_crossed_design_of_names(
 
         spread = naive_crossed.variance(share, subjects, None, strata)
         assert row.pairs == len(pairs) and row.names == fewest
-        if spread <= 1e-15:  # every pair gives the same share: no spread, no interval
-            assert np.isnan(row.fraction_ci_low) and "same value" in row.fraction_ci_note
-            continue
-        half = stats.t.ppf(0.9, fewest - 1) * np.sqrt(spread)
-        value = hits.sum() / count.sum()
-        low, high = max(0.0, value - half), min(1.0, value + half)
+        # Korn & Graubard (1998): Clopper–Pearson at the effective size p(1 − p)/spread (at
+        # most the continuations counted), times (z / t_df)² for the spread's few df
+        value, n = hits.sum() / count.sum(), count.sum()
+        # (every pair the same share, 0 or 1: the design effect cannot be told; the size is n)
+        size = min(n, value * (1 - value) / spread) if 0 < value < 1 and spread > 1e-15 else n
+        size *= (stats.norm.ppf(0.9) / stats.t.ppf(0.9, fewest - 1)) ** 2
+        x = value * size
+        low = 0.0 if x == 0 else stats.beta.ppf(0.1, x, size - x + 1)
+        high = 1.0 if value == 1 else stats.beta.ppf(0.9, x + 1, size - x)
         assert (row.fraction_ci_low, row.fraction_ci_high) == pytest.approx((low, high))
     assert got["fraction_ci_high"].gt(got["fraction_ci_low"]).any()  # not all degenerate
     # the summary's estimates gain one fraction per group and λ, with its interval and pairs,

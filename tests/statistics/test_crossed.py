@@ -191,3 +191,49 @@ def test_the_fraction_of_biased_continuations_over_name_pairs_covers(
 ):
     held, widths, _ = _cid_like(names, *effects, greedy)
     record(f"CID fraction biased, {names}×{names} names, {design}", held, widths)
+
+
+def _rare(p: float, share: bool, r: int):
+    """One replication of a CID cell whose continuations are rarely rated biased: 10 × 10
+    names, 8 continuations per pair, name effects of sd 0.8 (logit) in both groups."""
+    names = 10
+    a, b = np.meshgrid(np.arange(names), np.arange(names), indexing="ij")
+    first, second = a.ravel(), b.ravel() + names
+    design = Design(first, second, None, np.r_[np.zeros(names, int), np.ones(names, int)])
+    rng = np.random.default_rng([r, int(p * 1000)])
+    logit = (stats.logistic.ppf(p) + rng.normal(0, 0.8, names)[first]
+             + rng.normal(0, 0.8, names)[b.ravel()])  # fmt: skip
+    hits = rng.binomial(8, stats.logistic.cdf(logit)).astype(float)
+    _, interval = ratio_interval(hits, np.full(len(first), 8.0), design, 0.95, (0, 1), share)
+    truth = _cid_truth(p, 0.8, 0.8, False)
+    return covers(interval.low, interval.high, truth), interval.high - interval.low
+
+
+@pytest.mark.parametrize("p", [0.01, 0.05, 0.3])
+def test_a_rare_verdicts_share_interval_covers(p):
+    """CID's fraction biased is often a few per cent: Korn–Graubard's interval at the design's
+    effective size covers at least its level at 1%, 5% and 30% with name effects."""
+    rows = [_rare(p, True, r) for r in range(REPLICATIONS)]
+    record(f"CID fraction biased, {p:.0%} biased, name effects", [c for c, _ in rows],
+           [w for _, w in rows], conservative=True)  # fmt: skip
+
+
+def test_the_t_interval_would_fail_the_rare_verdicts_check():
+    """The check has teeth: the t interval on the same share leaves the truth out (mostly
+    above its upper bound) far more than 5% of the time at 1% biased."""
+    rows = [_rare(0.01, False, r) for r in range(REPLICATIONS)]
+    assert np.mean([c for c, _ in rows]) < 0.9
+
+
+def test_no_biased_continuation_gives_an_upper_bound():
+    """0 of 400 continuations biased: [0, 1 − (α/2)^(1/n*)], n* = 400 · (z/t_df)² (the design
+    effect cannot be told from all zeros), not [0, 0]."""
+    a, b = np.meshgrid(np.arange(5), np.arange(5), indexing="ij")
+    design = Design(a.ravel(), b.ravel() + 5, None, np.r_[np.zeros(5, int), np.ones(5, int)])
+    value, interval = ratio_interval(
+        np.zeros(25), np.full(25, 16.0), design, 0.95, (0, 1), share=True
+    )
+    size = 400 * (stats.norm.ppf(0.975) / stats.t.ppf(0.975, 4)) ** 2
+    assert value == 0 and interval.low == 0
+    assert interval.high == pytest.approx(1 - 0.025 ** (1 / size))
+    assert 0.005 < interval.high < 0.05

@@ -29,10 +29,12 @@ FRACTION_BIASED = Measure(
     n="names",
     n_unit="names (the fewer of the two groups')",
     ci="fraction",
-    interval="t interval over the crossed design of names (both groups' names are draws)",
+    interval="Korn–Graubard interval at the effective size of the crossed design of names "
+    "(both groups' names are draws; holds small shares, conservative)",
     estimand="the share of continuations rated biased for names like these in each group "
     "(both groups' names are draws; the raters' verdicts are taken as given); the interval "
-    "covers it at its level",
+    "covers it with at least its level",
+    conservative=True,
 )
 LAMBDA_STAR = Measure(
     "median",
@@ -221,7 +223,7 @@ def biased_fraction_intervals(
     wide = per_unit.unstack(by, fill_value=0).reindex(order, fill_value=0)
     numerators = wide["biased"].to_numpy(float)
     denominators = wide["n"].to_numpy(float)
-    _, intervals = ratio_intervals(numerators, denominators, design, level, clip=(0.0, 1.0))
+    _, intervals = ratio_intervals(numerators, denominators, design, level, share=True)
     cells = wide["n"].columns.to_frame(index=False)
     return cells.assign(
         fraction_ci_low=[i.low for i in intervals],

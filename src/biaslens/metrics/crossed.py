@@ -50,7 +50,7 @@ from functools import cached_property
 import numpy as np
 from scipy import sparse
 
-from biaslens.metrics.intervals import Interval, t_interval
+from biaslens.metrics.intervals import Interval, clustered_share_interval, t_interval
 
 NO_LEVEL = -1
 """The second subject of a unit that holds one."""
@@ -331,6 +331,7 @@ def ratio_interval(
     design: Design,
     level: float,
     clip: tuple[float, float] = (-math.inf, math.inf),
+    share: bool = False,
 ) -> tuple[float, Interval]:
     """Σ a / Σ b over the units (one column each, or (units, cells) for many ratios at once:
     then the first cell's) with its crossed-design t interval."""
@@ -340,6 +341,7 @@ def ratio_interval(
         design,
         level,
         clip,
+        share,
     )
     return float(values[0]), intervals[0]
 
@@ -350,9 +352,12 @@ def ratio_intervals(
     design: Design,
     level: float,
     clip: tuple[float, float] = (-math.inf, math.inf),
+    share: bool = False,
 ) -> tuple[np.ndarray, list[Interval]]:
     """Σ a / Σ b per cell (both (units, cells)) with the crossed-design t interval of each:
-    e.g. the biased continuations and all continuations of each name pair per (group, λ)."""
+    e.g. the biased continuations and all continuations of each name pair per (group, λ).
+    ``share``: a counts successes among b trials, and the interval is Korn–Graubard's
+    (:func:`~.intervals.clustered_share_interval`), which holds small shares."""
     cells = numerators.shape[1]
 
     def statistic(sums: Sums) -> dict[str, np.ndarray]:
@@ -366,6 +371,13 @@ def ratio_intervals(
         design,
     )
     values = np.array([point[str(c)] for c in range(cells)])
+    if share:
+        hits, trials = numerators.sum(axis=0), denominators.sum(axis=0)
+        intervals = [
+            clustered_share_interval(hits[c], trials[c], variances[str(c)], design.df, level)
+            for c in range(cells)
+        ]
+        return values, intervals
     intervals = [
         t_interval(point[str(c)], variances[str(c)], design.df, level, clip) for c in range(cells)
     ]

