@@ -196,7 +196,7 @@ def test_slope_difference_standard_error_by_hand():
             "p_neutral_pct": [1.0, 1.0, 1.0, 1.0],
         }
     )  # fmt: skip
-    from biaslens.metrics.sib import fit_trend
+    from biaslens.metrics.intervals.ols import fit_trend
 
     fits = pd.DataFrame(
         [

@@ -1,5 +1,5 @@
-"""The crossed-design interval (:mod:`biaslens.metrics.crossed`): recomputed densely on a tiny
-design, and its coverage by simulation from crossed random-effects models with a known mean —
+"""The crossed-design interval (:mod:`biaslens.metrics.intervals.crossed`): recomputed densely
+on a tiny design, and its coverage by simulation from crossed random-effects models with a known mean —
 subjects met in pairs (UnQover's subject pairs × templates) and names crossed across two groups
 (CID's name pairs), with and without each kind of effect."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from biaslens.metrics.crossed import Design, crossed_variances, ratio_interval
+from biaslens.metrics.intervals.crossed import Design, crossed_variances, ratio_interval
 from tests.statistics.coverage import REPLICATIONS, covers, record
 
 

@@ -1,4 +1,5 @@
-"""Coverage of SIB Method 1's slope interval (:mod:`biaslens.metrics.trend`): sentence frames ×
+"""Coverage of SIB Method 1's slope interval (:mod:`biaslens.metrics.intervals.trend`):
+sentence frames ×
 30 W values, the per-W means' deviations from the line independent or AR(1) over W (a real
 SmolLM2 run's residuals have lag-1 autocorrelation ≈ .37), sentence frames with slopes of their
 own, and the female − male difference through the method's own fits."""
@@ -9,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslens.metrics.trend import trend_interval
+from biaslens.metrics.intervals.trend import trend_interval
 from tests.statistics.coverage import REPLICATIONS, covers, record
 
 W = np.arange(30, dtype=float)

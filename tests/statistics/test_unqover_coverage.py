@@ -3,7 +3,7 @@ scores with a known truth (:mod:`tests.statistics.unqover_model`): subjects and 
 drawn, the metrics computed by biaslens's own streaming accumulator from the raw scores.
 
 μ, η and θ4 are maxima or absolute values of means: their interval
-(:func:`biaslens.metrics.crossed.bounds_interval`) is conservative by construction, so near a
+(:func:`biaslens.metrics.intervals.bounds_interval`) is conservative by construction, so near a
 tie (weak bias) or with noisy cells it covers more than its level; the test holds it to at least
 the band's floor there and prints its mean width beside the coverage."""
 
@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from biaslens.metrics.intervals import IntervalSpec
-from biaslens.metrics.unqover_intervals import MAXIMA
+from biaslens.metrics.intervals.unqover import MAXIMA
 from biaslens.metrics.unqover_stream import UnqoverAccumulator
 from tests.statistics.coverage import BAND, REPLICATIONS, covers, record, replicate
 from tests.statistics.unqover_model import UnqoverModel

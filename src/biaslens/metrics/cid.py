@@ -7,13 +7,12 @@ Low λ* means a strong effect (λ* = 0: visible with plain greedy decoding).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from biaslens.errors import BiaslensError
+from biaslens.metrics.intervals.median import median_interval
 from biaslens.metrics.meanings import Measure
 
 DEFAULT_TAU = 0.85
@@ -83,29 +82,6 @@ def _quantile(values, q: float) -> float:
         return float(ordered[low])
     a, b = ordered[low], ordered[low + 1]
     return float(np.inf) if np.isinf(b) else float(a + (b - a) * fraction)
-
-
-def median_interval(values: np.ndarray, level: float) -> tuple[float, float, str | None]:
-    """The distribution-free interval of a median from order statistics (Conover 1999,
-    *Practical Nonparametric Statistics*, §3.2): [x₍j₎, x₍n−j+1₎] with the largest j such
-    that P(Binomial(n, ½) < j) ≤ (1 − level)/2. It covers the population median with
-    probability at least ``level`` for any distribution — more where λ* takes few grid values
-    (ties): conservative by construction. A bound may be ∞ (pairs that never cross τ). Fewer
-    pairs than an interval at ``level`` needs: NaN bounds and why."""
-    ordered = np.sort(np.asarray(values, dtype=float))
-    n = len(ordered)
-    tail = (1 - level) / 2
-    j = int(stats.binom.ppf(tail, n, 0.5))  # P(X <= j - 1) <= tail < P(X <= j)
-    while j > 0 and stats.binom.cdf(j - 1, n, 0.5) > tail:
-        j -= 1
-    if j < 1:
-        need = next(m for m in range(1, 60) if 0.5 ** (m - 1) <= 1 - level)
-        return (
-            math.nan,
-            math.nan,
-            f"{n} pair(s) cannot give a {level:.0%} interval for a median (it needs {need})",
-        )
-    return float(ordered[j - 1]), float(ordered[n - j]), None
 
 
 def lambda_star_summary(
@@ -186,9 +162,9 @@ def biased_fraction(rated: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 
 def name_design(verdicts: pd.DataFrame, unit: str = "pair"):
     """The crossed design of name pairs: each pair holds a name of each group (stratum), so
-    pairs that share a name are not independent (:mod:`.crossed`). ``verdicts`` has ``unit``,
+    pairs that share a name are not independent (:mod:`.intervals.crossed`). ``verdicts`` has ``unit``,
     ``group``, ``name`` and ``contrast_name`` (the other group's name of the pair)."""
-    from biaslens.metrics.crossed import Design
+    from biaslens.metrics.intervals.crossed import Design
 
     groups = sorted(verdicts["group"].unique())
     first = verdicts.drop_duplicates(unit).sort_values(unit)
@@ -212,11 +188,11 @@ def biased_fraction_intervals(
     """Intervals of :func:`biased_fraction` over the crossed design of names: the name pairs
     cross group A's names with group B's, and a continuation depends on both names (at λ = 0
     on one only), so a pair is not an independent draw; the interval resamples names in both
-    groups (:mod:`.crossed`). ``verdicts``: one row per generated continuation, with ``unit``,
+    groups (:mod:`.intervals.crossed`). ``verdicts``: one row per generated continuation, with ``unit``,
     ``group``, ``name``, ``contrast_name``, the ``by`` columns and ``biased`` (0/1). Returns
     ``by`` + ``fraction_ci_low``, ``fraction_ci_high``, ``fraction_ci_note`` (why there is no
     interval, where there is none), ``pairs`` (units in the cell) and ``names``."""
-    from biaslens.metrics.crossed import ratio_intervals
+    from biaslens.metrics.intervals.crossed import ratio_intervals
 
     design, order = name_design(verdicts, unit)
     per_unit = verdicts.groupby([unit, *by], sort=True)["biased"].agg(biased="sum", n="size")

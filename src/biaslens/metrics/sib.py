@@ -13,13 +13,13 @@ from typing import Annotated
 import numpy as np
 import pandas as pd
 from pydantic import Field
-from scipy import stats
 
 from biaslens.common.options import FLAG
 from biaslens.data.pronouns import GENDERS, gender_of
 from biaslens.errors import BiaslensError
 from biaslens.metrics.intervals import LEVEL, mean_of_two_shares, share_interval
-from biaslens.metrics.trend import sentence_matrix, trend_columns, without_empty_notes
+from biaslens.metrics.intervals.ols import fit_trend
+from biaslens.metrics.intervals.trend import sentence_matrix, trend_columns, without_empty_notes
 
 GenderMass = dict[str, float]
 
@@ -133,51 +133,6 @@ def r2_text(mean_r2: float, flat_fits: int) -> str:
     return f"mean r² {mean_r2:.3f}" + (f" ({flat} left out)" if flat_fits else "")
 
 
-def fit_trend(x: np.ndarray, y: np.ndarray, confidence: float = LEVEL) -> dict[str, float]:
-    """Least-squares line y = intercept + slope·x with the slope's confidence interval.
-
-    Returns slope, intercept, r, r2, p_value, slope_stderr, slope_ci_low, slope_ci_high, n.
-    Where y does not vary (e.g. no pronoun mass at any W in top-5 scoring) the line is flat
-    and exact (slope 0, standard error 0) but r, r² and the p-value are undefined: NaN, never
-    a made-up 0 or 1.
-    """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    n = len(x)
-    if n < 3:
-        raise ValueError(f"a trend needs at least 3 points, got {n}")
-    fit = stats.linregress(x, y)
-    sxx = float(((x - x.mean()) ** 2).sum())
-    syy = float(((y - y.mean()) ** 2).sum())
-    residuals = y - (fit.intercept + fit.slope * x)
-    stderr = float(np.sqrt((residuals**2).sum() / (n - 2) / sxx))
-    half = stats.t.ppf(0.5 + confidence / 2, n - 2) * stderr
-    r = float(fit.rvalue) if syy > 0 else float("nan")
-    return {
-        "slope": float(fit.slope),
-        "intercept": float(fit.intercept),
-        "r": r,
-        "r2": r * r,
-        "p_value": float(fit.pvalue) if syy > 0 else float("nan"),
-        "slope_stderr": stderr,
-        "slope_ci_low": float(fit.slope - half),
-        "slope_ci_high": float(fit.slope + half),
-        "n": n,
-    }
-
-
-def confidence_band(
-    x: np.ndarray, y: np.ndarray, grid: np.ndarray, confidence: float = 0.95
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Fitted line and confidence band of the mean response on ``grid`` (statsmodels OLS)."""
-    import statsmodels.api as sm
-
-    model = sm.OLS(np.asarray(y, float), sm.add_constant(np.asarray(x, float))).fit()
-    prediction = model.get_prediction(sm.add_constant(np.asarray(grid, float), has_constant="add"))
-    low, high = prediction.conf_int(alpha=1 - confidence).T
-    return prediction.predicted_mean, low, high
-
-
 def mean_by_w(samples: pd.DataFrame, group: Sequence[str] = ("prompt", "w_kind")) -> pd.DataFrame:
     """Per W value, the mean probability over its sentences for each gender, in percent
     (``p_female_pct`` …: the samples' ``p_female`` × 100, the unit of the paper's Fig. 3)."""
@@ -191,15 +146,15 @@ def mean_by_w(samples: pd.DataFrame, group: Sequence[str] = ("prompt", "w_kind")
 def method1_fits(
     samples: pd.DataFrame,
     group: Sequence[str] = ("prompt", "w_kind"),
-    confidence: float = LEVEL,
+    level: float = LEVEL,
     seed: int = 0,
 ) -> pd.DataFrame:
     """Method 1 (Section 4): regress the per-W mean probability (%) on the W index, per gender.
 
     One row per group x gender: slope (percentage points per W step), r, r², the OLS standard
     error and p-value as the reference code has them (independent W), and the slope's
-    ``confidence`` interval over the crossed design of sentence frames × autocorrelated W
-    values (:mod:`.trend`), with its standard error, the W residuals' AR(1) ρ and the
+    ``level`` interval over the crossed design of sentence frames × autocorrelated W
+    values (:mod:`.intervals.trend`), with its standard error, the W residuals' AR(1) ρ and the
     sentence frames it rests on."""
     means = mean_by_w(samples, group)
     rows = []
@@ -209,11 +164,9 @@ def method1_fits(
         for column, value in zip(group, key, strict=True):
             mask &= (samples[column] == value).to_numpy()
         for gender in GENDERS:
-            fit = fit_trend(
-                part["w_index"].to_numpy(), part[f"p_{gender}_pct"].to_numpy(), confidence
-            )
+            fit = fit_trend(part["w_index"].to_numpy(), part[f"p_{gender}_pct"].to_numpy(), level)
             values, w = sentence_matrix(samples[mask], f"p_{gender}")
-            fit.update(trend_columns(values, w, confidence, seed, "slope"))
+            fit.update(trend_columns(values, w, level, seed, "slope"))
             rows.append({**dict(zip(group, key, strict=True)), "gender": gender, **fit})
     return without_empty_notes(pd.DataFrame(rows))
 
@@ -222,7 +175,7 @@ def slope_summary(
     fits: pd.DataFrame,
     means: pd.DataFrame | None = None,
     group: Sequence[str] = ("prompt", "w_kind"),
-    confidence: float = LEVEL,
+    level: float = LEVEL,
     samples: pd.DataFrame | None = None,
     seed: int = 0,
 ) -> pd.DataFrame:
@@ -230,7 +183,7 @@ def slope_summary(
     (the quantities plotted in Fig. 3(b)). With the per-W ``means``, also the standard error
     of the difference, as the reference code reports it: the OLS slope error of a line fitted
     to the per-W differences p_f − p_m (whose slope is the difference of the two slopes). With
-    the ``samples``, its interval over the crossed design (:mod:`.trend`) of the per-sentence
+    the ``samples``, its interval over the crossed design (:mod:`.intervals.trend`) of the per-sentence
     differences, and ``n`` (W values)."""
     rows = []
     for key, part in fits.groupby(list(group), sort=True):
@@ -253,7 +206,7 @@ def slope_summary(
             difference = fit_trend(
                 part_means["w_index"].to_numpy(),
                 (part_means["p_female_pct"] - part_means["p_male_pct"]).to_numpy(),
-                confidence,
+                level,
             )
             row["female_minus_male_stderr"] = difference["slope_stderr"]
             row["n"] = difference["n"]
@@ -265,7 +218,7 @@ def slope_summary(
                 mask &= (samples[column] == value).to_numpy()
             chosen = samples[mask].assign(_diff=samples["p_female"] - samples["p_male"])
             values, w = sentence_matrix(chosen, "_diff")
-            row.update(trend_columns(values, w, confidence, seed, "female_minus_male"))
+            row.update(trend_columns(values, w, level, seed, "female_minus_male"))
             row["n"] = len(w)
         rows.append(row)
     return without_empty_notes(pd.DataFrame(rows))

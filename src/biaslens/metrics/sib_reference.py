@@ -2,7 +2,7 @@
 
 The same quantities a ``sib-mgc`` run reports (Section 4, Fig. 3): per gender the slope of the
 per-W mean probability (percentage points) on the W index, and the female − male slope, each
-with the trend interval of :mod:`.trend` (sentence frames as draws, AR(1) over W), so that a
+with the trend interval of :mod:`.intervals.trend` (sentence frames as draws, AR(1) over W), so that a
 released model and an audited one are read on one scale.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from biaslens.metrics.intervals import LEVEL
-from biaslens.metrics.trend import trend_interval
+from biaslens.metrics.intervals.trend import trend_interval
 
 
 def method1_from_matrices(

@@ -280,7 +280,7 @@ class ContextCoder:
 
 
 class UnitCells:
-    """The per-unit sums the intervals of :mod:`.unqover_intervals` are made of, added context
+    """The per-unit sums the intervals of :mod:`.intervals.unqover` are made of, added context
     by context: a unit is a subject pair × template (its attributes, both orders, both questions
     and every ``within`` key together)."""
 

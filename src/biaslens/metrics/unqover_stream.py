@@ -20,6 +20,7 @@ import pandas as pd
 
 from biaslens.errors import BiaslensError
 from biaslens.metrics.intervals import IntervalSpec
+from biaslens.metrics.intervals.unqover import intervals
 from biaslens.metrics.unqover import (
     bias_from_sums,
     check_scores,
@@ -37,7 +38,6 @@ from biaslens.metrics.unqover_cells import (
     UnitCells,
     coded_subset,
 )
-from biaslens.metrics.unqover_intervals import intervals
 
 ROWS_PER_CONTEXT = 4
 """Two subject orders × the question and its negation."""
@@ -54,7 +54,7 @@ class UnqoverAccumulator:
     ``within``: key columns that tell contexts apart but are averaged over (e.g. the
     intervention of an UnQover prediction key), as in :func:`~.unqover.model_summary`.
     ``intervals``: an :class:`~.intervals.IntervalSpec` (or (level, seed)) adds intervals over
-    the crossed design of subjects × templates to the summary (:mod:`.unqover_intervals`);
+    the crossed design of subjects × templates to the summary (:mod:`.intervals.unqover`);
     None: point values only.
     ``skip_unscored``: a complete context with a question without a score (NaN, as sampled
     scoring leaves a question no reply answers) is left out whole instead of being an
@@ -207,7 +207,7 @@ class UnqoverAccumulator:
         return with_intervals(summary, self.crossed_intervals(self.clusters))
 
     def crossed_intervals(self, strata: dict[str, str] | None) -> dict[str, float | str | None]:
-        """:func:`~.unqover_intervals.intervals` of the set added (``strata``: each subject's
+        """:func:`~.intervals.unqover.intervals` of the set added (``strata``: each subject's
         list); the accumulator must have been made with ``intervals``."""
         self._check_finished()
         spec = self.intervals
@@ -280,7 +280,7 @@ def intervals_by(
     intervals: IntervalSpec,
     strata: dict[str, str] | None = None,
 ) -> pd.DataFrame:
-    """:func:`~.unqover_intervals.intervals` of each value of ``by`` (e.g. LEI's set), one row
+    """:func:`~.intervals.unqover.intervals` of each value of ``by`` (e.g. LEI's set), one row
     each; ``within`` as :class:`UnqoverAccumulator`'s."""
     rows = []
     for value, part in scores.groupby(by, sort=True):

@@ -1,6 +1,6 @@
 """UnQover's intervals as a run shows them: the summary row's columns, a reader's lines, the
 note on sparse cells, LEI's gap, and shares over the crossed design of subject pairs ×
-templates (:mod:`.unqover_intervals`, :mod:`.crossed`)."""
+templates (:mod:`.intervals.unqover`, :mod:`.intervals.crossed`)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from biaslens.metrics.crossed import Design
 from biaslens.metrics.intervals import IntervalSpec
+from biaslens.metrics.intervals.crossed import Design
+from biaslens.metrics.intervals.unqover import MAXIMA, METRICS
 from biaslens.metrics.meanings import mostly_noise
 from biaslens.metrics.unqover import unordered_pair
-from biaslens.metrics.unqover_intervals import MAXIMA, METRICS
 
 MIN_CELL_UNITS = 4
 """Below this median number of units per (subject, attribute) cell, μ, η and θ4's plug-in
@@ -98,7 +98,7 @@ def unit_design(
 def unit_share_interval(rows: pd.DataFrame, column: str, intervals: IntervalSpec):
     """The share of ``column`` (0/1 per row) over rows keyed by first, second and template,
     with its crossed-design interval."""
-    from biaslens.metrics.crossed import ratio_interval
+    from biaslens.metrics.intervals.crossed import ratio_interval
 
     fixed = intervals.subjects == "fixed"
     design, unit = unit_design(rows["first"], rows["second"], rows["template"], fixed=fixed)

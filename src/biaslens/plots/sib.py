@@ -11,7 +11,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from biaslens.data.pronouns import GENDERS  # noqa: E402
-from biaslens.metrics.sib import confidence_band, r2_text  # noqa: E402
+from biaslens.metrics.intervals.ols import confidence_band  # noqa: E402
+from biaslens.metrics.sib import r2_text  # noqa: E402
 from biaslens.metrics.toy_scm import pearson  # noqa: E402
 
 GENDER_COLORS = {"female": "tab:red", "male": "tab:blue", "neutral": "tab:gray"}

@@ -41,7 +41,7 @@ def lei_table(
     """μ, η, θ4, δ, ε per set with the desired μ and the specified win rate (``comparative``:
     ``comparative_scores(scores, PAIRING)`` when the caller has it); with ``intervals``
     (level, seed), each metric's interval over the set's crossed design of subjects ×
-    templates (:mod:`biaslens.metrics.unqover_intervals`), the gap's and the win rate's, and
+    templates (:mod:`biaslens.metrics.intervals.unqover`), the gap's and the win rate's, and
     the units, subjects and templates they rest on.
 
     The irrelevant set's desired μ is the no-intervention μ *over the same contexts* (its

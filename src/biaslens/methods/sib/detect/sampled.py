@@ -18,7 +18,7 @@ def sampled_verdicts(
     shares, from the pooled pronoun replies at each end) lies wholly beyond ±threshold,
     well-specified only where it lies within, and undecided otherwise: left out of TPR and TNR,
     like a sentence with no pronoun, and counted (``n_undecided``)."""
-    from statsmodels.stats.proportion import confint_proportions_2indep
+    from biaslens.metrics.intervals import difference_of_shares
 
     pooled = scored.assign(k_pronoun=scored[[f"k_{g}" for g in GENDERS]].sum(axis=1))
     counts = pooled.groupby(["set", "id", "end"])[["k_female", "k_pronoun"]].sum().unstack("end")
@@ -29,12 +29,11 @@ def sampled_verdicts(
     usable = (table["k_pronoun_latest"] > 0) & (table["k_pronoun_earliest"] > 0)
     if usable.any():
         part = table[usable]
-        lo, hi = confint_proportions_2indep(
+        lo, hi = difference_of_shares(
             part["k_female_latest"].to_numpy(), part["k_pronoun_latest"].to_numpy(),
-            part["k_female_earliest"].to_numpy(), part["k_pronoun_earliest"].to_numpy(),
-            method="newcomb", compare="diff", alpha=1 - level,
+            part["k_female_earliest"].to_numpy(), part["k_pronoun_earliest"].to_numpy(), level,
         )  # fmt: skip
-        lo, hi = np.asarray(lo) * 100, np.asarray(hi) * 100
+        lo, hi = lo * 100, hi * 100
         low[usable.to_numpy()] = np.where(lo > 0, lo, np.where(hi < 0, -hi, 0.0))
         high[usable.to_numpy()] = np.maximum(np.abs(lo), np.abs(hi))
     table["metric_ci_low"], table["metric_ci_high"] = low, high

@@ -23,7 +23,7 @@ import pandas as pd
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.framework.hooks import AuditRole, AuditStep
 from biaslens.metrics.intervals import LEVEL
-from biaslens.metrics.trend import trend_interval
+from biaslens.metrics.intervals.trend import trend_interval
 
 SIB_REPOSITORY = "2dot71mily/sib_paper"
 SIB_COMMIT = "812af8cad6b2ad1fa62f107440702f2fd902b8c2"
@@ -163,7 +163,7 @@ def paired_difference(folder_a: Path, folder_b: Path, labels: dict, metric: str,
                       level: float = LEVEL) -> dict:  # fmt: skip
     """:func:`paired_trend` of two runs' folders. Two models read the same sentence frames at
     the same W values, so the difference of their slopes is the slope of the per-frame
-    differences, and its interval is the trend interval (:mod:`biaslens.metrics.trend`) of
+    differences, and its interval is the trend interval (:mod:`biaslens.metrics.intervals.trend`) of
     that (frames × W) matrix: the same estimand and construction as each model's own slope,
     with the frame and W effects both models share taken out."""
     return paired_trend(

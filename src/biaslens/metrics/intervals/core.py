@@ -1,15 +1,6 @@
-"""Intervals: of the proportions a method reports (statsmodels' implementations), and the
-t and bounds intervals built on a variance (:mod:`.crossed`, :mod:`.unqover_intervals`).
-
-* A share of independent units (TPR, TNR): the Jeffreys interval, the Beta(x + ½, n − x + ½)
-  quantiles, 0 at x = 0 and 1 at x = n (Brown, Cai & DasGupta 2001, *Statistical Science*
-  16(2), who recommend it beside Wilson's for small n). Its exact coverage stays within
-  [0.935, 0.98] at n = 12, 36, 200 and p = .5, .75, .95, where Wilson's falls to 0.914
-  (n = 12, p = .75).
-* The mean of two independent shares (balanced accuracy): the adjusted Wald interval of a
-  linear combination of proportions (Agresti & Caffo 2000; Price & Bonett 2004), each share
-  taken as (x + 1) / (n + 2).
-"""
+"""What every interval shares: the :class:`Interval` (or why there is none), the level's
+default, how a run's intervals are made (:class:`IntervalSpec`), Student's t interval on a
+variance and the conservative bounds of a maximum (:func:`bounds_interval`)."""
 
 from __future__ import annotations
 
@@ -34,7 +25,7 @@ class IntervalSpec:
     """How a run's intervals are made: their ``level``, the ``seed`` of their random splits,
     and whether the subjects are drawn or fixed (:data:`SubjectsAre`)."""
 
-    level: float = 0.95
+    level: float = LEVEL
     seed: int = 0
     subjects: SubjectsAre = "drawn"
     complete_design: bool = False
@@ -53,33 +44,6 @@ class IntervalSpec:
 
 SMALL_N = 20
 """Below this many units, a note says that the interval is wide for want of data."""
-
-
-def share_interval(successes: int, n: int, level: float = LEVEL) -> tuple[float, float]:
-    """Jeffreys interval of ``successes / n`` (NaN, NaN when n is 0)."""
-    if n <= 0:
-        return math.nan, math.nan
-    from statsmodels.stats.proportion import proportion_confint
-
-    low, high = proportion_confint(successes, n, alpha=1 - level, method="jeffreys")
-    # at 0 and n the bounds are exactly 0 and 1 (rounding would leave 3e-17 or step past)
-    low = 0.0 if successes == 0 else max(0.0, float(low))
-    high = 1.0 if successes == n else min(1.0, float(high))
-    return low, high
-
-
-def mean_of_two_shares(
-    x1: int, n1: int, x2: int, n2: int, level: float = LEVEL
-) -> tuple[float, float]:
-    """Interval of (x1/n1 + x2/n2) / 2 for independent samples (adjusted Wald, see the
-    module); NaN, NaN when either n is 0."""
-    if n1 <= 0 or n2 <= 0:
-        return math.nan, math.nan
-    p1, p2 = (x1 + 1) / (n1 + 2), (x2 + 1) / (n2 + 2)
-    centre = (p1 + p2) / 2
-    spread = math.sqrt(p1 * (1 - p1) / (n1 + 2) + p2 * (1 - p2) / (n2 + 2)) / 2
-    z = stats.norm.ppf(0.5 + level / 2)
-    return max(0.0, centre - z * spread), min(1.0, centre + z * spread)
 
 
 MIN_REPLICATES = 200
@@ -140,33 +104,6 @@ def t_interval(
         return Interval.none(why)
     half = t_quantile(level, df) * math.sqrt(variance)
     return Interval(max(clip[0], estimate - half), min(clip[1], estimate + half))
-
-
-def clustered_share_interval(
-    successes: float, n: float, variance: float, df: int, level: float
-) -> Interval:
-    """The Korn–Graubard interval of a share from a clustered design (Korn & Graubard 1998,
-    *Survey Methodology* 24(2); the NCHS standard for proportions from complex surveys): the
-    Clopper–Pearson interval at the effective sample size n* = p̂(1 − p̂)/variance (at most n:
-    a design effect below 1 is not credited), shrunk for the variance's few degrees of freedom
-    by (z/t_df)². Where p̂ is 0 or 1 the design effect cannot be told and n* is n (then the
-    interval is [0, 1 − (α/2)^(1/n*)]: an upper bound, not [0, 0]). A t interval on the share
-    undercovers where it is small (0.86 at a true 1.8% with name effects); this one covers at
-    least its level there (0.93 to 0.95 at 1%, 5% and 30%), more where the names have no effect
-    (0.99: the few-df shrinkage is then not needed)."""
-    if df < 1:
-        return Interval.none("one name, subject or template only: nothing to tell the spread from")
-    if not (n > 0 and math.isfinite(variance)):
-        return Interval.none("the value is undefined" if not n > 0 else "the spread is undefined")
-    share = successes / n
-    effective = n
-    if 0 < share < 1 and variance > 0:
-        effective = min(n, share * (1 - share) / variance)
-    effective *= (stats.norm.ppf(0.5 + level / 2) / t_quantile(level, df)) ** 2
-    hits, tail = share * effective, (1 - level) / 2
-    low = 0.0 if successes <= 0 else float(stats.beta.ppf(tail, hits, effective - hits + 1))
-    high = 1.0 if share >= 1 else float(stats.beta.ppf(1 - tail, hits + 1, effective - hits))
-    return Interval(low, high, conservative=True)
 
 
 def bounds_interval(

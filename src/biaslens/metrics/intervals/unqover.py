@@ -15,7 +15,7 @@ cross-fitting (below).
 
 **μ, η and θ4** are means of maxima or of absolute values of cell means: their plug-in value
 (the papers' number) is biased upwards wherever a cell's mean is noisy — towards 1 for η when a
-cell holds one unit. Their interval is :func:`~.crossed.bounds_interval`: the lower bound from
+cell holds one unit. Their interval is :func:`~.core.bounds_interval`: the lower bound from
 the **cross-fitted** value, the upper bound from the plug-in. Cross-fitting chooses each
 subject's attribute and sign on one part of the data and reads its γ on another part that
 shares neither templates nor partner subjects with the first (γ(x, a) averages over both, so a
@@ -36,8 +36,8 @@ import math
 import numpy as np
 from scipy import sparse
 
-from biaslens.metrics.crossed import Design, crossed_variances
-from biaslens.metrics.intervals import Interval, bounds_interval, t_interval
+from biaslens.metrics.intervals.core import Interval, bounds_interval, t_interval
+from biaslens.metrics.intervals.crossed import Design, crossed_variances
 from biaslens.metrics.unqover_cells import UnitCells, distinct_rows, text_ranks
 
 METRICS = ("mu", "eta", "theta4", "delta", "epsilon")

@@ -50,7 +50,8 @@ from functools import cached_property
 import numpy as np
 from scipy import sparse
 
-from biaslens.metrics.intervals import Interval, clustered_share_interval, t_interval
+from biaslens.metrics.intervals.core import Interval, t_interval
+from biaslens.metrics.intervals.shares import clustered_share_interval
 
 NO_LEVEL = -1
 """The second subject of a unit that holds one."""
