@@ -142,3 +142,56 @@ def test_lei_train_bad_input_is_one_line(
     code, _, err = run_cli(monkeypatch, capsys, *args)
     _one_line_error(code, err, expected)
     assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+def test_metrics_unqover_takes_the_subjects_as_drawn_or_fixed(tmp_path, monkeypatch, capsys):
+    """``--subjects-are``: fixed rests on the templates alone (df = templates − 1), drawn on
+    the fewer of subjects and templates; auto decides by the file's lists (not female and
+    male: fixed), and the line under the table says which; a bad value is one line."""
+    _shuffled_dump(tmp_path / "p.json")
+    got = {}
+    for choice in ("auto", "drawn", "fixed"):
+        out_dir = tmp_path / choice
+        args = ["metrics", "unqover", str(tmp_path / "p.json"), "--subjects-are", choice,
+                "-o", str(out_dir)]  # fmt: skip
+        code, out, _ = run_cli(monkeypatch, capsys, *args)
+        assert code == 0, out
+        got[choice] = pd.read_csv(out_dir / "model.csv").iloc[0]
+        assert f"as {'fixed' if choice != 'drawn' else 'draws'}" in " ".join(out.split())
+    assert got["auto"]["subjects_are"] == "fixed" and got["drawn"]["subjects_are"] == "drawn"
+    assert got["fixed"]["df"] == got["fixed"]["templates"] - 1
+    assert got["drawn"]["df"] == min(got["drawn"]["subjects"], got["drawn"]["templates"]) - 1
+    code, _, err = run_cli(
+        monkeypatch, capsys, "metrics", "unqover", str(tmp_path / "p.json"),
+        "--subjects-are", "some",
+    )  # fmt: skip
+    _one_line_error(code, err, "--subjects-are 'some'")
+
+
+def test_metrics_unqover_refuses_the_maxima_intervals_of_an_incomplete_file(
+    tmp_path, monkeypatch, capsys
+):
+    """A file that lacks one context (a subject pair never asked one attribute at any
+    template) gets no interval for μ, η, θ4, with the reason, and keeps δ's and ε's."""
+    _shuffled_dump(tmp_path / "p.json")
+    data = json.loads((tmp_path / "p.json").read_text())
+    first = next(iter(data)).split("|")
+    pair, attribute = {first[2], first[3]}, first[6]
+
+    def asks(key):
+        fields = key.split("|")
+        return {fields[2], fields[3]} == pair and fields[6] == attribute
+
+    kept = {k: v for k, v in data.items() if not asks(k)}
+    assert 0 < len(data) - len(kept) < len(data)
+    (tmp_path / "p.json").write_text(json.dumps(kept))
+    code, out, _ = run_cli(
+        monkeypatch, capsys, "metrics", "unqover", str(tmp_path / "p.json"), "-o",
+        str(tmp_path / "t"),
+    )  # fmt: skip
+    assert code == 0 and "not a complete design" in " ".join(out.split())
+    row = pd.read_csv(tmp_path / "t" / "model.csv").iloc[0]
+    for metric in ("mu", "eta", "theta4"):
+        assert pd.isna(row[f"{metric}_ci_low"]) and "not a complete" in row[f"{metric}_ci_note"]
+    for metric in ("delta", "epsilon"):
+        assert row[f"{metric}_ci_low"] <= row[metric] <= row[f"{metric}_ci_high"]
