@@ -13,13 +13,20 @@ tokenizer, dtype, device class, backend options; see :class:`ModelIdentity`). Mi
 are computed in chunks, and each chunk is committed as soon as it is done: an interrupted run
 loses at most the chunk in flight, and a rerun recomputes nothing that finished.
 
-A damaged cache file (SQLite says corrupt or not a database, or its integrity check fails) is
-moved aside with a one-line warning and a new one is started; a stored answer that cannot be read
-back is recomputed. Nothing wrong is ever reused. A *busy* cache (another process holds a write
-lock) is not damaged: biaslens waits for it (``$BIASLENS_CACHE_BUSY_TIMEOUT`` seconds, 60 by
-default), then stops with a one-line error and leaves the file as it is. Nor is a cache that
-cannot be written (a full disk, a quota, an I/O error): that is a one-line error too, and the file
-with every answer it holds stays where it is.
+Each fault has its own line and way out (:func:`failure`):
+
+* **damaged** (SQLite says corrupt or not a database, or its integrity check fails) or **of
+  another layout** (a file by the cache's name whose tables are not biaslens's: another tool's,
+  or an older layout): moved aside with a one-line warning naming where, and a new one started;
+  a stored answer that cannot be read back is recomputed. Nothing wrong is ever reused.
+* **written by a newer biaslens** (its format number is above :data:`CACHE_FORMAT`): left as it
+  is, and the run stops: upgrade, or point the cache elsewhere.
+* **busy** (another process holds a write lock): biaslens waits for it
+  (``$BIASLENS_CACHE_BUSY_TIMEOUT`` seconds, 60 by default), then stops and leaves the file.
+* **full disk**: every answer that still fits is committed, in smaller and smaller batches, and
+  the run stops saying that the disk is full, where, and how many answers were kept.
+* **read-only** folder or file, and **I/O errors**: one line each; the file stays where it is,
+  with every answer it holds.
 """
 
 from __future__ import annotations
@@ -44,6 +51,19 @@ REQUEST_CACHE_ENV = "BIASLENS_REQUEST_CACHE_DIR"
 BUSY_TIMEOUT_ENV = "BIASLENS_CACHE_BUSY_TIMEOUT"
 SQLITE_BUSY_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
 SQLITE_DAMAGE_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB (and their extended codes)
+SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY, SQLITE_CANTOPEN = 13, 10, 8, 14
+CACHE_FORMAT = 1
+"""The layout of a cache file (``PRAGMA user_version``; 0: written before it was numbered, the
+same layout)."""
+COLUMNS = ("key", "request_type", "value")
+
+
+class ForeignLayout(sqlite3.DatabaseError):
+    """The file is an SQLite database, but not a biaslens request cache."""
+
+
+class NewerFormat(sqlite3.DatabaseError):
+    """The file was written by a newer biaslens."""
 
 
 class FailedIntegrityCheck(sqlite3.DatabaseError):
@@ -91,28 +111,84 @@ def is_damage(error: Exception) -> bool:
     return code & 0xFF in SQLITE_DAMAGE_CODES
 
 
-def failure(path: Path, error: sqlite3.Error) -> BiaslensError:
-    """The one-line error for a cache that cannot be used as it is: busy, or a write or read
-    the file system refused (the file is left as it is, with every answer it holds)."""
+def is_full(error: Exception) -> bool:
+    code = (getattr(error, "sqlite_errorcode", None) or 0) & 0xFF
+    return code == SQLITE_FULL or "disk is full" in str(error) or "No space" in str(error)
+
+
+SQLITE_IOERR_WRITE = 778
+
+
+def is_refused_write(error: Exception) -> bool:
+    """A write the file system refused (a file-size limit, a quota, a failing disk): SQLite's
+    SQLITE_IOERR_WRITE, which, unlike a full disk, does not say why."""
+    return getattr(error, "sqlite_errorcode", None) == SQLITE_IOERR_WRITE
+
+
+ELSEWHERE = f"point --cache-dir or {REQUEST_CACHE_ENV} elsewhere (or --no-cache)"
+
+
+def failure(path: Path, error: sqlite3.Error, kept: int | None = None) -> BiaslensError:
+    """The one-line error for a cache that cannot be used as it is, one per fault (module
+    docstring); the file is left as it is, with every answer it holds. ``kept``: answers of
+    the batch in flight that were still stored (a full disk)."""
     if is_busy(error):
         return busy_error(path)
+    if isinstance(error, NewerFormat):
+        return BiaslensError(
+            f"{path}: the request cache was written by a newer biaslens ({error}); it is left "
+            f"as it is: upgrade biaslens, or {ELSEWHERE}"
+        )
     if is_damage(error):
         return BiaslensError(
             f"{path}: the request cache is damaged ({error}); rerun the same command: the file "
             "is then moved aside and a new one started"
         )
     code = (getattr(error, "sqlite_errorcode", None) or 0) & 0xFF
-    read_only = code in (8, 14) or "readonly" in str(error) or "unable to open" in str(error)
-    remedy = (
-        "the cache folder is read-only or not writable by you: make it writable, or point "
-        f"--cache-dir or {REQUEST_CACHE_ENV} elsewhere (or --no-cache)"
-        if read_only
-        else "free disk space (or repair the file system)"
-    )
+    if is_full(error):
+        where = _free_space(path.parent)
+        stored = f"; {kept:,} answer(s) of the last batch still fit and are kept" if kept else ""
+        return BiaslensError(
+            f"{path}: the disk under the request cache is full{where}{stored}; every answer "
+            f"stored before is kept: free space there, or {ELSEWHERE}, then rerun the same "
+            "command to resume"
+        )
+    if (
+        code in (SQLITE_READONLY, SQLITE_CANTOPEN)
+        or "readonly" in str(error)
+        or ("unable to open" in str(error))
+    ):
+        return BiaslensError(
+            f"{path}: the request cache cannot be written ({error}): the folder or the file "
+            f"is read-only or not yours; make it writable, or {ELSEWHERE}"
+        )
+    if is_refused_write(error):
+        stored = f"; {kept:,} answer(s) of the last batch still fit and are kept" if kept else ""
+        return BiaslensError(
+            f"{path}: the file system refused a write to the request cache ({error}: a "
+            f"file-size limit, a quota, a full or failing disk){stored}; every answer stored "
+            f"before is kept: make room, or {ELSEWHERE}, then rerun the same command to resume"
+        )
+    if code == SQLITE_IOERR or "I/O error" in str(error):
+        return BiaslensError(
+            f"{path}: the file system reported an I/O error on the request cache ({error}); "
+            f"the answers it holds are kept: check the disk, or {ELSEWHERE}, then rerun"
+        )
     return BiaslensError(
         f"{path}: cannot use the request cache ({error}); the answers it holds are kept: "
-        f"{remedy}, then rerun the same command to resume"
+        f"{ELSEWHERE}, then rerun the same command to resume"
     )
+
+
+def _free_space(folder: Path) -> str:
+    """`` (N KiB free on FOLDER)``, where the file system tells."""
+    import shutil
+
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return ""
+    return f" ({free / 1024:,.0f} KiB free on {folder})"
 
 
 def busy_error(path: Path) -> BiaslensError:
@@ -151,7 +227,8 @@ class RequestCache:
         try:
             self._open()
         except sqlite3.DatabaseError as error:
-            if is_busy(error) or not is_damage(error):
+            movable = isinstance(error, ForeignLayout) or is_damage(error)
+            if is_busy(error) or isinstance(error, NewerFormat) or not movable:
                 raise failure(self.path, error) from None
             try:
                 self._move_aside(error)
@@ -170,30 +247,54 @@ class RequestCache:
         except sqlite3.OperationalError as error:  # cannot open: never damage
             raise failure(self.path, error) from None
         try:
-            self.db.execute("PRAGMA journal_mode=WAL")
             check = self.db.execute("PRAGMA quick_check").fetchone()
             if not check or check[0] != "ok":
                 raise FailedIntegrityCheck(f"integrity check: {check[0] if check else 'failed'}")
+            self._check_layout()
+            self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(
                 "CREATE TABLE IF NOT EXISTS responses ("
                 "key TEXT PRIMARY KEY, request_type TEXT NOT NULL, value TEXT NOT NULL)"
             )
+            if self.db.execute("PRAGMA user_version").fetchone()[0] != CACHE_FORMAT:
+                self.db.execute(f"PRAGMA user_version={CACHE_FORMAT}")
             self.db.commit()
         except sqlite3.DatabaseError:
             self.db.close()
             raise
 
+    def _check_layout(self) -> None:
+        """A newer format is refused; tables that are not a request cache's are a foreign
+        layout (an empty file is a new cache)."""
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version > CACHE_FORMAT:
+            raise NewerFormat(f"format {version}; this biaslens reads {CACHE_FORMAT}")
+        tables = {
+            row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+        if not tables:
+            return
+        columns = tuple(row[1] for row in self.db.execute("PRAGMA table_info(responses)"))
+        if tables != {"responses"} or columns != COLUMNS:
+            shown = ", ".join(sorted(tables))
+            raise ForeignLayout(
+                f"another layout: tables {shown}; a request cache has responses"
+                f"({', '.join(COLUMNS)})"
+            )
+
     def _move_aside(self, error: Exception) -> None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        moved = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        kind = "foreign" if isinstance(error, ForeignLayout) else "corrupt"
+        moved = self.path.with_name(f"{self.path.name}.{kind}-{stamp}")
         os.replace(self.path, moved)
         for suffix in ("-wal", "-shm"):
             side = Path(f"{self.path}{suffix}")
             if side.exists():
                 os.replace(side, Path(f"{moved}{suffix}"))
+        what = "file is not a request cache" if kind == "foreign" else "request cache is damaged"
         warnings.warn(
-            f"{self.path}: the request cache is damaged ({error}); moved it to {moved.name} and "
-            "started a new one (its answers will be recomputed)",
+            f"{self.path}: the {what} ({error}); moved it to {moved} and started a new "
+            "request cache (its answers will be recomputed)",
             stacklevel=3,
         )
 
@@ -213,14 +314,38 @@ class RequestCache:
         return found
 
     def put_many(self, request_type: str, items: Sequence[tuple[str, str]]) -> None:
+        """Store answers in one transaction; where the disk fills, store as many as still fit
+        (halves, then quarters … committed one by one), then stop with the full-disk line."""
+        rows = [(k, request_type, v) for k, v in items]
         try:
-            with self.db:
-                self.db.executemany(
-                    "INSERT OR REPLACE INTO responses (key, request_type, value) VALUES (?, ?, ?)",
-                    [(k, request_type, v) for k, v in items],
-                )
+            self._insert(rows)
         except sqlite3.Error as error:
-            raise failure(self.path, error) from None
+            room = is_full(error) or is_refused_write(error)
+            kept = self._insert_what_fits(rows) if room else None
+            raise failure(self.path, error, kept) from None
+
+    def _insert(self, rows) -> None:
+        with self.db:
+            self.db.executemany(
+                "INSERT OR REPLACE INTO responses (key, request_type, value) VALUES (?, ?, ?)",
+                rows,
+            )
+
+    def _insert_what_fits(self, rows) -> int:
+        """After a full disk: the rows that still fit, in ever smaller committed batches."""
+        kept, size = 0, max(1, len(rows) // 2)
+        start = 0
+        while start < len(rows) and size >= 1:
+            try:
+                self._insert(rows[start : start + size])
+            except sqlite3.Error as error:
+                if not (is_full(error) or is_refused_write(error)):
+                    break
+                size //= 2
+                continue
+            kept += len(rows[start : start + size])
+            start += size
+        return kept
 
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
