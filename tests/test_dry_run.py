@@ -138,3 +138,23 @@ def test_a_sampled_plan_counts_calls_and_its_cost_by_hand(tmp_path):
     assert f"estimated cost: at most {shown} (" in " ".join(result.output.split())
     refused = CliRunner().invoke(app, ["run", "sib-mgc", "--price", "0.1", "--limit", "1"])
     assert "--price estimates a run's cost with --dry-run" in str(refused.exception)
+
+
+@pytest.mark.parametrize(
+    "price", ["-1", "nan", "1e309", "inf", "0.1,", "a,b", "1,2,3", "", "1e7", "0.1,-0.2"]
+)
+def test_a_bad_price_is_one_line_naming_it(price):
+    from biaslens.runner.plan import parse_price
+
+    with pytest.raises(BiaslensError) as refused:
+        parse_price(price)
+    message = str(refused.value)
+    assert message.startswith("--price takes") and repr(price) in message and "\n" not in message
+
+
+@pytest.mark.parametrize(("price", "expected"), [("0", (0.0, 0.0)), ("1e6", (1e6, 1e6)),
+                                                 (" 0.15 , 0.60 ", (0.15, 0.6))])  # fmt: skip
+def test_edge_prices_are_read(price, expected):
+    from biaslens.runner.plan import parse_price
+
+    assert parse_price(price) == expected

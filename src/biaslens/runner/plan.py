@@ -103,6 +103,11 @@ def plan_method(
     return RunPlan(settings.model, backend.backend, table, planner.counted_by, notes)
 
 
+MAX_PRICE = 1e6
+"""The largest price per million tokens ``--price`` takes (beyond it a cost is no longer a
+number a reader can use, and 1e308 would overflow to ∞)."""
+
+
 def parse_price(text: str) -> tuple[float, float]:
     """``--price``: per million tokens, ``P`` for prompt and completion alike or ``P,C``."""
     parts = [p.strip() for p in str(text).split(",")]
@@ -110,10 +115,10 @@ def parse_price(text: str) -> tuple[float, float]:
         values = [float(p) for p in parts]
     except ValueError:
         values = []
-    if len(values) not in (1, 2) or not all(v >= 0 and v < float("inf") for v in values):
+    if len(values) not in (1, 2) or not all(0 <= v <= MAX_PRICE for v in values):
         raise BiaslensError(
             f"--price takes the price per million tokens, one number (0.5) or prompt and "
-            f"completion prices (0.15,0.60); got {text!r}"
+            f"completion prices (0.15,0.60), each from 0 to {MAX_PRICE:g}; got {text!r}"
         )
     return values[0], values[-1]
 
