@@ -61,7 +61,7 @@ def test_a_second_process_on_the_same_folder_is_refused(tmp_path):
     first = RunStore(tmp_path / "run", "sib-toy", {"n": 1}, {}).open()
     try:
         with pytest.raises(
-            BiaslensError, match=rf"in use by another biaslens run \(pid {os.getpid()}\)"
+            BiaslensError, match=rf"in use by another biaslens process \(pid {os.getpid()}\)"
         ):
             RunStore(tmp_path / "run", "sib-toy", {"n": 1}, {}).open()
     finally:

@@ -27,6 +27,7 @@ from biaslens.common.files import make_dir
 from biaslens.errors import BiaslensError
 from biaslens.models.config import BackendConfig
 from biaslens.progress import NoProgress, Progress, note
+from biaslens.store.lock import LOCK_FILE, RunLock
 from biaslens.store.paths import safe_name
 
 AUDIT_FILE = "audit.json"
@@ -111,7 +112,7 @@ def _claim_folder(folder: Path, asked: dict[str, Any]) -> None:
                 "another --output, or the same settings to resume it"
             )
         return
-    if folder.is_dir() and any(folder.iterdir()):
+    if folder.is_dir() and any(p.name != LOCK_FILE for p in folder.iterdir()):
         raise BiaslensError(f"{folder} is not empty and holds no audit: give another --output")
     make_dir(folder, "audit folder")
     atomic.write_json(path, asked)
@@ -172,11 +173,9 @@ def run_audit(
 ) -> AuditResult:
     """Audit ``models`` (module docstring). ``on_plan(model_audit)`` is called with each
     model's plan before any model work (the CLI prints it); ``dry_run`` stops there."""
-    models = list(dict.fromkeys(m.strip() for m in models if m and m.strip()))
-    if not models:
-        raise BiaslensError("give at least one model (--model or --models-file)")
     backend = backend or BackendConfig()
     progress = progress or NoProgress()
+    models = distinct_models(models, progress)
     steps, left_out = audit_steps(size, list(methods) if methods else None)
     folder = Path(output) if output is not None else default_folder(models, size)
     audits = []
@@ -189,14 +188,43 @@ def run_audit(
     if dry_run:
         return AuditResult(folder, audits)
     _claim_folder(folder, atomic.json_safe(_asked(models, size, methods, steps, backend)))
-    for audit in audits:
-        _audit_model(audit, size, left_out, backend, data_dir, cache_dir, progress)
-    comparison = None
-    if len(audits) > 1:
-        from biaslens.auditing.compare import write_comparison
+    lock = RunLock(folder)  # a second audit of this folder at once stops in one line
+    lock.acquire()
+    try:
+        for audit in audits:
+            _audit_model(audit, size, left_out, backend, data_dir, cache_dir, progress)
+        comparison = None
+        if len(audits) > 1:
+            from biaslens.auditing.compare import write_comparison
 
-        comparison = write_comparison(folder, audits)
+            comparison = write_comparison(folder, audits)
+    finally:
+        lock.release()
     return AuditResult(folder, audits, comparison)
+
+
+def distinct_models(models: Sequence[str], progress: Progress) -> list[str]:
+    """The models to audit, each once (blank names dropped; a name given twice is audited
+    once, with a note); two names whose folders would be the same are refused."""
+    seen: dict[str, int] = {}
+    for model in models:
+        name = (model or "").strip()
+        if name:
+            seen[name] = seen.get(name, 0) + 1
+    if not seen:
+        raise BiaslensError("give at least one model (--model or --models-file)")
+    for name, times in seen.items():
+        if times > 1:
+            note(progress, f"{name} is listed {times} times: audited once")
+    folders: dict[str, str] = {}
+    for name in seen:
+        other = folders.setdefault(safe_name(name), name)
+        if other != name:
+            raise BiaslensError(
+                f"{other!r} and {name!r} would share the audit folder {safe_name(name)}: list "
+                "one of them, or audit them apart (--output)"
+            )
+    return list(seen)
 
 
 def _audit_model(audit: ModelAudit, size, left_out, backend, data_dir, cache_dir, progress):

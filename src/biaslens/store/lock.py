@@ -45,8 +45,8 @@ class RunLock:
             holder = handle.read().strip() or "?"
             handle.close()
             raise BiaslensError(
-                f"{self.path.parent} is in use by another biaslens run (pid {holder}); wait for "
-                f"it to finish, or {ANOTHER_OUTPUT}"
+                f"{self.path.parent} is in use by another biaslens process (pid {holder}); wait "
+                f"for it to finish, or {ANOTHER_OUTPUT}"
             ) from None
         try:
             same = os.stat(self.path, follow_symlinks=False).st_ino == os.fstat(descriptor).st_ino
