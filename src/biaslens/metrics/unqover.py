@@ -157,8 +157,16 @@ def comparative_scores(scores: pd.DataFrame, keys: tuple[str, ...] = ()) -> pd.D
     check_scores(scores)
     base = [*keys, "template", "attribute"]
     index = [*base, "first", "second", "negated"]
-    if scores.duplicated(index).any():
-        raise BiaslensError("scores hold the same context and question more than once")
+    repeated = scores.duplicated(index, keep=False)
+    if repeated.any():
+        row = scores.loc[repeated].iloc[0]
+        keys = scores.loc[repeated & (scores[index] == row[index]).all(axis=1)]
+        named = f" (keys {', '.join(map(repr, keys['key'].head(2)))} …)" if "key" in scores else ""
+        raise BiaslensError(
+            f"scores hold the same context and question more than once: {row['first']} before "
+            f"{row['second']}, template {row['template']}, attribute {row['attribute']}"
+            f"{named}; each context may be given once"
+        )
     table = scores[[*index, "s_first", "s_second"]]
     mirror = table.rename(
         columns={"first": "second", "second": "first", "s_first": "m_first", "s_second": "m_second"}
@@ -167,8 +175,9 @@ def comparative_scores(scores: pd.DataFrame, keys: tuple[str, ...] = ()) -> pd.D
     lost = joined["m_first"].isna()
     if lost.any():
         row = joined.loc[lost].iloc[0]
+        contexts = len(joined.loc[lost, [*base, "first", "second"]].drop_duplicates())
         raise BiaslensError(
-            f"{int(lost.sum())} context(s) lack the other subject order, e.g. {row['second']} "
+            f"{contexts} context(s) lack the other subject order, e.g. {row['second']} "
             f"before {row['first']} (template {row['template']}, attribute {row['attribute']})"
         )
     # S̃ of the first-mentioned subject x1 and of x2, for this polarity.

@@ -45,9 +45,14 @@ def from_predictions(
     clusters = first["first_cluster"].unique() if "first_cluster" in first else ()
     subjects_are = subjects_of_clusters(clusters, subjects_are)
     spec = IntervalSpec(subjects=subjects_are, complete_design=True)
-    tables = stream_tables(
-        itertools.chain([first], chunks), by=by, within=() if by else within, intervals=spec
-    )
+    try:
+        tables = stream_tables(
+            itertools.chain([first], chunks), by=by, within=() if by else within, intervals=spec
+        )
+    except BiaslensError as error:  # a context the file lacks or repeats: name the file
+        if str(predictions) in str(error):
+            raise
+        raise BiaslensError(f"{predictions}: {error}") from None
     summary, subjects = tables["model"], tables["subjects"]
     for _, row in summary.iterrows():
         label = ", ".join(f"{k} {row[k]}" for k in by)
