@@ -64,7 +64,19 @@ class Faults:
     """Chat requests with a temperature above 0 draw each reply token from the model's
     softmax(logits / temperature) (``"ok"``, seeded by the request's ``seed``); ``"greedy"``
     ignores temperature (every reply the greedy one); ``"one"`` returns one reply whatever
-    ``n`` asks; ``"refuse-odd"`` refuses every other reply (a content filter)."""
+    ``n`` asks; ``"refuse-odd"`` refuses every other reply (a content filter); ``"more"``
+    returns two replies more than ``n`` asks; ``"ignore-seed"`` draws unseeded (a rerun's
+    replies differ); ``"filter-odd"`` gives every other reply ``finish_reason:
+    content_filter`` with placeholder text; ``"non-utf8"`` sends reply bodies that are not
+    UTF-8."""
+    served_model: str | None = None
+    """If set, sampled replies name this model once more than ``served_after`` requests came."""
+    served_after: int = 0
+    fail_after: int | None = None
+    """If set, every chat request after this many answers ``fail_status`` (a server that starts
+    refusing halfway), with ``Retry-After: retry_after`` where that is set."""
+    fail_status: int = 429
+    retry_after: str | None = None
     requests: list[dict] = field(default_factory=list)
 
 
@@ -233,14 +245,23 @@ def sampled_texts(model, tokenizer, context: list[int], body: dict, n: int) -> l
 def chat_sample(model, tokenizer, context: list[int], body: dict, faults: Faults) -> dict:
     """``n`` replies drawn from the model (:func:`sampled_texts`); no log-probabilities."""
     n = 1 if faults.sampling == "one" else int(body.get("n") or 1)
+    n += 2 if faults.sampling == "more" else 0
+    if faults.sampling == "ignore-seed":
+        body = {k: v for k, v in body.items() if k != "seed"}
     choices = []
     for index, text in enumerate(sampled_texts(model, tokenizer, context, body, n)):
         message = {"role": "assistant", "content": text}
+        finish = "length"
         if faults.sampling == "refuse-odd" and index % 2:
             message = {"role": "assistant", "content": None, "refusal": "I can't."}
+        if faults.sampling == "filter-odd" and index % 2:
+            message, finish = {"role": "assistant", "content": "she [filtered]"}, "content_filter"
         choices.append({"index": index, "message": message, "logprobs": None,
-                        "finish_reason": "length"})  # fmt: skip
-    return {"object": "chat.completion", "model": body.get("model"), "choices": choices}
+                        "finish_reason": finish})  # fmt: skip
+    served = body.get("model")
+    if faults.served_model is not None and len(faults.requests) > faults.served_after:
+        served = faults.served_model
+    return {"object": "chat.completion", "model": served, "choices": choices}
 
 
 def complete_sampled(model, tokenizer, body: dict, faults: Faults) -> dict:
@@ -320,10 +341,18 @@ def create_app(model, tokenizer, name: str, faults: Faults | None = None, max_mo
         return Response(json.dumps(_overwrite_logprobs(answer, faults.logprob)), 200,
                         media_type="application/json")  # fmt: skip
 
+    def chat(body: dict):
+        if faults.fail_after is not None and len(faults.requests) > faults.fail_after:
+            headers = {"Retry-After": faults.retry_after} if faults.retry_after else None
+            return JSONResponse({"error": {"message": "slow down"}}, faults.fail_status, headers)
+        answer = chat_complete(model, tokenizer, body, faults)
+        if faults.sampling == "non-utf8" and float(body.get("temperature") or 0) > 0:
+            text = json.dumps(answer).encode().replace(b'"content": "', b'"content": "\xff\xfe', 1)
+            return Response(text, 200, media_type="application/json")
+        return answer
+
     app.post("/v1/completions")(answered(completion))
-    app.post("/v1/chat/completions")(
-        answered(lambda body: chat_complete(model, tokenizer, body, faults))
-    )
+    app.post("/v1/chat/completions")(answered(chat))
 
     return app
 

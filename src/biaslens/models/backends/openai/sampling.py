@@ -16,7 +16,7 @@ from it would be 0 or 1 — the run stops with one line instead.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from biaslens.common.seeds import derived_seed
@@ -27,6 +27,10 @@ VARIETY_PROMPT = "Write a random number between 1 and 1000000, digits only."
 VARIETY_REPLIES = 8
 MAX_TOP_UPS = 4
 """Rounds of one-reply calls asked of a server that returns fewer replies than ``n``."""
+
+
+class OtherModel(ServerError):
+    """The replies come from another model than the one asked."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,8 @@ class SamplingEndpoint:
     path: str
     prompt_part: Callable[[str], dict]
     seeded: bool = True
+    served: dict = field(default_factory=dict, compare=False)
+    """The model name the first reply gave (every later reply must give the same)."""
 
     @property
     def url(self) -> str:
@@ -58,8 +64,30 @@ class SamplingEndpoint:
         }
         return {**payload, "seed": seed} if self.seeded else payload
 
+    def check_model(self, reply) -> None:
+        """The replies must come from the model asked (or a dated snapshot of it, as
+        ``gpt-4o-mini`` answers as ``gpt-4o-mini-2024-07-18``), and all from one: answers of
+        another model would be recorded as this one's."""
+        named = reply.get("model") if isinstance(reply, dict) else None
+        if not isinstance(named, str) or not named:
+            return
+        first = self.served.setdefault("model", named)
+        if named != first:
+            raise OtherModel(
+                f"{self.url}: the replies came from the model {first!r}, then from {named!r}: "
+                "one run's answers must all come from one model; rerun once the endpoint "
+                "serves one (the answers so far are kept)"
+            )
+        if named != self.model and not named.startswith(self.model + "-"):
+            raise OtherModel(
+                f"{self.url}: the replies name the model {named!r}, not {self.model!r} as "
+                "asked: its answers would be recorded as another model's; ask for the model "
+                "the endpoint serves"
+            )
+
     def texts(self, reply) -> list[str]:
         """Every reply's text in one answer; a refused or filtered reply is empty."""
+        self.check_model(reply)
         if self.path == "/completions":
             choices = parse(Completion, reply, self.url, self.path).choices
             return [
@@ -111,7 +139,7 @@ def check_temperature_honoured(endpoint: SamplingEndpoint) -> None:
     try:
         (texts,) = draw(endpoint, [request])
     except ServerError as error:
-        if not endpoint.seeded:
+        if not endpoint.seeded or isinstance(error, OtherModel):
             raise
         raise ServerError(
             f"{error}; this was the first call with a seed: a server that fails on seeded "
