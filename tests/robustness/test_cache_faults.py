@@ -11,7 +11,8 @@ import pytest
 
 from biaslens.errors import BiaslensError
 from biaslens.store import cache as cache_module
-from biaslens.store.cache import RequestCache, failure
+from biaslens.store.cache import RequestCache
+from biaslens.store.cache_faults import failure
 
 
 def _answers(n: int, size: int = 400) -> list[tuple[str, str]]:

@@ -100,7 +100,7 @@ def test_a_nul_byte_in_any_text_file_is_named_by_line(tmp_path):
 
 
 def test_a_read_only_cache_is_told_as_read_only_not_as_a_full_disk(tmp_path):
-    from biaslens.store.cache import failure
+    from biaslens.store.cache_faults import failure
 
     path = tmp_path / "cache.sqlite"
     sqlite3.connect(path).execute("create table t (x)").connection.commit()

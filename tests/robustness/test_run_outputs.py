@@ -206,7 +206,7 @@ def test_a_refused_atomic_write_keeps_the_old_file_and_leaves_no_temporary(tmp_p
     ids=["corrupt", "notadb", "corrupt-vtab", "ioerr", "full", "cantopen", "ioerr-shmsize"],
 )
 def test_only_sqlite_damage_codes_count_as_damage(code, damage):
-    from biaslens.store.cache import is_damage
+    from biaslens.store.cache_faults import is_damage
 
     error = sqlite3.OperationalError("some message")
     error.sqlite_errorcode = code

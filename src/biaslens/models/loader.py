@@ -37,8 +37,32 @@ def load_model(name: str, config: BackendConfig | None = None, backend: str | No
         )
     loader = spec.load()
     if not spec.local:
-        return loader(resolve_name(name), config)
-    return loader(checkpoint_of(name, config.options), config)
+        return checked_contract(spec.name, loader(resolve_name(name), config))
+    return checked_contract(spec.name, loader(checkpoint_of(name, config.options), config))
+
+
+def checked_contract(backend: str, lm: LM) -> LM:
+    """``lm`` if it is an :class:`LM` that implements every request type it declares it
+    answers; else it is closed and the backend refused in one line, before any request
+    (a backend's capabilities depend on the model it loaded: a masked LM answers other
+    requests than a causal one, so they are checked here, not when the backend registers)."""
+    if not isinstance(lm, LM):
+        raise BiaslensError(
+            f"the {backend} backend's loader returned {type(lm).__name__}, not a biaslens LM"
+        )
+    lacking = [
+        t.value for t in lm.capabilities if getattr(type(lm), t.value) is getattr(LM, t.value)
+    ]
+    if lacking:
+        close = getattr(lm, "close", None)
+        if callable(close):
+            close()
+        raise BiaslensError(
+            f"the {backend} backend's {type(lm).__name__} declares that it answers "
+            f"{', '.join(lacking)} but does not implement {'it' if len(lacking) == 1 else 'them'}"
+            "; the backend cannot be used until it does"
+        )
+    return lm
 
 
 def checkpoint_of(name: str, options: Checkpoint) -> CheckpointRef:

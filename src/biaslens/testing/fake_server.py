@@ -17,73 +17,15 @@ import socket
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
+from biaslens.testing.fake_faults import Faults, logprobs_rows
+from biaslens.testing.fake_sampling import chat_sample, complete_sampled
+
 TOKEN_PREFIX = "token_id:"
-
-
-@dataclass
-class Faults:
-    """Deliberate protocol faults: ``echo`` is ``"ok"``, ``"shifted"`` or ``"missing"``;
-    ``api_key`` (if set) must be sent as a Bearer token; ``token_ids`` False hides vLLM's
-    token-id extensions."""
-
-    echo: str = "ok"
-    api_key: str | None = None
-    token_ids: bool = True
-    ignore_logprob_token_ids: bool = False
-    """Return token ids but ignore vLLM's ``logprob_token_ids`` (answer the plain top-k)."""
-    token_text: str | None = None
-    """If set, every returned token is this text (e.g. ``token_id:abc``)."""
-    models_reply: Any = None
-    """If set, ``/v1/models`` answers this JSON value instead of the model list."""
-    logprob: float | None = None
-    """If set, every log-probability the server returns is this value (NaN, inf, > 0: replies
-    a client must refuse)."""
-    chat: str = "ok"
-    """``/v1/chat/completions`` replies as other providers shape them: ``"ok"`` (vLLM's shape),
-    ``"no-logprobs"``, ``"fewer"`` (one top log-probability fewer than asked), ``"no-bytes"``
-    (no ``bytes`` fields) or ``"refusal"`` (OpenAI's refusal message); and replies that claim
-    impossible distributions: ``"duplicate"`` (each step's top list holds its first token
-    twice), ``"overlong"`` (more steps than ``max_tokens``), ``"empty-after-probe"`` (every
-    reply empty, except to the one-token load probe)."""
-    echo_key: bool = False
-    """Answer every completion request 400 with its Authorization header in the error text (a
-    server that echoes the key)."""
-    chat_logprob: Any = None
-    """If set, every log-probability of a chat reply is this JSON value (``False``, ``"-0.1"``,
-    ``-0.01``: replies a client must refuse)."""
-    completion_logprobs: bool = True
-    """False: ``/v1/completions`` returns no log-probabilities (nor echoes the prompt)."""
-    sampling: str = "ok"
-    """Chat requests with a temperature above 0 draw each reply token from the model's
-    softmax(logits / temperature) (``"ok"``, seeded by the request's ``seed``); ``"greedy"``
-    ignores temperature (every reply the greedy one); ``"one"`` returns one reply whatever
-    ``n`` asks; ``"refuse-odd"`` refuses every other reply (a content filter); ``"more"``
-    returns two replies more than ``n`` asks; ``"ignore-seed"`` draws unseeded (a rerun's
-    replies differ); ``"filter-odd"`` gives every other reply ``finish_reason:
-    content_filter`` with placeholder text; ``"non-utf8"`` sends reply bodies that are not
-    UTF-8."""
-    served_model: str | None = None
-    """If set, sampled replies name this model once more than ``served_after`` requests came."""
-    served_after: int = 0
-    fail_after: int | None = None
-    """If set, every chat request after this many answers ``fail_status`` (a server that starts
-    refusing halfway), with ``Retry-After: retry_after`` where that is set."""
-    fail_status: int = 429
-    retry_after: str | None = None
-    requests: list[dict] = field(default_factory=list)
-
-
-def _logprobs_rows(model, ids: list[int]) -> torch.Tensor:
-    with torch.inference_mode():
-        logits = model(input_ids=torch.tensor([ids])).logits[0]
-    return logits.float().log_softmax(-1)
 
 
 def _token(tokenizer, token_id: int, as_ids: bool, faults: Faults | None = None) -> str:
@@ -118,7 +60,7 @@ def complete(model, tokenizer, body: dict, faults: Faults) -> dict:
         generated, tops, token_logprobs = [], [], []
         context = list(ids)
         for _ in range(max_tokens):
-            row = _logprobs_rows(model, context)[-1]
+            row = logprobs_rows(model, context)[-1]
             token = int(row.argmax())
             generated.append(token)
             token_logprobs.append(float(row[token]))
@@ -146,7 +88,7 @@ def complete(model, tokenizer, body: dict, faults: Faults) -> dict:
                 "text_offset": [],
             }
             if body.get("echo"):
-                rows = _logprobs_rows(model, ids)
+                rows = logprobs_rows(model, ids)
                 echoed = [None] + [float(rows[j - 1, ids[j]]) for j in range(1, len(ids))]
                 if faults.echo == "shifted":
                     echoed = echoed[1:] + [None]
@@ -186,7 +128,7 @@ def chat_complete(model, tokenizer, body: dict, faults: Faults) -> dict:
     if faults.chat == "empty-after-probe" and max_tokens > 1:  # the load probe asks for 1
         max_tokens = 0
     for _ in range(max_tokens):
-        row = _logprobs_rows(model, context)[-1]
+        row = logprobs_rows(model, context)[-1]
         token = int(row.argmax())
         values, indices = row.topk(k) if k else (torch.zeros(0), torch.zeros(0, dtype=torch.long))
         steps.append(
@@ -216,67 +158,6 @@ def chat_complete(model, tokenizer, body: dict, faults: Faults) -> dict:
         message, logprobs = {"role": "assistant", "content": None, "refusal": "I can't."}, None
     choice = {"index": 0, "message": message, "logprobs": logprobs, "finish_reason": "stop"}
     return {"object": "chat.completion", "model": body.get("model"), "choices": [choice]}
-
-
-def sampled_texts(model, tokenizer, context: list[int], body: dict, n: int) -> list[str]:
-    """``n`` replies to ``context``, each token drawn from softmax(logits / temperature) cut to
-    the smallest set holding ``top_p`` of it, with a generator seeded by ``seed``."""
-    temperature = float(body["temperature"])
-    top_p = float(body.get("top_p") or 1.0)
-    seed = body.get("seed")
-    generator = torch.Generator().manual_seed(int(seed) if seed is not None else time.time_ns())
-    texts = []
-    for _ in range(n):
-        reply = list(context)
-        for _ in range(int(body.get("max_tokens", 16))):
-            probs = (_logprobs_rows(model, reply)[-1] / temperature).softmax(-1).double()
-            if top_p < 1.0:
-                ordered, order = probs.sort(descending=True)
-                outside = ordered.cumsum(0) - ordered >= top_p
-                probs[order[outside]] = 0.0
-            token = int(torch.multinomial(probs, 1, generator=generator))
-            reply.append(token)
-            if token == tokenizer.eos_token_id:
-                break
-        texts.append(tokenizer.decode(reply[len(context) :], skip_special_tokens=True))
-    return texts
-
-
-def chat_sample(model, tokenizer, context: list[int], body: dict, faults: Faults) -> dict:
-    """``n`` replies drawn from the model (:func:`sampled_texts`); no log-probabilities."""
-    n = 1 if faults.sampling == "one" else int(body.get("n") or 1)
-    n += 2 if faults.sampling == "more" else 0
-    if faults.sampling == "ignore-seed":
-        body = {k: v for k, v in body.items() if k != "seed"}
-    choices = []
-    for index, text in enumerate(sampled_texts(model, tokenizer, context, body, n)):
-        message = {"role": "assistant", "content": text}
-        finish = "length"
-        if faults.sampling == "refuse-odd" and index % 2:
-            message = {"role": "assistant", "content": None, "refusal": "I can't."}
-        if faults.sampling == "filter-odd" and index % 2:
-            message, finish = {"role": "assistant", "content": "she [filtered]"}, "content_filter"
-        choices.append({"index": index, "message": message, "logprobs": None,
-                        "finish_reason": finish})  # fmt: skip
-    served = body.get("model")
-    if faults.served_model is not None and len(faults.requests) > faults.served_after:
-        served = faults.served_model
-    return {"object": "chat.completion", "model": served, "choices": choices}
-
-
-def complete_sampled(model, tokenizer, body: dict, faults: Faults) -> dict:
-    """``/v1/completions`` at a temperature above 0: ``n`` drawn replies per prompt."""
-    prompts = body["prompt"]
-    if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
-        prompts = [prompts]
-    n = 1 if faults.sampling == "one" else int(body.get("n") or 1)
-    choices = []
-    for prompt in prompts:
-        ids = tokenizer(prompt)["input_ids"] if isinstance(prompt, str) else list(prompt)
-        for text in sampled_texts(model, tokenizer, ids, body, n):
-            choices.append({"index": len(choices), "text": text, "logprobs": None,
-                            "finish_reason": "length"})  # fmt: skip
-    return {"object": "text_completion", "model": body.get("model"), "choices": choices}
 
 
 def _chat_entry(tokenizer, token_id: int, logprob: float, faults: Faults) -> dict:
