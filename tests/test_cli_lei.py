@@ -165,7 +165,8 @@ def test_metrics_unqover_takes_the_subjects_as_drawn_or_fixed(tmp_path, monkeypa
         monkeypatch, capsys, "metrics", "unqover", str(tmp_path / "p.json"),
         "--subjects-are", "some",
     )  # fmt: skip
-    _one_line_error(code, err, "--subjects-are 'some'")
+    _one_line_error(code, err, "subjects_are")
+    assert "'some'" in err and "'drawn'" in err
 
 
 def test_metrics_unqover_refuses_the_maxima_intervals_of_an_incomplete_file(

@@ -14,6 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from biaslens.common.options import FLAG, Flag
 from biaslens.common.seeds import Seed
 from biaslens.errors import BiaslensError
+from biaslens.metrics.intervals.core import LEVEL
 
 
 def _zero_means_all(value: int | None) -> int | None:
@@ -68,10 +69,16 @@ class MethodSettings(BaseModel):
 
 CiLevel = Annotated[
     float,
-    Field(gt=0.5, lt=1.0, description="Confidence level of every interval (e.g. 0.9, 0.95, 0.99)."),
+    Field(
+        default=LEVEL,
+        gt=0.5,
+        lt=1.0,
+        description="Confidence level of every interval (e.g. 0.9, 0.95, 0.99).",
+    ),
     FLAG,
 ]
-"""The confidence level of a method's intervals (0.95 by default)."""
+"""The confidence level of a method's intervals (:data:`~biaslens.metrics.intervals.LEVEL`,
+0.95, by default: the default lives here, not in each settings model)."""
 
 
 SubjectsAre = Annotated[
@@ -104,8 +111,9 @@ Replicates = Annotated[
         ge=0,
         le=100_000,
         description="Bootstrap replicates for the intervals (0: none; otherwise at least 200), "
-        "seeded by --seed; where the intervals are a jackknife over the crossed design of "
-        "subjects and templates (unqover, lei-eval) the value only turns them on or off.",
+        "seeded by --seed; where the intervals are a jackknife over a crossed design "
+        "(unqover and lei-eval: subjects × templates; cid-ratings: both groups' names) the "
+        "value only turns them on or off.",
     ),
     AfterValidator(_enough_replicates),
     FLAG,

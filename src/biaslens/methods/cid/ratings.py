@@ -20,6 +20,8 @@ from biaslens.common.files import read_table, read_text
 from biaslens.common.options import Argument, Option
 from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import Amendment, CommandContext, MethodCommand
+from biaslens.framework.options import options_of
+from biaslens.framework.settings import CiLevel, MethodSettings, Replicates, validated
 from biaslens.framework.spec import MethodOutput
 from biaslens.metrics.cid import biased_fraction, biased_fraction_intervals, top_continuations
 from biaslens.store.result import RunResult
@@ -151,11 +153,19 @@ def ratings_amendment(ratings: Path | str, ci_level: float = 0.95, bootstrap: in
     return Amendment(compute, ci_level)
 
 
-def rate(ctx: CommandContext, run_dir, ratings, ci_level, bootstrap, seed) -> None:
-    """Fraction of biased continuations per group and λ from human ratings (paper Fig. 2)."""
-    from biaslens.metrics.intervals import check_replicates
+class RatingSettings(MethodSettings):
+    """The settings ``cid-ratings`` takes, declared by the same types as every method's (their
+    bounds and defaults live there: :data:`~biaslens.framework.settings.CiLevel`,
+    :data:`~biaslens.framework.settings.Replicates`)."""
 
-    check_replicates(bootstrap, "--bootstrap")
+    ci_level: CiLevel
+    bootstrap: Replicates = 1000
+
+
+def rate(ctx: CommandContext, run_dir, ratings, ci_level, bootstrap, seed=None) -> None:
+    """Fraction of biased continuations per group and λ from human ratings (paper Fig. 2)."""
+    settings = validated(RatingSettings, {"ci_level": ci_level, "bootstrap": bootstrap})
+    ci_level, bootstrap = settings.ci_level, settings.bootstrap
     amended = ctx.amend(run_dir, ratings_amendment(ratings, ci_level, bootstrap))
     fractions = amended.output.tables["biased_fraction"]
     shown = int(round(ci_level * 100))
@@ -190,23 +200,13 @@ RATE = MethodCommand(
     params=(
         Argument("run_dir", type=Path, help="A cid-audit run directory."),
         Argument("ratings", type=Path, help="The rated copy of ratings_to_fill.csv."),
+        *options_of(RatingSettings),
         Option(
-            "ci_level",
-            type=float,
-            default=0.95,
-            minimum=0.51,
-            maximum=0.999,
-            help="Confidence level.",
-        ),
-        Option(
-            "bootstrap",
+            "seed",
             type=int,
-            default=1000,
-            minimum=0,
-            help="0: no intervals. Any other value (at least 200) keeps them: they are a "
-            "jackknife over both groups' names, not resampled, so the value and --seed "
-            "change nothing else.",
+            hidden=True,
+            help="Unused (kept so that older command lines run).",
+            deprecated=(("--seed", "nothing: the intervals are not resampled"),),
         ),
-        Option("seed", type=int, default=0, minimum=0, help="Kept for older commands; unused."),
     ),  # fmt: skip
 )

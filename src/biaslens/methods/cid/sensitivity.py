@@ -69,7 +69,7 @@ class SensitivitySettings(MethodSettings):
         default=2, ge=1, le=100, description="Perturbed variants per sentence and rule family."
     )
     seed: RandomSeed = 0
-    ci_level: CiLevel = 0.95
+    ci_level: CiLevel
     bootstrap: Replicates = Field(
         default=1000,
         description="0: no interval for the median λ*; any other value keeps it (a "

@@ -118,7 +118,7 @@ class UnqoverSettings(MethodSettings):
     pronouns: Annotated[bool, Flag("--pronouns/--no-pronouns")] = Field(
         default=False, description="Masked LMs, gender: a name scores max(p(name), p(she/he))."
     )
-    ci_level: CiLevel = 0.95
+    ci_level: CiLevel
     bootstrap: Replicates = 1000
     subjects_are: SubjectsAre = "auto"
 

@@ -9,6 +9,14 @@ from pathlib import Path
 from biaslens.common.options import Argument, Option
 from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import CommandContext, MethodCommand
+from biaslens.framework.options import options_of
+from biaslens.framework.settings import MethodSettings, SubjectsAre, validated
+
+
+class DumpSettings(MethodSettings):
+    """The settings ``metrics unqover`` takes, declared by the same type as the methods'."""
+
+    subjects_are: SubjectsAre = "auto"
 
 
 def subjects_of_clusters(clusters, choice: str) -> str:
@@ -17,8 +25,6 @@ def subjects_of_clusters(clusters, choice: str) -> str:
     (gender's female and male first names), fixed otherwise."""
     from biaslens.data.unqover import DOMAINS
 
-    if choice not in ("auto", "drawn", "fixed"):
-        raise BiaslensError(f"--subjects-are {choice!r}: give auto, drawn or fixed")
     if choice != "auto":
         return choice
     named = {name for domain in DOMAINS.values() if domain.named for name in domain.subjects}
@@ -36,6 +42,7 @@ def from_predictions(
     from biaslens.metrics.unqover_stream import stream_tables
     from biaslens.metrics.unqover_summary import sparse_note, subjects_note, summary_lines
 
+    chosen = validated(DumpSettings, {"subjects_are": subjects_are}).subjects_are
     chunks = iter_predictions(predictions)
     first = next(chunks)  # the first chunk tells whether keys name an intervention
     within = ("intervention",) if "intervention" in first else ()
@@ -43,7 +50,7 @@ def from_predictions(
         ctx.warning("keys have no intervention field; reporting one model-level row")
     by = within if by_intervention else ()
     clusters = first["first_cluster"].unique() if "first_cluster" in first else ()
-    subjects_are = subjects_of_clusters(clusters, subjects_are)
+    subjects_are = subjects_of_clusters(clusters, chosen)
     spec = IntervalSpec(subjects=subjects_are, complete_design=True)
     try:
         tables = stream_tables(
@@ -95,12 +102,6 @@ FROM_PREDICTIONS = MethodCommand(
             help="One row per intervention (9th key field).",
         ),
         Option("output", "--output", "-o", type=Path, help="Write CSV tables to this folder."),
-        Option(
-            "subjects_are",
-            default="auto",
-            metavar="auto|drawn|fixed",
-            help="What the intervals take the subjects to be: drawn (names) or fixed (the "
-            "population asked about); auto: the gender lists' names drawn, categories fixed.",
-        ),
+        *options_of(DumpSettings),
     ),
 )

@@ -68,7 +68,7 @@ class LeiEvalSettings(MethodSettings):
     qa_order: QaOrder = "question-first"
     limit: Limit = Field(default=None, description="Context pairs, stratified (seeded; 0: all).")
     seed: RandomSeed = 0
-    ci_level: CiLevel = 0.95
+    ci_level: CiLevel
     bootstrap: Replicates = 1000
     subjects_are: SubjectsAre = "auto"
     specified_sha256: str = ""

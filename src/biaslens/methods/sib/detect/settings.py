@@ -68,7 +68,7 @@ class DetectSettings(MethodSettings):
     )
     limit: Limit = Field(default=None, description="Only the first N occupations (sorted; 0: all).")
     min_pronoun_mass: MinPronounMass = MIN_PRONOUN_MASS
-    ci_level: CiLevel = 0.95
+    ci_level: CiLevel
 
     @field_validator("latest")
     @classmethod

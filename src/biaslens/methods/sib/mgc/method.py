@@ -102,7 +102,7 @@ class MGCSettings(MethodSettings):
     )
     min_pronoun_mass: MinPronounMass = MIN_PRONOUN_MASS
     seed: RandomSeed = 0
-    ci_level: CiLevel = 0.95
+    ci_level: CiLevel
 
     @field_validator("prompts")
     @classmethod
