@@ -16,7 +16,7 @@ from tests.test_cli import _one_line_error, run_cli
 
 def test_metrics_unqover_prints_and_writes_the_definitions(tmp_path, monkeypatch, capsys):
     dump(tmp_path / "p.json")
-    code, out, _ = run_cli(
+    code, out, err = run_cli(
         monkeypatch,
         capsys,
         "metrics",
@@ -26,6 +26,8 @@ def test_metrics_unqover_prints_and_writes_the_definitions(tmp_path, monkeypatch
         str(tmp_path / "tables"),
     )
     assert code == 0 and "UnQover metrics" in out and "0.2500" in out
+    # one context: a cell of one unit, whose plug-in values are mostly noise, said as a warning
+    assert "sparse cells: μ, η and θ4 rest on a median of 1" in " ".join((out + err).split())
     written = pd.read_csv(tmp_path / "tables" / "model.csv")
     expected = model_summary(read_predictions(tmp_path / "p.json"))
     assert written["mu"].iloc[0] == pytest.approx(expected["mu"].iloc[0])

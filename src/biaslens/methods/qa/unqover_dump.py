@@ -68,9 +68,12 @@ def from_predictions(
             summary_lines(row),
             ["metric", "value", "cross-fitted", "interval", "units", "subjects", "templates"],
         )
-        for note in (sparse_note(float(row["cell_units"])), row.get("mu_ci_note")):
-            if isinstance(note, str) and note.startswith(("only", "not a complete")):
-                ctx.warning(note)
+        note = sparse_note(float(row["cell_units"]))
+        if note:
+            ctx.warning(note)
+        incomplete = row.get("mu_ci_note")
+        if isinstance(incomplete, str) and incomplete.startswith("not a complete"):
+            ctx.warning(incomplete)
     drawn = "subjects and templates both draws" if subjects_are == "drawn" else "templates drawn"
     ctx.line(
         f"interval: 95%, over the crossed design of subjects × templates ({drawn}); μ, η, θ4: "
