@@ -72,6 +72,21 @@ def test_a_server_that_names_another_model_or_garbles_its_replies_is_one_line(
     assert message in str(refused.value) and "\n" not in str(refused.value)
 
 
+def test_a_snapshot_switched_between_calls_is_one_line(sampling_server, faults):  # noqa: F811
+    """A dated snapshot of the model asked (``tiny-llama-v2``) passes alone, but not after
+    replies of ``tiny-llama`` earlier in the run: the backend keeps the first name for every
+    later call, not one call only."""
+    lm = _endpoint(sampling_server)
+    try:
+        lm.sample([SampleRequest(PROMPT, samples=2, max_new_tokens=2, seed=1)])
+        faults.served_model, faults.served_after = "tiny-llama-v2", len(faults.requests)
+        with pytest.raises(BiaslensError) as refused:
+            lm.sample([SampleRequest(PROMPT, samples=2, max_new_tokens=2, seed=2)])
+    finally:
+        lm.close()
+    assert "came from the model 'tiny-llama', then from 'tiny-llama-v2'" in str(refused.value)
+
+
 def test_filtered_replies_are_drawn_replies_that_name_nothing(sampling_server, faults):  # noqa: F811
     """``finish_reason: content_filter``: the reply was drawn and counts in n, but its text
     (here "she [filtered]") is the filter's, not the model's: it names nothing."""

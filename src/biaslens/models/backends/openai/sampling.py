@@ -159,19 +159,26 @@ class SampledBy:
     """``sample`` for a served backend: draws through its :meth:`sampling_endpoint`, the
     temperature checked before the first draws, in chunks committed as they complete."""
 
-    _temperature_checked = False
+    _checked_endpoint: SamplingEndpoint | None = None
 
     def sampling_endpoint(self) -> SamplingEndpoint:
         raise NotImplementedError
+
+    def checked_endpoint(self) -> SamplingEndpoint:
+        """The backend's one sampling endpoint, made and its temperature checked at the first
+        draw, then kept for every later call: the model the replies name is compared across
+        the whole run (:meth:`SamplingEndpoint.check_model`), not within one call only."""
+        if self._checked_endpoint is None:
+            endpoint = self.sampling_endpoint()
+            check_temperature_honoured(endpoint)
+            self._checked_endpoint = endpoint
+        return self._checked_endpoint
 
     def sample(self, requests, progress=None):
         from biaslens.models.requests import RequestType, SampleResult
 
         self.require(RequestType.SAMPLE)
-        endpoint = self.sampling_endpoint()
-        if not self._temperature_checked:
-            check_temperature_honoured(endpoint)
-            self._temperature_checked = True
+        endpoint = self.checked_endpoint()
         results = []
         for start in range(0, len(requests), self.chunk_size):
             chunk = requests[start : start + self.chunk_size]
