@@ -1,8 +1,7 @@
 """The crossed-design interval (:mod:`biaslens.metrics.intervals.crossed`): recomputed densely
 on a tiny design, and its coverage by simulation from crossed random-effects models with a known
-mean —
-subjects met in pairs (UnQover's subject pairs × templates) and names crossed across two groups
-(CID's name pairs), with and without each kind of effect."""
+mean — subjects met in pairs (UnQover's subject pairs × templates) and names crossed across two
+groups (CID's name pairs), with and without each kind of effect."""
 
 from __future__ import annotations
 

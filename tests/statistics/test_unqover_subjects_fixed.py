@@ -77,18 +77,23 @@ def test_fixed_subjects_intervals_cover_these_subjects(design):
         assert np.nanmean(fixed[metric][1]) < np.nanmean(drawn[metric][1]), metric
 
 
+def _one_fixed_draw(model: UnqoverModel, templates: int, seed: int):
+    """The scores of 4 subjects (drawn with ``seed``) at ``templates`` templates (drawn with
+    ``seed`` + 1), and their summary row with intervals for fixed subjects."""
+    subjects = model.draw_subjects(4, np.random.default_rng(seed))
+    scores = model.scores(4, templates, np.random.default_rng(seed + 1), subjects)
+    totals = UnqoverAccumulator(intervals=(0.95, 0, "fixed"))
+    totals.add(scores)
+    return scores, totals.summary().iloc[0]
+
+
 def test_the_fixed_subjects_variance_is_the_templates_jackknife_recomputed():
     """δ under fixed subjects: its variance is (T − 1)/T Σ_t (δ₍₋t₎ − mean)², δ₍₋t₎ the mean of
     the δ terms of every other template — recomputed from the scores; and its interval is
     δ ± t(T − 1) · √that."""
     from scipy import stats
 
-    model = UnqoverModel(attributes=2, spike=0.2, position_sd=0.04)
-    subjects = model.draw_subjects(4, np.random.default_rng(1))
-    scores = model.scores(4, 5, np.random.default_rng(2), subjects)
-    totals = UnqoverAccumulator(intervals=(0.95, 0, "fixed"))
-    totals.add(scores)
-    row = totals.summary().iloc[0]
+    scores, row = _one_fixed_draw(UnqoverModel(attributes=2, spike=0.2, position_sd=0.04), 5, 1)
     # δ's terms (UnQover §3): |S(x1|τ12) − S(x1|τ21)| for each subject of each context and
     # question: the subject's score when first against its score when second
     key = ["template", "attribute", "negated"]
@@ -118,12 +123,7 @@ def test_the_cross_fit_and_its_spread_recomputed_with_the_choices_held():
     from biaslens.metrics.intervals.unqover import template_halves
     from biaslens.metrics.unqover import comparative_scores
 
-    model = UnqoverModel(attributes=3, spike=0.15, noise=0.05)
-    subjects = model.draw_subjects(4, np.random.default_rng(3))
-    scores = model.scores(4, 6, np.random.default_rng(4), subjects)
-    totals = UnqoverAccumulator(intervals=(0.95, 0, "fixed"))
-    totals.add(scores)
-    row = totals.summary().iloc[0]
+    scores, row = _one_fixed_draw(UnqoverModel(attributes=3, spike=0.15, noise=0.05), 6, 3)
 
     c = comparative_scores(scores)
     attribute = c["attribute"].str[1:].astype(int).to_numpy()

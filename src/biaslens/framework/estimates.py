@@ -118,8 +118,11 @@ def interval_notes(estimates: list[dict[str, Any]]) -> list[str]:
         )
     holding = [e for e in estimates if e.get("includes_no_bias")]
     if holding:
-        names = dict(zip(map(id, estimates), row_names(estimates), strict=True))
-        named = [e["symbol"] + (f" ({names[id(e)]})" if names[id(e)] else "") for e in holding]
+        named = [
+            e["symbol"] + (f" ({where})" if where else "")
+            for e, where in zip(estimates, row_names(estimates), strict=True)
+            if e.get("includes_no_bias")
+        ]
         shown = "; ".join(named[:6]) + (f"; and {len(named) - 6} more" if len(named) > 6 else "")
         values = sorted({f"{e['no_bias_value']:g}" for e in holding})
         notes.append(

@@ -91,8 +91,9 @@ SubjectsAre = Annotated[
     ),
     FLAG,
 ]
-"""Whether a set's subjects are draws or the population asked about (:class:`~biaslens.metrics
-.crossed.Design`); ``auto`` decides by the domain."""
+"""The setting: whether a set's subjects are draws or the population asked about
+(:class:`~biaslens.metrics.intervals.crossed.Design`); ``auto`` decides by the domain, into
+the :data:`~biaslens.metrics.intervals.SubjectKind` a run's intervals take."""
 
 
 def _enough_replicates(value: int) -> int:

@@ -163,8 +163,7 @@ def biased_fraction(rated: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 def name_design(verdicts: pd.DataFrame, unit: str = "pair"):
     """The crossed design of name pairs: each pair holds a name of each group (stratum), so
     pairs that share a name are not independent (:mod:`.intervals.crossed`). ``verdicts`` has
-    ``unit``,
-    ``group``, ``name`` and ``contrast_name`` (the other group's name of the pair)."""
+    ``unit``, ``group``, ``name`` and ``contrast_name`` (the other group's name of the pair)."""
     from biaslens.metrics.intervals.crossed import Design
 
     groups = sorted(verdicts["group"].unique())
@@ -190,10 +189,9 @@ def biased_fraction_intervals(
     cross group A's names with group B's, and a continuation depends on both names (at λ = 0
     on one only), so a pair is not an independent draw; the interval resamples names in both
     groups (:mod:`.intervals.crossed`). ``verdicts``: one row per generated continuation, with
-    ``unit``,
-    ``group``, ``name``, ``contrast_name``, the ``by`` columns and ``biased`` (0/1). Returns
-    ``by`` + ``fraction_ci_low``, ``fraction_ci_high``, ``fraction_ci_note`` (why there is no
-    interval, where there is none), ``pairs`` (units in the cell) and ``names``."""
+    ``unit``, ``group``, ``name``, ``contrast_name``, the ``by`` columns and ``biased`` (0/1).
+    Returns ``by`` + ``fraction_ci_low``, ``fraction_ci_high``, ``fraction_ci_note`` (why there
+    is no interval, where there is none), ``pairs`` (units in the cell) and ``names``."""
     from biaslens.metrics.intervals.crossed import ratio_intervals
 
     design, order = name_design(verdicts, unit)

@@ -184,8 +184,7 @@ def slope_summary(
     of the difference, as the reference code reports it: the OLS slope error of a line fitted
     to the per-W differences p_f − p_m (whose slope is the difference of the two slopes). With
     the ``samples``, its interval over the crossed design (:mod:`.intervals.trend`) of the
-    per-sentence
-    differences, and ``n`` (W values)."""
+    per-sentence differences, and ``n`` (W values)."""
     rows = []
     for key, part in fits.groupby(list(group), sort=True):
         key = key if isinstance(key, tuple) else (key,)

@@ -3,8 +3,7 @@
 The same quantities a ``sib-mgc`` run reports (Section 4, Fig. 3): per gender the slope of the
 per-W mean probability (percentage points) on the W index, and the female − male slope, each
 with the trend interval of :mod:`.intervals.trend` (sentence frames as draws, AR(1) over W), so
-that a
-released model and an audited one are read on one scale.
+that a released model and an audited one are read on one scale.
 """
 
 from __future__ import annotations

@@ -210,9 +210,7 @@ class UnqoverAccumulator:
         """:func:`~.intervals.unqover.intervals` of the set added (``strata``: each subject's
         list); the accumulator must have been made with ``intervals``."""
         self._check_finished()
-        spec = self.intervals
-        fixed = spec.subjects == "fixed"
-        return intervals(self.units, spec.level, spec.seed, strata, fixed, spec.complete_design)
+        return intervals(self.units, self.intervals, strata)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The run's tables: ``unqover`` (model level), ``subjects``, ``subject_attribute`` and,

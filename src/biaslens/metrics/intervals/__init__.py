@@ -28,7 +28,7 @@ from biaslens.metrics.intervals.core import (
     SMALL_N,
     Interval,
     IntervalSpec,
-    SubjectsAre,
+    SubjectKind,
     bounds_interval,
     check_replicates,
     t_interval,
@@ -42,7 +42,7 @@ from biaslens.metrics.intervals.shares import (
 )
 
 __all__ = [
-    "LEVEL", "MIN_REPLICATES", "SMALL_N", "Interval", "IntervalSpec", "SubjectsAre",
+    "LEVEL", "MIN_REPLICATES", "SMALL_N", "Interval", "IntervalSpec", "SubjectKind",
     "bounds_interval", "check_replicates", "clustered_share_interval", "difference_of_shares",
     "mean_of_two_shares", "share_interval", "t_interval", "t_quantile",
 ]  # fmt: skip

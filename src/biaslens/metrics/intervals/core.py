@@ -14,7 +14,7 @@ from biaslens.errors import BiaslensError
 
 LEVEL = 0.95
 
-SubjectsAre = Literal["drawn", "fixed"]
+SubjectKind = Literal["drawn", "fixed"]
 """What a set's subjects are: ``drawn`` from a population of subjects (first names: a rerun
 with other names would differ) or ``fixed``, the population asked about (these religions): see
 :class:`~.crossed.Design`."""
@@ -23,11 +23,11 @@ with other names would differ) or ``fixed``, the population asked about (these r
 @dataclass(frozen=True)
 class IntervalSpec:
     """How a run's intervals are made: their ``level``, the ``seed`` of their random splits,
-    and whether the subjects are drawn or fixed (:data:`SubjectsAre`)."""
+    and whether the subjects are drawn or fixed (:data:`SubjectKind`)."""
 
     level: float = LEVEL
     seed: int = 0
-    subjects: SubjectsAre = "drawn"
+    subjects: SubjectKind = "drawn"
     complete_design: bool = False
     """The set is meant to ask every subject pair every attribute (an UnQover question set; not
     LEI's splits, which ask each pair some): where it does not (a prediction file of some

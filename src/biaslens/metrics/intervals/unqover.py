@@ -36,7 +36,7 @@ import math
 import numpy as np
 from scipy import sparse
 
-from biaslens.metrics.intervals.core import Interval, bounds_interval, t_interval
+from biaslens.metrics.intervals.core import Interval, IntervalSpec, bounds_interval, t_interval
 from biaslens.metrics.intervals.crossed import Design, crossed_variances
 from biaslens.metrics.unqover_cells import UnitCells, distinct_rows, text_ranks
 
@@ -190,22 +190,30 @@ def _crossfit(c, n, starts, chosen):
     return _mean_over_groups(_nan_safe_mean(np.stack(readings)))
 
 
+def _per_part(s):
+    """The per-part sums of μ (Σ C, n), η (Σ sign C, n) and θ4 (pairs' Σ C, n), each a list
+    over the parts the sums are split into (quarters or halves of subject cells, halves of
+    pair cells)."""
+    parts = sum(1 for key in s if key.startswith("c_sum"))
+    n = [s[f"n{q}"] for q in range(parts)]
+    return {
+        "mu": ([s[f"c_sum{q}"] for q in range(parts)], n),
+        "eta": ([s[f"sign_sum{q}"] for q in range(parts)], n),
+        "theta4": ([s["pc_sum0"], s["pc_sum1"]], [s["pn0"], s["pn1"]]),
+    }
+
+
 def _statistic(subject_starts, pair_starts, chosen):
     """The statistic of every metric from per-part sums; ``chosen``: the cross-fit's choices
     (:func:`choices`) of μ, η and θ4."""
+    starts = {"mu": subject_starts, "eta": subject_starts, "theta4": pair_starts}
+    plug_in = {"mu": _plug_in_max, "eta": _plug_in_abs_mean, "theta4": _plug_in_max}
 
     def statistic(s):
         out = {}
-        parts = sum(1 for key in s if key.startswith("c_sum"))
-        c, n = [s[f"c_sum{q}"] for q in range(parts)], [s[f"n{q}"] for q in range(parts)]
-        signs = [s[f"sign_sum{q}"] for q in range(parts)]
-        pair_c, pair_n = [s["pc_sum0"], s["pc_sum1"]], [s["pn0"], s["pn1"]]
-        out["mu"] = _plug_in_max(c, n, subject_starts)
-        out["mu_crossfit"] = _crossfit(c, n, subject_starts, chosen["mu"])
-        out["eta"] = _plug_in_abs_mean(signs, n, subject_starts)
-        out["eta_crossfit"] = _crossfit(signs, n, subject_starts, chosen["eta"])
-        out["theta4"] = _plug_in_max(pair_c, pair_n, pair_starts)
-        out["theta4_crossfit"] = _crossfit(pair_c, pair_n, pair_starts, chosen["theta4"])
+        for name, (c, n) in _per_part(s).items():
+            out[name] = plug_in[name](c, n, starts[name])
+            out[f"{name}_crossfit"] = _crossfit(c, n, starts[name], chosen[name])
         for key in ("delta", "epsilon"):
             total = s[f"{key}_t0"] + s[f"{key}_t1"]
             count = s[f"{key}_n0"] + s[f"{key}_n1"]
@@ -241,22 +249,19 @@ def _nan_safe_mean(values):
 
 
 def intervals(
-    cells: UnitCells,
-    level: float,
-    seed: int,
-    strata: dict[str, str] | None = None,
-    subjects_fixed: bool = False,
-    complete_design: bool = False,
+    cells: UnitCells, spec: IntervalSpec, strata: dict[str, str] | None = None
 ) -> dict[str, float | str | None]:
     """``{metric}_ci_low`` / ``_ci_high`` (NaN with ``{metric}_ci_note`` saying why where
     there is none) for μ, η, θ4, δ, ε; ``{metric}_crossfit`` for μ, η, θ4; ``units`` (subject
     pair × template units), ``subjects``, ``templates`` and ``cell_units`` (the median units
-    per (subject, attribute) cell). ``strata``: a subject's list (e.g. female / male names).
-    ``subjects_fixed``: the subjects are the population asked about, templates alone are
-    drawn (:class:`~.crossed.Design`); the cross-fit then splits the templates only (a
-    subject's γ averages over the same fixed partners in both parts). ``complete_design``:
-    μ, η and θ4 get no interval where some subject or pair lacks an attribute
-    (:func:`incomplete_note`)."""
+    per (subject, attribute) cell). ``spec``: the level, the seed of the cross-fit's splits,
+    and what the subjects are: where they are fixed (the population asked about, templates
+    alone drawn: :class:`~.crossed.Design`), the cross-fit splits the templates only (a
+    subject's γ averages over the same fixed partners in both parts); with
+    ``spec.complete_design``, μ, η and θ4 get no interval where some subject or pair lacks an
+    attribute (:func:`incomplete_note`). ``strata``: a subject's list (e.g. female / male
+    names)."""
+    level, seed, subjects_fixed = spec.level, spec.seed, spec.subjects == "fixed"
     coder = cells.coder
     subject_rank = text_ranks(coder.subjects.keys)
     template_rank = text_ranks(coder.templates.keys)
@@ -318,24 +323,16 @@ def intervals(
         subjects_fixed=subjects_fixed,
     )
     total = {k: np.asarray(m.sum(axis=0)).reshape(1, -1) for k, m in matrices.items()}
+    kind = {"mu": "max", "eta": "mean", "theta4": "max"}
+    starts = {"mu": subject_starts, "eta": subject_starts, "theta4": pair_starts}
     chosen = {
-        "mu": choices(
-            [total[f"c_sum{q}"] for q in range(parts)], [total[f"n{q}"] for q in range(parts)],
-            subject_starts, "max",
-        ),
-        "eta": choices(
-            [total[f"sign_sum{q}"] for q in range(parts)],
-            [total[f"n{q}"] for q in range(parts)], subject_starts, "mean",
-        ),
-        "theta4": choices(
-            [total["pc_sum0"], total["pc_sum1"]], [total["pn0"], total["pn1"]], pair_starts, "max"
-        ),
-    }  # fmt: skip
+        name: choices(c, n, starts[name], kind[name]) for name, (c, n) in _per_part(total).items()
+    }
     statistic = _statistic(subject_starts, pair_starts, chosen)
     point, variances = crossed_variances(matrices, statistic, design)
     out: dict[str, float | str | None] = {}
     incomplete = None
-    if complete_design:
+    if spec.complete_design:
         attributes = len(np.unique(attribute_rank))
         incomplete = incomplete_note(
             np.diff(np.append(subject_starts, matrices["c_sum0"].shape[1])),
@@ -343,29 +340,20 @@ def intervals(
             attributes,
         )
     for name in METRICS:
-        if name in MAXIMA and incomplete:
-            interval = Interval.none(incomplete)
+        if name in MAXIMA:
             out[f"{name}_crossfit"] = point[f"{name}_crossfit"]
             out[f"{name}_crossfit_se"] = math.sqrt(max(variances[f"{name}_crossfit"], 0.0))
-        elif name in MAXIMA:
-            interval = bounds_interval(
-                point[f"{name}_crossfit"],
-                variances[f"{name}_crossfit"],
-                point[name],
-                variances[name],
-                design.df,
-                level,
-                clip=(0.0, 1.0),
-            )
-            out[f"{name}_crossfit"] = point[f"{name}_crossfit"]
-            out[f"{name}_crossfit_se"] = math.sqrt(max(variances[f"{name}_crossfit"], 0.0))
+            interval = Interval.none(incomplete) if incomplete else bounds_interval(
+                point[f"{name}_crossfit"], variances[f"{name}_crossfit"], point[name],
+                variances[name], design.df, level, clip=(0.0, 1.0),
+            )  # fmt: skip
         else:
             interval = t_interval(point[name], variances[name], design.df, level, (0.0, 1.0))
         out[f"{name}_ci_low"], out[f"{name}_ci_high"] = interval.low, interval.high
         out[f"{name}_ci_note"] = interval.why_not
         out[f"{name}_se"] = math.sqrt(max(variances[name], 0.0))
     out["df"] = design.df
-    out["subjects_are"] = "fixed" if subjects_fixed else "drawn"
+    out["subjects_are"] = spec.subjects
     out["units"] = n_units
     out["subjects"] = len(names)
     out["templates"] = len(templates)
