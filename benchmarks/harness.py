@@ -195,9 +195,9 @@ def lm_eval_loglikelihood(model, pairs: Sequence[tuple[str, str]]) -> list[float
 
 def model_folder(name: str) -> str:
     """A registered model name (``default``) or path as a folder lm-eval can load."""
-    from biaslens.models.registry import REGISTRY, resolve_name
+    from biaslens.models.checkpoints.registered import registered_model
 
-    entry = REGISTRY.get(resolve_name(name))
+    entry = registered_model(name)
     return str(entry.locate()) if entry is not None else name
 
 

@@ -60,7 +60,7 @@ def _spec(**changes) -> MethodSpec:
 def _invoke(spec, args, monkeypatch, tmp_path):
     from biaslens.framework import registry
 
-    monkeypatch.setitem(registry._METHODS, spec.name, spec)
+    monkeypatch.setitem(registry.METHODS._entries, spec.name, spec)
     monkeypatch.chdir(tmp_path)
     app = click.Group("app")
     app.add_command(method_command(spec))

@@ -140,8 +140,8 @@ def test_methods_come_in_a_fixed_order_whatever_the_import_order(monkeypatch):
     from biaslens.framework import registry
 
     expected = list(registry.methods())
-    reversed_registry = dict(reversed(list(registry._METHODS.items())))
-    monkeypatch.setattr(registry, "_METHODS", reversed_registry)
+    reversed_registry = dict(reversed(list(registry.METHODS.items())))
+    monkeypatch.setattr(registry.METHODS, "_entries", reversed_registry)
     assert list(registry.methods()) == expected
     modules = [spec.body.__module__ for spec in registry.methods().values()]
     ours = [n for n, m in zip(expected, modules, strict=True) if m.startswith("biaslens.methods.")]

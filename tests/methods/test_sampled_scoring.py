@@ -432,7 +432,7 @@ def test_an_audit_of_an_endpoint_without_log_probabilities_reads_sampled_replies
     for name, settings in few.items():
         spec = registry.get_method(name)
         role = dataclasses.replace(spec.audit, sizes={"quick": (AuditStep(settings),)})
-        monkeypatch.setitem(registry._METHODS, name, dataclasses.replace(spec, audit=role))
+        monkeypatch.setitem(registry.METHODS._entries, name, dataclasses.replace(spec, audit=role))
     backend = BackendConfig(backend="openai", base_url=sampling_server["url"], chat=True)
     result = audit(
         NAME, methods=["sib-mgc", "cid-audit"], output=tmp_path / "audit", data_dir=DATA,

@@ -6,8 +6,8 @@ import pytest
 
 from biaslens.errors import BiaslensError
 from biaslens.models.checkpoints import packaged as offline
+from biaslens.models.checkpoints.registered import MODELS
 from biaslens.models.loader import load_model
-from biaslens.models.registry import REGISTRY
 
 
 def test_missing_model_package_says_how_to_install(monkeypatch):
@@ -22,7 +22,7 @@ def test_missing_model_package_says_how_to_install(monkeypatch):
 
 
 def test_registry_names():
-    assert {"smollm2-135m-instruct", "gemma-3-270m", "all-minilm-l6-v2"} <= set(REGISTRY)
+    assert {"smollm2-135m-instruct", "gemma-3-270m", "all-minilm-l6-v2"} <= set(MODELS)
 
 
 @pytest.mark.slow

@@ -63,10 +63,7 @@ def plugin_backends(monkeypatch):
     }  # fmt: skip
     monkeypatch.setattr(plugins, "load", lambda group: entries if group == plugins.BACKENDS else {})
     monkeypatch.setattr(plugins, "failures", lambda group: {})
-    yield
-    from biaslens.models import registry
-
-    registry._FOUND[:] = [None, None]
+    yield  # the registry finds the real plug-ins again once plugins.load is itself again
 
 
 def test_a_backend_that_lacks_a_declared_request_type_is_refused_at_load(plugin_backends):
@@ -87,3 +84,52 @@ def test_a_backend_that_keeps_the_contract_loads(plugin_backends):
 def test_a_loader_that_returns_no_lm_is_refused(plugin_backends):
     with pytest.raises(BiaslensError, match="returned object, not a biaslens LM"):
         load_model("m", BackendConfig(backend="other"))
+
+
+def test_a_class_that_declares_what_it_lacks_is_refused_when_defined():
+    """The contract on the class: declaring a request type without its method fails at the
+    class statement, so a plug-in's module (its entry point) fails to import, in one line."""
+    with pytest.raises(TypeError) as refused:
+
+        class Lacks(LM):
+            answers = frozenset({RequestType.GENERATE, RequestType.SAMPLE})
+
+            def sample(self, requests, progress=None):
+                return []
+
+    assert str(refused.value).endswith("Lacks declares that it answers generate but does not "
+                                       "implement it")  # fmt: skip
+    with pytest.raises(TypeError, match=r"names unknown request types \['guess'\]"):
+
+        class Unknown(LM):
+            answers = frozenset({"guess"})
+
+    class Whole(LM):
+        answers = frozenset({RequestType.SAMPLE})
+
+        def sample(self, requests, progress=None):
+            return []
+
+    assert Whole.answers == {RequestType.SAMPLE}
+
+
+def test_every_built_in_backend_class_declares_what_it_implements():
+    """Each built-in LM class declares its request types (inherited or its own), and the
+    contract holds for each: defining it did not raise, and what it declares it implements."""
+    import importlib
+
+    from biaslens.models.base import unimplemented
+
+    classes = {
+        "biaslens.models.backends.hf.backend": "HFBackend",
+        "biaslens.models.backends.openai.completions": "OpenAIBackend",
+        "biaslens.models.backends.openai.chat": "ChatEndpointBackend",
+        "biaslens.models.runtime.forwarding": "ForwardingLM",
+    }
+    for module, name in classes.items():
+        cls = getattr(importlib.import_module(module), name)
+        assert cls.answers and unimplemented(cls, cls.answers) == [], name
+    assert (
+        RequestType.SAMPLE
+        not in importlib.import_module("biaslens.models.backends.hf.backend").HFBackend.answers
+    )

@@ -158,8 +158,8 @@ def broken_plugins(tmp_path, monkeypatch):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(
         "[biaslens.methods]\nbroken = no_such_module_for_biaslens\n\n"
-        "[biaslens.backends]\nnot-a-backend = biaslens.models.registry:REGISTRY\n"
-        "hf = biaslens.models.registry:REGISTRY\n"
+        "[biaslens.backends]\nnot-a-backend = biaslens.models.registry:DEFAULT_BACKEND\n"
+        "hf = biaslens.models.registry:BACKENDS\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     plugins.refresh()
@@ -185,4 +185,4 @@ def test_a_broken_plugin_is_named_and_leaves_the_rest_working(broken_plugins, ca
         get_backend("nothing")
     get_backend("hf")
     warned += capsys.readouterr().err
-    assert warned.count("the backend plug-in 'hf' takes a built-in backend's name") == 1
+    assert warned.count("plug-in 'hf': it takes a built-in backend's name") == 1

@@ -19,12 +19,13 @@ from biaslens.framework.options import DATA_DIR
 def models_list() -> None:
     """Registered model names (usable as --model; any hub name or local folder works too)
     and the backends (--backend)."""
-    from biaslens.models.registry import ALIASES, REGISTRY, backends, own_options, wrappers
+    from biaslens.models.checkpoints.registered import ALIASES, MODELS
+    from biaslens.models.registry import backends, own_options, wrappers
 
     table = Table(title="registered models")
     for column in ("name", "aliases", "kind", "description"):
         table.add_column(column)
-    for name, entry in REGISTRY.items():
+    for name, entry in MODELS.items():
         aliases = ", ".join(a for a, target in ALIASES.items() if target == name)
         table.add_row(name, aliases, entry.kind, entry.description)
     console.print(table)

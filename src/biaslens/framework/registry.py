@@ -14,6 +14,7 @@ import pkgutil
 from functools import cache
 
 from biaslens.common import plugins
+from biaslens.common.registry import Registry
 from biaslens.errors import BiaslensError
 from biaslens.framework.spec import (  # noqa: F401 - the names a method module imports
     Comparison,
@@ -27,22 +28,30 @@ from biaslens.models.registry import built_in_keywords
 BUILT_IN = "biaslens.methods"
 """The package whose modules are the built-in methods (each registers its own)."""
 
-_METHODS: dict[str, MethodSpec] = {}
+
+def _fits(name: str, spec: MethodSpec) -> str | None:
+    """Why ``spec`` cannot be registered: a setting named like a backend option
+    (``biaslens.run(method, batch_size=16)`` would set the backend's batch size and leave the
+    method's setting at its default without a word), or a name that is not its own."""
+    if name != spec.name:
+        return f"registered under another name than its own ({spec.name!r})"
+    collisions = sorted(set(spec.settings.model_fields) & built_in_keywords())
+    if collisions:
+        return (
+            f"setting(s) {collisions} share their name with backend options (BackendConfig); "
+            "rename them"
+        )
+    return None
+
+
+METHODS: Registry[MethodSpec] = Registry("method", MethodSpec, group=plugins.METHODS, check=_fits)
+"""Every method registered so far, by name (:func:`methods` lists them in a fixed order)."""
 
 
 def register(spec: MethodSpec) -> MethodSpec:
     """Add a method to the registry (a second registration of a name is a bug, and so is a
-    setting named like a backend option: ``biaslens.run(method, batch_size=16)`` would set the
-    backend's batch size and leave the method's setting at its default without a word)."""
-    if spec.name in _METHODS and _METHODS[spec.name] is not spec:
-        raise ValueError(f"method {spec.name!r} registered twice")
-    collisions = sorted(set(spec.settings.model_fields) & built_in_keywords())
-    if collisions:
-        raise ValueError(
-            f"method {spec.name!r}: setting(s) {collisions} share their name with backend "
-            "options (BackendConfig); rename them"
-        )
-    _METHODS[spec.name] = spec
+    setting named like a backend option)."""
+    METHODS.register(spec.name, spec)
     return spec
 
 
@@ -56,14 +65,14 @@ def _import_built_in() -> tuple[str, ...]:
     return tuple(names)
 
 
+def _built_in(spec: MethodSpec) -> bool:
+    return getattr(spec.body, "__module__", "").startswith(BUILT_IN + ".")
+
+
 def built_in_methods() -> dict[str, MethodSpec]:
     """The methods biaslens ships, by name, without importing any plug-in."""
     _import_built_in()
-    return {
-        name: spec
-        for name, spec in sorted(_METHODS.items())
-        if getattr(spec.body, "__module__", "").startswith(BUILT_IN + ".")
-    }
+    return {name: spec for name, spec in sorted(METHODS.items()) if _built_in(spec)}
 
 
 def methods() -> dict[str, MethodSpec]:
@@ -73,20 +82,10 @@ def methods() -> dict[str, MethodSpec]:
     :class:`MethodSpec` (registered here); one under a built-in's name is left out (built-ins
     always win), with a warning."""
     built_in = built_in_methods()
-    for name, loaded in plugins.load(plugins.METHODS).items():
-        if not isinstance(loaded, MethodSpec) or _METHODS.get(loaded.name) is loaded:
-            continue
-        if loaded.name in _METHODS:
-            plugins.refuse(
-                plugins.METHODS, name, f"its method {loaded.name!r} takes a built-in "
-                "method's name: it is not used",
-            )  # fmt: skip
-            continue
-        try:
-            register(loaded)
-        except ValueError as error:
-            plugins.refuse(plugins.METHODS, name, str(error))
-    return {**built_in, **{n: s for n, s in sorted(_METHODS.items()) if n not in built_in}}
+    METHODS.load_plugins(
+        accept=lambda _, loaded: loaded if isinstance(loaded, MethodSpec) else None
+    )
+    return {**built_in, **{n: s for n, s in sorted(METHODS.items()) if n not in built_in}}
 
 
 def find_method(name: str) -> MethodSpec | None:

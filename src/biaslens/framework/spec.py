@@ -193,7 +193,7 @@ class MethodSpec:
         the model, for the settings the user left (one validated update); the method's
         ``prepare`` (checks, the scoring mode the model supports); the model's registered
         name."""
-        from biaslens.models.registry import resolve_name
+        from biaslens.models.checkpoints.registered import resolve_name
 
         given = settings.model_dump()
         chosen = _chosen(

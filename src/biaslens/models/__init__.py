@@ -16,7 +16,7 @@ _EXPORTS = {
     "ModelKind": "biaslens.models.base",
     "HFBackend": "biaslens.models.backends.hf",
     "load_hf": "biaslens.models.backends.hf",
-    "REGISTRY": "biaslens.models.registry",
+    "MODELS": "biaslens.models.checkpoints.registered",
     "load_model": "biaslens.models.loader",
     "MASK": "biaslens.models.requests",
     "RequestType": "biaslens.models.requests",

@@ -21,6 +21,7 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from biaslens.errors import BiaslensError
 from biaslens.models.kinds import (  # noqa: F401 - re-exported: the names backends use
@@ -31,6 +32,7 @@ from biaslens.models.kinds import (  # noqa: F401 - re-exported: the names backe
     ModelKind,
 )
 from biaslens.models.requests import (
+    REQUESTS,
     AnswerSpanRequest,
     AnswerSpanResult,
     ChoiceLogprobsRequest,
@@ -124,6 +126,24 @@ class LM:
     """
 
     identity: ModelIdentity
+    answers: ClassVar[frozenset[RequestType]] = frozenset()
+    """The request types this class implements, declared on the class: checked when the class
+    is defined (a backend plug-in's class that declares one and lacks its method is refused
+    when its module is imported, as its entry point loads). What one loaded model answers is
+    :attr:`capabilities` (a masked LM answers other requests than a causal one), checked
+    against the implemented methods when it loads (:func:`biaslens.models.loader.load_model`)."""
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("answers", frozenset())
+        unknown = sorted(_type_name(t) for t in declared if _type_name(t) not in REQUESTS)
+        lacking = [] if unknown else unimplemented(cls, declared)
+        if unknown or lacking:
+            what = f"names unknown request types {unknown}" if unknown else (
+                f"declares that it answers {', '.join(lacking)} but does not implement "
+                f"{'it' if len(lacking) == 1 else 'them'}"
+            )  # fmt: skip
+            raise TypeError(f"{cls.__module__}.{cls.__qualname__} {what}")
 
     @property
     def kind(self) -> ModelKind:
@@ -160,10 +180,13 @@ class LM:
         """Answer requests of one type by dispatching to the method named after it."""
         if not requests:
             return []
-        request_type = type(requests[0]).request_type
-        if any(type(r).request_type != request_type for r in requests):
+        request_class = type(requests[0])
+        name = _type_name(getattr(request_class, "request_type", ""))
+        if name not in REQUESTS or REQUESTS.get(name) is not request_class:
+            raise BiaslensError(f"answer() takes biaslens requests, not {request_class.__name__}")
+        if any(type(r) is not request_class for r in requests):
             raise BiaslensError("answer() takes requests of one type at a time")
-        return getattr(self, request_type.value)(requests, progress)
+        return getattr(self, name)(requests, progress)
 
     def _unsupported(self, request_type: RequestType):
         self.require(request_type, exact=False)
@@ -215,3 +238,15 @@ class LM:
 
     def close(self) -> None:
         """Release what the backend holds (engines, connections); a no-op by default."""
+
+
+def unimplemented(cls: type, request_types) -> list[str]:
+    """The request types among ``request_types`` whose method ``cls`` does not implement (it
+    keeps :class:`LM`'s, which answers none)."""
+    names = [_type_name(t) for t in request_types]
+    return sorted(n for n in names if getattr(cls, n, None) is getattr(LM, n))
+
+
+def _type_name(request_type: RequestType | str) -> str:
+    """A request type's name (its enum value), whether given as the enum or as text."""
+    return request_type.value if isinstance(request_type, RequestType) else str(request_type)

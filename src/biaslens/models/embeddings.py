@@ -14,7 +14,7 @@ import numpy as np
 from biaslens.errors import BiaslensError
 from biaslens.models.checkpoints import hub
 from biaslens.models.checkpoints.reference import CheckpointRef, checkpoint_ref
-from biaslens.models.registry import registered_model
+from biaslens.models.checkpoints.registered import registered_model
 
 
 def load_sentence_encoder(name: str = "minilm", device: str = "cpu", offline: bool = False):

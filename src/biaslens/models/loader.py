@@ -5,18 +5,17 @@ replicas); what a multi-model run checks of each model before the first one load
 from __future__ import annotations
 
 from biaslens.errors import BiaslensError
-from biaslens.models.base import LM
+from biaslens.models.base import LM, unimplemented
 from biaslens.models.checkpoints.local import locate_model, weight_files
 from biaslens.models.checkpoints.reference import CheckpointRef, checkpoint_ref
-from biaslens.models.config import BackendConfig
-from biaslens.models.options import Checkpoint, model_kind_of
-from biaslens.models.registry import (
+from biaslens.models.checkpoints.registered import (
     RegisteredModel,
-    get_backend,
     registered_model,
     resolve_name,
-    wrappers,
 )
+from biaslens.models.config import BackendConfig
+from biaslens.models.options import Checkpoint, model_kind_of
+from biaslens.models.registry import get_backend, wrappers
 
 
 def load_model(name: str, config: BackendConfig | None = None, backend: str | None = None) -> LM:
@@ -50,9 +49,7 @@ def checked_contract(backend: str, lm: LM) -> LM:
         raise BiaslensError(
             f"the {backend} backend's loader returned {type(lm).__name__}, not a biaslens LM"
         )
-    lacking = [
-        t.value for t in lm.capabilities if getattr(type(lm), t.value) is getattr(LM, t.value)
-    ]
+    lacking = unimplemented(type(lm), lm.capabilities)
     if lacking:
         close = getattr(lm, "close", None)
         if callable(close):

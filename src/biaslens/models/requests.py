@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from biaslens.common.decoding_limits import lambda_problem, temperature_problem
+from biaslens.common.registry import Registry
 from biaslens.common.seeds import MAX_SEED
 from biaslens.common.tokens import MASK
 from biaslens.errors import BiaslensError
@@ -342,16 +343,28 @@ Request = (
     | ContrastiveGenerateRequest
     | SampleRequest
 )
-REQUEST_CLASSES: dict[RequestType, type] = {
-    cls.request_type: cls
-    for cls in (
-        TokenDistributionRequest,
-        SpanScoresRequest,
-        AnswerSpanRequest,
-        ChoiceLogprobsRequest,
-        GenerateRequest,
-        ContrastiveGenerateRequest,
-        SampleRequest,
-    )
-}
-"""Each request type's request class (its ``result_type`` gives the result class)."""
+
+
+def _fits(name: str, request_class: type) -> str | None:
+    """A request class names its request type (``name``) and its result class."""
+    if getattr(request_class, "request_type", None) != name:
+        return f"{request_class.__name__}.request_type must be {name!r}"
+    if not isinstance(getattr(request_class, "result_type", None), type):
+        return f"{request_class.__name__} names no result_type class"
+    return None
+
+
+REQUESTS: Registry[type] = Registry("request type", type, check=_fits)
+"""Each request type's request class, by the type's name (its ``result_type`` gives the result
+class); the set is closed: a backend answers these seven, and a new one is a change here."""
+for _request_class in (
+    TokenDistributionRequest,
+    SpanScoresRequest,
+    AnswerSpanRequest,
+    ChoiceLogprobsRequest,
+    GenerateRequest,
+    ContrastiveGenerateRequest,
+    SampleRequest,
+):
+    REQUESTS.register(_request_class.request_type.value, _request_class)
+REQUESTS.freeze()

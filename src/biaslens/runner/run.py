@@ -60,7 +60,7 @@ def run_method(
     the request cache shared by every run of the model (``cache_dir``; default
     ``~/.cache/biaslens/requests``), or, with ``no_cache``, in the run folder only.
     """
-    from biaslens.models.registry import resolve_name
+    from biaslens.models.checkpoints.registered import resolve_name
 
     spec = get_method(method)
     given = values.pop("model", None) if lm is not None else None

@@ -4,11 +4,14 @@ replicas wrap another backend this way."""
 from __future__ import annotations
 
 from biaslens.models.base import LM, ProgressCallback
+from biaslens.models.requests import RequestType
 
 
 class ForwardingLM(LM):
     """An LM that answers every request type through one ``_answer(requests, progress)`` (the
     request cache, the Ray replicas), which subclasses implement."""
+
+    answers = frozenset(RequestType)
 
     def _answer(self, requests, progress: ProgressCallback | None) -> list:
         raise NotImplementedError

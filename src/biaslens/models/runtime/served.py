@@ -68,6 +68,11 @@ def model_eos_ids(folder) -> set[int]:
 class TokenLevelBackend(LocalTokenizer, LM):
     """Answers requests of a causal model from the three primitives (see the module)."""
 
+    answers = frozenset(
+        {RequestType.TOKEN_DISTRIBUTION, RequestType.CHOICE_LOGPROBS, RequestType.GENERATE,
+         RequestType.CONTRASTIVE_GENERATE}
+    )  # fmt: skip
+
     identity: ModelIdentity
     config: BackendConfig
     max_length: int | None = None

@@ -30,6 +30,8 @@ __all__ = ["SENTINEL", "HFBackend", "fill_style", "load_hf"]
 class HFBackend(HFRuntime, LM):
     """Answers the request types of its model kind with a transformers model and tokenizer."""
 
+    answers = frozenset(RequestType) - {RequestType.SAMPLE}
+
     def require(self, request_type, exact: bool = True, alternative: str = "") -> None:
         """Also checks, for masked LMs, that the tokenizer has a mask token."""
         super().require(request_type, exact, alternative)

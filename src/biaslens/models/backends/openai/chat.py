@@ -83,6 +83,8 @@ def check_chat_request(
 class ChatEndpointBackend(SampledBy, ServedBy, LM):
     """Greedy chat replies with the top-k tokens at each step (see the module docstring)."""
 
+    answers = frozenset({RequestType.GENERATE, RequestType.SAMPLE})
+
     def __init__(
         self, client: HTTPClient, model: str, identity: ModelIdentity, config: BackendConfig
     ) -> None:

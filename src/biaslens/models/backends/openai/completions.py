@@ -51,6 +51,8 @@ __all__ = ["ServerError", "OpenAIBackend", "load_openai", "probe_server", "TOKEN
 class OpenAIBackend(SampledBy, ServedBy, TokenLevelBackend):
     """A causal model behind an OpenAI-compatible server (see the module docstring)."""
 
+    answers = TokenLevelBackend.answers | {RequestType.SAMPLE}
+
     def __init__(self, client: HTTPClient, model: str, tokenizer, identity, config, probe, eos):
         super().__init__(tokenizer, identity, config, eos)
         self.connect(client, model, config.options.concurrency)
@@ -275,7 +277,7 @@ def uses_chat_endpoint(config: BackendConfig, has_tokenizer: bool) -> bool:
 def tokenizer_folder(name: str, config: BackendConfig) -> Path | None:
     """The served model's tokenizer folder: ``--tokenizer``, else a registered model's own."""
     from biaslens.models.checkpoints.reference import checkpoint_ref
-    from biaslens.models.registry import registered_model
+    from biaslens.models.checkpoints.registered import registered_model
 
     options = config.options
     if options.tokenizer:
