@@ -177,12 +177,25 @@ def export_lm_eval() -> click.Command:
     Option(
         "markdown", type=bool, default=False, help="The reference as Markdown (docs/results.md)."
     ),
+    Option(
+        "json", type=bool, default=False,
+        help="The JSON schema of summary.json, generated from its typed models "
+        "(docs/summary.schema.json).",
+    ),  # fmt: skip
 )
-def schema(method, markdown) -> None:
+def schema(method, markdown, json) -> None:
     """The files a run of each method writes, and the meaning and unit of every column."""
     from biaslens.errors import BiaslensError
     from biaslens.framework.registry import methods
     from biaslens.store.schema import COMMON, RUN_COLUMNS, reference
+
+    if json:
+        import json as json_module
+
+        from biaslens.store.record import summary_schema
+
+        click.echo(json_module.dumps(summary_schema(), indent=2, ensure_ascii=False))
+        return
 
     known = methods()
     unknown = [m for m in method or [] if m not in known]

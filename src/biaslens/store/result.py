@@ -8,7 +8,6 @@ first access, so opening a run with millions of samples costs nothing until they
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +18,7 @@ import pandas as pd
 from biaslens.common.files import read_text
 from biaslens.common.structured import load_json
 from biaslens.errors import BiaslensError
-from biaslens.store import manifest
+from biaslens.store import manifest, record
 from biaslens.store.run import (
     CONFIG_FILE,
     SUMMARY_FILE,
@@ -72,7 +71,9 @@ class RunResult:
     * ``tables``: the small result tables (CSV), by name, also as attributes (``result.fits``);
       ``sample_tables``: per-sample tables (Parquet), by name; ``samples`` is the main one.
     * ``summary``: ``summary.json`` (metrics, model identity, backend settings, dataset hash,
-      request counts, versions); ``metrics`` is its ``metrics`` part.
+      request counts, versions), as read and written through
+      :class:`~biaslens.store.record.RunSummary` (:attr:`record`); ``metrics`` is its
+      ``metrics`` part.
     * ``cache_stats``: requests computed and reused from the request cache in this run.
     """
 
@@ -110,6 +111,11 @@ class RunResult:
         return self.sample_tables.get("samples")
 
     @property
+    def record(self) -> record.RunSummary:
+        """The summary as its typed model (fields documented in :mod:`biaslens.store.record`)."""
+        return record.RunSummary.model_validate(self.summary)
+
+    @property
     def metrics(self) -> dict[str, Any]:
         return self.summary.get("metrics", {})
 
@@ -138,10 +144,9 @@ class RunResult:
                 "same command again to resume and finish it"
             )
         summary = load_json(read_text(summary_path, "run summary"), summary_path, "summary")
-        if not isinstance(summary, dict):
-            raise BiaslensError(f"{summary_path}: not a run summary")
-        check_format_version(summary_path, summary.get("format_version"))
-        check_summary_types(summary_path, summary)
+        if isinstance(summary, dict):
+            check_format_version(summary_path, summary.get("format_version"))
+        summary = record.read(summary_path, summary).model_dump(mode="json", exclude_unset=True)
         if manifest.OUTPUTS_KEY in summary:
             files = manifest.checked(root, summary_path, summary[manifest.OUTPUTS_KEY])
         else:  # a run written before summaries named their outputs
@@ -177,61 +182,3 @@ def run_files(folder: Path, pattern: str) -> list[Path]:
             )
         found.append(path)
     return found
-
-
-SUMMARY_TYPES = {
-    "method": (str,),
-    "estimates": (list, type(None)),
-    "metrics": (dict,),
-    "settings": (dict,),
-    "requests": (dict, type(None)),
-    "notes": (list, type(None)),
-    "model": (dict, str, type(None)),
-    "backend": (dict, type(None)),
-}
-
-
-ESTIMATE_TYPES = {
-    "metric": (str,),
-    "symbol": (str, type(None)),
-    "labels": (dict, type(None)),
-    "value": (int, float, type(None)),
-    "ci_low": (int, float, type(None)),
-    "ci_high": (int, float, type(None)),
-    "ci_level": (int, float, type(None)),
-    "n": (int, float, type(None)),
-}
-"""The fields of each estimate that readers compute with, and their types."""
-
-
-def check_summary_types(path: Path, summary: dict) -> None:
-    """The fields a report, ``compare`` or ``load_runs`` reads, of the types biaslens writes (a
-    wrong type is one line naming the field); a non-finite number in an estimate (``NaN``
-    written by hand or another tool) reads as missing, never as a number."""
-    if "method" not in summary:
-        raise BiaslensError(f"{path}: no method; not a biaslens run summary")
-    for name, kinds in SUMMARY_TYPES.items():
-        if name in summary and not isinstance(summary[name], kinds):
-            raise BiaslensError(
-                f"{path}: {name} must be {_kinds(kinds)}, got {_kind(summary[name])}"
-            )
-    for index, estimate in enumerate(summary.get("estimates") or ()):
-        where = f"{path}: estimates[{index}]"
-        if not isinstance(estimate, dict):
-            raise BiaslensError(f"{where} must be an object, got {_kind(estimate)}")
-        for name, kinds in ESTIMATE_TYPES.items():
-            value = estimate.get(name)
-            if isinstance(value, bool) or (value is not None and not isinstance(value, kinds)):
-                raise BiaslensError(f"{where}.{name} must be {_kinds(kinds)}, got {value!r:.60}")
-            if isinstance(value, float) and not math.isfinite(value):
-                estimate[name] = None
-
-
-def _kinds(kinds: tuple[type, ...]) -> str:
-    names = {"dict": "an object", "list": "a list", "str": "text", "int": "a number",
-             "float": "a number", "NoneType": "null"}  # fmt: skip
-    return " or ".join(dict.fromkeys(names.get(k.__name__, k.__name__) for k in kinds))
-
-
-def _kind(value: object) -> str:
-    return f"{type(value).__name__} {value!r:.60}"

@@ -40,7 +40,7 @@ from biaslens.common import atomic
 from biaslens.common.files import make_dir, read_text
 from biaslens.common.structured import load_yaml
 from biaslens.errors import BiaslensError, ConfigMismatchError
-from biaslens.store import manifest
+from biaslens.store import manifest, record
 from biaslens.store.cache import RequestCache
 from biaslens.store.lock import LOCK_FILE, RunLock
 from biaslens.store.paths import ANOTHER_OUTPUT, inside_run
@@ -322,7 +322,7 @@ class RunStore:
                 manifest.OUTPUTS_KEY: manifest.describe(self.root, self._outputs),
             }
         )
-        atomic.write_json(self.path(SUMMARY_FILE), summary)
+        atomic.write_json(self.path(SUMMARY_FILE), record.written(summary))
         return json.loads((self.root / SUMMARY_FILE).read_text(encoding="utf-8"))
 
     def extend_summary(self, summary: dict[str, Any]) -> None:
@@ -334,7 +334,7 @@ class RunStore:
         if manifest.OUTPUTS_KEY in extended:  # a run written before outputs were named lists none
             added = manifest.describe(self.root, self._outputs)
             extended[manifest.OUTPUTS_KEY] = {**extended[manifest.OUTPUTS_KEY], **added}
-        atomic.write_json(self.path(SUMMARY_FILE), extended)
+        atomic.write_json(self.path(SUMMARY_FILE), record.written(extended))
 
     def close(self) -> None:
         if self._cache is not None:
