@@ -14,23 +14,32 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from biaslens.errors import BiaslensError
+from biaslens.framework.settings import MethodSettings
 from biaslens.models.base import LM
 from biaslens.models.config import BackendConfig
+from biaslens.models.options import BackendOptions
 from biaslens.store.result import RunResult
 
+Backend = str | BackendConfig | BackendOptions | None
+"""A backend by name, a :class:`BackendConfig`, or the typed options of one backend
+(``HFOptions(dtype="float32")``, :mod:`biaslens.typed`): the backend they belong to."""
 
-def _backend_config(backend: str | BackendConfig | None, options: dict[str, Any]) -> BackendConfig:
+
+def _backend_config(backend: Backend, options: dict[str, Any]) -> BackendConfig:
+    if isinstance(backend, BackendOptions):
+        backend = BackendConfig(backend=backend_of(backend), **backend.given())
     if isinstance(backend, BackendConfig):
         return backend.with_options(**options) if options else backend
     return BackendConfig(**({"backend": backend} if backend else {}), **options)
 
 
 def run(
-    method: str,
+    method: str | MethodSettings,
     model: str | None = None,
     *,
     output: str | Path | None = None,
-    backend: str | BackendConfig | None = None,
+    backend: Backend = None,
     preset: str | None = None,
     lm: LM | None = None,
     data_dir: str | Path | None = None,
@@ -42,9 +51,12 @@ def run(
 ) -> RunResult:
     """Run a method (``biaslens.methods()`` lists them) and return its :class:`RunResult`.
 
-    ``settings`` are the method's settings (e.g. ``mode="paper"``, ``limit=5``); keywords that
-    name a :class:`BackendConfig` field (``device``, ``dtype``, ``batch_size``, ``base_url``…)
-    configure the backend. Answers are kept in the request cache every run of the model shares
+    ``method`` is a method's name with its settings as keywords (e.g. ``mode="paper"``,
+    ``limit=5``; keywords that name a backend option — ``device``, ``dtype``, ``batch_size``,
+    ``base_url``… — configure the backend), or the method's typed settings object
+    (:mod:`biaslens.typed`: ``run(MGCSettings(limit=5), backend=HFOptions(dtype="float32"))``),
+    which an editor completes and checks; ``model`` then replaces its model. Answers are kept
+    in the request cache every run of the model shares
     (``cache_dir``, default ``~/.cache/biaslens/requests``; ``no_cache=True``: in the run
     folder only), so rerunning the same call resumes and another call reuses them.
     """
@@ -52,10 +64,14 @@ def run(
 
     keywords = BackendConfig.keywords()
     options = {k: settings.pop(k) for k in list(settings) if k in keywords}
-    if model is not None:
+    given = None
+    if isinstance(method, MethodSettings):
+        given, method = _settings_object(method, model, settings, preset), _method_of(method)
+    elif model is not None:
         settings["model"] = model
     return run_method(
         method,
+        given,
         output=output,
         backend=_backend_config(backend, options),
         lm=lm,
@@ -69,13 +85,49 @@ def run(
     )
 
 
+def _settings_object(
+    given: MethodSettings, model: str | None, keywords: dict[str, Any], preset: str | None
+) -> MethodSettings:
+    """A settings object as given (``model`` replacing its model); keyword settings or a
+    preset beside it would be a second declaration of the same run: refused."""
+    if keywords or preset:
+        what = f"settings {sorted(keywords)}" if keywords else f"preset {preset!r}"
+        raise BiaslensError(
+            f"{type(given).__name__} was given with {what} beside it: set them in the settings "
+            "object (or give the method's name and keyword settings)"
+        )
+    if model is None:
+        return given
+    return type(given).model_validate({**given.model_dump(), "model": model})
+
+
+def _method_of(settings: MethodSettings) -> str:
+    """The method whose settings model ``settings`` is."""
+    from biaslens.framework.registry import methods as registered
+
+    for name, spec in registered().items():
+        if type(settings) is spec.settings:
+            return name
+    raise BiaslensError(f"{type(settings).__name__} is not the settings model of any method")
+
+
+def backend_of(options: BackendOptions) -> str:
+    """The backend whose options model ``options`` is (``HFOptions`` -> ``hf``)."""
+    from biaslens.models.registry import backends
+
+    for name, registered in backends().items():
+        if type(options) is registered.options:
+            return name
+    raise BiaslensError(f"{type(options).__name__} is not the options model of any backend")
+
+
 def audit(
     model: str | list[str] | tuple[str, ...] = "default",
     *,
     size: str = "quick",
     methods: list[str] | tuple[str, ...] | None = None,
     output: str | Path | None = None,
-    backend: str | BackendConfig | None = None,
+    backend: Backend = None,
     data_dir: str | Path | None = None,
     cache_dir: str | Path | None = None,
     progress=None,
@@ -120,9 +172,7 @@ def load_runs(*patterns: str | Path):
     return _load(flat)
 
 
-def load_model(
-    name: str = "default", backend: str | BackendConfig | None = None, **options: Any
-) -> LM:
+def load_model(name: str = "default", backend: Backend = None, **options: Any) -> LM:
     """A model on a backend (``hf`` by default), ready to answer requests:
 
     >>> lm = biaslens.load_model("default", device="cpu")

@@ -178,7 +178,9 @@ def export_lm_eval() -> click.Command:
         "markdown", type=bool, default=False, help="The reference as Markdown (docs/results.md)."
     ),
     Option(
-        "json", type=bool, default=False,
+        "json",
+        type=bool,
+        default=False,
         help="The JSON schema of summary.json, generated from its typed models "
         "(docs/summary.schema.json).",
     ),  # fmt: skip
