@@ -23,7 +23,7 @@ from biaslens.store.result import RunResult
 
 Backend = str | BackendConfig | BackendOptions | None
 """A backend by name, a :class:`BackendConfig`, or the typed options of one backend
-(``HFOptions(dtype="float32")``, :mod:`biaslens.typed`): the backend they belong to."""
+(``HFOptions(dtype="float32")``, :mod:`biaslens.methods.typed`): the backend they belong to."""
 
 
 def _backend_config(backend: Backend, options: dict[str, Any]) -> BackendConfig:
@@ -54,7 +54,8 @@ def run(
     ``method`` is a method's name with its settings as keywords (e.g. ``mode="paper"``,
     ``limit=5``; keywords that name a backend option — ``device``, ``dtype``, ``batch_size``,
     ``base_url``… — configure the backend), or the method's typed settings object
-    (:mod:`biaslens.typed`: ``run(MGCSettings(limit=5), backend=HFOptions(dtype="float32"))``),
+    (:mod:`biaslens.methods.typed`: ``run(MGCSettings(limit=5),
+    backend=HFOptions(dtype="float32"))``),
     which an editor completes and checks; ``model`` then replaces its model. Answers are kept
     in the request cache every run of the model shares
     (``cache_dir``, default ``~/.cache/biaslens/requests``; ``no_cache=True``: in the run

@@ -12,16 +12,8 @@ from biaslens.framework.registry import methods
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "biaslens"
 
-STILL_DECLARED = {
-    # (file, name): why it is still an Option of its own (each a setting to move)
-    ("methods/sib/detect/stored.py", "threshold"): "read the SIB authors' released outputs",
-    ("methods/sib/detect/stored.py", "earliest"): "default: the first date stored, not 1800",
-    ("methods/sib/detect/stored.py", "latest"): "default: the last date stored, not 2016",
-    ("methods/qa/lei_eval/method.py", "domain"): "lm-eval export: one domain per task",
-    ("methods/cid/ratings.py", "seed"): "hidden, deprecated: older command lines run",
-    ("cli/reports.py", "model"): "the app's model, not a run's",
-    ("cli/catalog.py", "limit"): "lm-eval export: inputs per W value",
-}
+STILL_DECLARED: dict[tuple[str, str], str] = {}
+"""(file, name): an option that still declares a settings field of its own, with why (none)."""
 
 
 def test_no_option_redeclares_a_settings_field():
@@ -35,3 +27,22 @@ def test_no_option_redeclares_a_settings_field():
     new = declared - set(STILL_DECLARED)
     assert not new, f"declare these as settings fields and use options_of: {sorted(new)}"
     assert declared == set(STILL_DECLARED), "moved: take it off STILL_DECLARED"
+
+
+def test_cid_defaults_have_one_source():
+    """K = 50 and 20 new tokens: the methods' setting, the request and the public
+    contrastive_generate read one declaration (a changed default moves all three)."""
+    import inspect
+
+    from biaslens.common.decoding_limits import MAX_NEW_TOKENS, TOP_K
+    from biaslens.decoding.contrastive import contrastive_generate
+    from biaslens.models.requests import ContrastiveGenerateRequest
+    from biaslens.scoring.contrastive import DecodingSettings
+
+    assert TOP_K == 50  # CID paper §2
+    public = inspect.signature(contrastive_generate).parameters
+    request = ContrastiveGenerateRequest("a", "b", 1.0)
+    setting = DecodingSettings()
+    assert public["top_k"].default == request.top_k == setting.top_k == TOP_K
+    assert public["max_new_tokens"].default == request.max_new_tokens == MAX_NEW_TOKENS
+    assert setting.max_new_tokens == MAX_NEW_TOKENS

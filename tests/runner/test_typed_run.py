@@ -8,10 +8,10 @@ import inspect
 import pytest
 
 import biaslens
-from biaslens import typed
 from biaslens.api import _backend_config
 from biaslens.errors import BiaslensError
 from biaslens.framework.registry import built_in_methods
+from biaslens.methods import typed
 from biaslens.models.config import BackendConfig
 from biaslens.models.registry import backends, wrappers
 

@@ -12,6 +12,7 @@ from biaslens.common import atomic
 from biaslens.common.files import make_dir
 from biaslens.common.numbers import readable, readable_interval
 from biaslens.framework.estimates import VERDICT_WORDS, labels_text
+from biaslens.metrics.intervals.core import LEVEL
 
 
 def _interval(row) -> str:
@@ -68,7 +69,7 @@ def _standing(card: BiasCard, row: CardRow) -> str | None:
 
 
 def card_markdown(card: BiasCard) -> str:
-    level = next((r.ci_level for r in card.rows if r.ci_level), 0.95)
+    level = next((r.ci_level for r in card.rows if r.ci_level), LEVEL)
     lines = [f"# Bias card: {card.model} (audit size {card.size})", "", summary_line(card) + "."]
     lines += ["", "## Verdicts", ""]
     lines += [f"- {line}" for line in verdict_lines(card)] or ["- none"]
@@ -133,7 +134,7 @@ def _css_class(verdict: str) -> str:
 
 def card_html(card: BiasCard) -> str:
     e = html.escape
-    level = next((r.ci_level for r in card.rows if r.ci_level), 0.95)
+    level = next((r.ci_level for r in card.rows if r.ci_level), LEVEL)
     items = "".join(
         f'<li><span class="{_css_class(r.verdict)}">{e(VERDICT_WORDS[r.verdict])}</span> — '
         f"{e(r.step)}: {e(r.finding)}</li>"

@@ -137,13 +137,16 @@ def datasets_samples(run, target, overwrite) -> None:
 def export_lm_eval() -> click.Command:
     """``biaslens export lm-eval``: its options are those every exported task reads, and
     those of each method's task (:func:`biaslens.interop.lm_eval.tasks.task_options`)."""
-    from biaslens.interop.lm_eval.tasks import exporters, task_options
+    from biaslens.framework.options import options_of
+    from biaslens.interop.lm_eval.tasks import ExportSettings, exporters, task_options
 
     names = ", ".join(exporters())
 
     def export(targets, limit, data_dir, overwrite, **options) -> None:
+        from biaslens.framework.settings import validated
         from biaslens.interop.lm_eval.tasks import export_tasks
 
+        limit = validated(ExportSettings, {"limit": limit}).limit
         *methods, folder = targets
         tasks = export_tasks(
             tuple(methods), Path(folder), limit or None, overwrite, data_dir, **options
@@ -164,7 +167,7 @@ def export_lm_eval() -> click.Command:
             help="[METHOD...] DIR: the methods (default: every one that fits) and the folder to "
             "write.",
         ),
-        Option("limit", type=int, help="Inputs per W value (as biaslens run's)."),
+        *options_of(ExportSettings),
         *task_options(),
         DATA_DIR,
         OVERWRITE,

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from biaslens.cli.backends import backend_config, backend_params
 from biaslens.cli.params import command, declared_command, to_click
 from biaslens.cli.render import console, print_warning
-from biaslens.common.options import Argument, Option
-from biaslens.framework.settings import MODEL_HELP
+from biaslens.common.options import FLAG, Argument, Option
+from biaslens.framework.options import options_of
+from biaslens.framework.settings import ModelName, validated
 
 
 @declared_command(
@@ -99,11 +103,21 @@ def compare(runs, output):
     console.print(f"plot: {output / 'compare.png'}")
 
 
-APP_OPTIONS = (
-    Option("model", "--model", "-m", help=f"{MODEL_HELP} Default: default (SmolLM2)."),
-    Option("host", default="127.0.0.1", help="Address to bind (local by default)."),
-    Option("port", type=int, default=7860, minimum=1, maximum=65535, help="Port to listen on."),
-)
+class AppSettings(BaseModel):
+    """``biaslens app``: the model the explorer loads and where it listens."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: ModelName = "default"
+    host: Annotated[str, FLAG] = Field(
+        default="127.0.0.1", description="Address to bind (local by default)."
+    )
+    port: Annotated[int, FLAG] = Field(
+        default=7860, ge=1, le=65535, description="Port to listen on."
+    )
+
+
+APP_OPTIONS = options_of(AppSettings)
 
 
 def app(**values) -> None:
@@ -115,7 +129,8 @@ def app(**values) -> None:
     from biaslens.models.loader import load_model
 
     backend = backend_config(values)
-    host, port = values["host"], values["port"]
+    chosen = validated(AppSettings, {k: values[k] for k in AppSettings.model_fields})
+    host, port = chosen.host, chosen.port
     try:
         local = ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -125,7 +140,7 @@ def app(**values) -> None:
             f"binding to {host}: anyone who can reach this address can use the model (there is "
             "no authentication)"
         )
-    name = values["model"] or "default"
+    name = chosen.model
     console.print(f"loading {name} …")
     lm = load_model(name, backend)
     console.print(f"biaslens app on http://{host}:{port}  (model {lm.identity.name}; Ctrl-C stops)")

@@ -1,6 +1,11 @@
-"""The range of CID's λ and of a sampling temperature, shared by the requests, the decoder and the
-settings (a value outside is a one-line error, never an overflow inside a batch)."""
+"""CID's defaults (K, new tokens) and the range of its λ and of a sampling temperature, shared
+by the requests, the decoder and the settings (a value outside is a one-line error, never an
+overflow inside a batch)."""
 
+TOP_K = 50
+"""K of CID's top-K restriction (paper §2: K = 50); every default of K reads it."""
+MAX_NEW_TOKENS = 20
+"""New tokens CID generates by default."""
 MAX_LAMBDA = 1e30
 """The largest λ computed: λ·Δ stays finite in float32, also divided by the smallest
 temperature, and p̃ is the arg-max of Δ at float precision long before it."""

@@ -27,7 +27,12 @@ from dataclasses import dataclass
 
 import torch
 
-from biaslens.common.decoding_limits import lambda_problem, temperature_problem
+from biaslens.common.decoding_limits import (
+    MAX_NEW_TOKENS,
+    TOP_K,
+    lambda_problem,
+    temperature_problem,
+)
 from biaslens.common.stopping import apply_stop, contains_stop
 from biaslens.common.tokens import pad_sequences
 from biaslens.errors import BiaslensError
@@ -130,8 +135,8 @@ class ContrastiveDecoder:
         x_primes: Sequence[Sequence[int]],
         lams: Sequence[float],
         *,
-        top_k: int = 50,
-        max_new_tokens: int = 20,
+        top_k: int = TOP_K,
+        max_new_tokens: int = MAX_NEW_TOKENS,
         stop: Sequence[str] = (),
         do_sample: bool = False,
         temperature: float = 1.0,
@@ -325,8 +330,8 @@ def contrastive_generate(
     x_prime: str | Sequence[str],
     lam: float | Sequence[float],
     *,
-    top_k: int = 50,
-    max_new_tokens: int = 20,
+    top_k: int = TOP_K,
+    max_new_tokens: int = MAX_NEW_TOKENS,
     stop: Sequence[str] = (),
     do_sample: bool = False,
     temperature: float = 1.0,

@@ -148,7 +148,7 @@ def labels_text(labels: dict[str, Any]) -> str:
 
 
 def _interval_text(record: dict[str, Any]) -> str:
-    level = record.get("ci_level") or 0.95
+    level = record.get("ci_level") or LEVEL
     return f"{level:.0%} CI {readable_interval(record['ci_low'], record['ci_high'])}"
 
 

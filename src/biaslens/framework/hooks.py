@@ -22,6 +22,7 @@ from typing import Any
 
 from biaslens.common import plugins
 from biaslens.common.options import Argument, Option
+from biaslens.metrics.intervals.core import LEVEL
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ class Amendment:
     ``ci_level``, replace those an earlier amendment wrote for the same tables."""
 
     compute: Callable[[Any], Any]
-    ci_level: float = 0.95
+    ci_level: float = LEVEL
 
 
 @dataclass(frozen=True)

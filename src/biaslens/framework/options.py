@@ -28,12 +28,20 @@ from biaslens.framework.settings import validated
 
 
 @cache
-def options_of(settings: type[BaseModel]) -> tuple[Option, ...]:
+def options_of(
+    settings: type[BaseModel], fields: tuple[str, ...] | None = None
+) -> tuple[Option, ...]:
     """The options of a settings model: one per field with a :class:`Flag`, in field order (a
     ``nested`` field's own flagged fields where it stands), each deprecated ``switch`` after
-    its field's option."""
+    its field's option; ``fields``: those fields' only (a command that takes a few of a
+    method's settings, such as an lm-eval export's)."""
     found: list[Option] = []
+    unknown = set(fields or ()) - set(settings.model_fields)
+    if unknown:
+        raise TypeError(f"{settings.__name__} has no field(s) {sorted(unknown)}")
     for name, field in settings.model_fields.items():
+        if fields is not None and name not in fields:
+            continue
         flag = _flag(field)
         if flag is None:
             continue

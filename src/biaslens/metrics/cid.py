@@ -12,6 +12,7 @@ import pandas as pd
 from scipy import stats
 
 from biaslens.errors import BiaslensError
+from biaslens.metrics.intervals.core import LEVEL
 from biaslens.metrics.intervals.median import median_interval
 from biaslens.metrics.meanings import Measure
 
@@ -183,7 +184,7 @@ def name_design(verdicts: pd.DataFrame, unit: str = "pair"):
 
 
 def biased_fraction_intervals(
-    verdicts: pd.DataFrame, by: list[str], level: float = 0.95, unit: str = "pair"
+    verdicts: pd.DataFrame, by: list[str], level: float = LEVEL, unit: str = "pair"
 ) -> pd.DataFrame:
     """Intervals of :func:`biased_fraction` over the crossed design of names: the name pairs
     cross group A's names with group B's, and a continuation depends on both names (at λ = 0

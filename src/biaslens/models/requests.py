@@ -30,6 +30,8 @@ import functools
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from biaslens.common.decoding_limits import MAX_NEW_TOKENS as CID_MAX_NEW_TOKENS
+from biaslens.common.decoding_limits import TOP_K as CID_TOP_K
 from biaslens.common.decoding_limits import lambda_problem, temperature_problem
 from biaslens.common.registry import Registry
 from biaslens.common.seeds import MAX_SEED
@@ -292,8 +294,8 @@ class ContrastiveGenerateRequest:
     x: str
     x_prime: str
     lam: float
-    max_new_tokens: int = 20
-    top_k: int = 50
+    max_new_tokens: int = CID_MAX_NEW_TOKENS
+    top_k: int = CID_TOP_K
     stop: tuple[str, ...] = field(default=())
     do_sample: bool = False
     temperature: float = 1.0

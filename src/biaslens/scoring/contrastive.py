@@ -7,7 +7,7 @@ from typing import Annotated
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from biaslens.common.decoding_limits import lambda_problem
+from biaslens.common.decoding_limits import MAX_NEW_TOKENS, TOP_K, lambda_problem
 from biaslens.common.options import FLAG, Flag
 from biaslens.models.base import LM
 from biaslens.models.requests import ContrastiveGenerateRequest
@@ -27,9 +27,9 @@ class DecodingSettings(BaseModel):
     )
     top_k: Annotated[
         int, Flag("--top-k-tokens", "--top-k", deprecated={"--top-k": "--top-k-tokens"})
-    ] = Field(default=50, description="Restrict to the top-K tokens of p(·|x) (paper: 50).")
+    ] = Field(default=TOP_K, description="Restrict to the top-K tokens of p(·|x) (paper: 50).")
     max_new_tokens: Annotated[int, FLAG] = Field(
-        default=20, ge=1, description="At most N new tokens."
+        default=MAX_NEW_TOKENS, ge=1, description="At most N new tokens."
     )
     stop: Annotated[tuple[str, ...], Flag(commas=False)] = Field(
         default=DEFAULT_STOP, description="Stop strings."

@@ -13,10 +13,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from biaslens.common import atomic
 from biaslens.common.options import Option
 from biaslens.data.export_writer import check_destination
 from biaslens.errors import BiaslensError
+from biaslens.framework.settings import Limit
+
+
+class ExportSettings(BaseModel):
+    """What every task reads besides its own options."""
+
+    limit: Limit = Field(
+        default=None,
+        description="Inputs kept per W value or contexts, drawn as biaslens run's --limit draws "
+        "them (0: all).",
+    )
 
 
 def exporters() -> dict[str, Any]:

@@ -24,6 +24,7 @@ from biaslens.framework.options import options_of
 from biaslens.framework.settings import CiLevel, MethodSettings, Replicates, validated
 from biaslens.framework.spec import MethodOutput
 from biaslens.metrics.cid import biased_fraction, biased_fraction_intervals, top_continuations
+from biaslens.metrics.intervals.core import LEVEL
 from biaslens.store.result import RunResult
 
 RATINGS_EXPORT = "ratings_to_fill.csv"
@@ -128,7 +129,7 @@ def _pair_intervals(finished: RunResult, rated: pd.DataFrame, level):
     return biased_fraction_intervals(per_sample, ["group", "lam"], level)
 
 
-def ratings_amendment(ratings: Path | str, ci_level: float = 0.95, bootstrap: int = 1000):
+def ratings_amendment(ratings: Path | str, ci_level: float = LEVEL, bootstrap: int = 1000):
     """The rated export ``ratings`` as an addition to an audit run: the fraction of biased
     continuations per group and λ (Fig. 2), with its interval over the crossed design of the
     groups' names (``bootstrap`` 0: none; any other value keeps them, not resampled)."""
@@ -162,7 +163,7 @@ class RatingSettings(MethodSettings):
     bootstrap: Replicates = 1000
 
 
-def rate(ctx: CommandContext, run_dir, ratings, ci_level, bootstrap, seed=None) -> None:
+def rate(ctx: CommandContext, run_dir, ratings, ci_level, bootstrap, unused_seed=None) -> None:
     """Fraction of biased continuations per group and λ from human ratings (paper Fig. 2)."""
     settings = validated(RatingSettings, {"ci_level": ci_level, "bootstrap": bootstrap})
     ci_level, bootstrap = settings.ci_level, settings.bootstrap
@@ -202,7 +203,8 @@ RATE = MethodCommand(
         Argument("ratings", type=Path, help="The rated copy of ratings_to_fill.csv."),
         *options_of(RatingSettings),
         Option(
-            "seed",
+            "unused_seed",
+            "--seed",
             type=int,
             hidden=True,
             help="Unused (kept so that older command lines run).",

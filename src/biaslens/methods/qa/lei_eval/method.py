@@ -18,12 +18,12 @@ from pathlib import Path
 import pandas as pd
 
 from biaslens.common.atomic import json_records
-from biaslens.common.options import Option
 from biaslens.data import lei, sources
 from biaslens.data.squad import read_squad
 from biaslens.data.unqover import DOMAINS
 from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import LmEvalTask
+from biaslens.framework.options import options_of
 from biaslens.framework.presets import UNSET, ByModel
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.methods.qa.lei_eval.scores import score_questions, scoring_label
@@ -301,11 +301,7 @@ SPEC = register(
         name=METHOD,
         lm_eval=LmEvalTask(
             "biaslens.methods.qa.lei_eval.lm_eval_task:lei_task",
-            options=(
-                Option(
-                    "domain", default="religion", help="LEI domain: religion, ethnicity or gender."
-                ),
-            ),
+            options=options_of(LeiEvalSettings, fields=("domain",)),
         ),
         title="Zero-shot LEI: μ without and under ethical / adversarial / irrelevant "
         "interventions and on specified contexts, next to the desired μ (Fig. 4)",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field
 
@@ -30,7 +30,8 @@ from biaslens.framework.settings import (
 from biaslens.scoring.first_token import MIN_CANDIDATE_MASS
 from biaslens.scoring.sampled import DEFAULT_SAMPLES, Samples
 
-DOMAINS = ("religion", "ethnicity", "gender")
+Domain = Literal["religion", "ethnicity", "gender"]
+DOMAINS: tuple[str, ...] = get_args(Domain)
 
 
 class LeiEvalSettings(MethodSettings):
@@ -40,8 +41,8 @@ class LeiEvalSettings(MethodSettings):
     sha256, not their path, so a run resumes wherever the files are."""
 
     model: ModelName = "default"
-    domain: Annotated[Literal["religion", "ethnicity", "gender"], FLAG] = Field(
-        default="religion", description="religion, ethnicity or gender."
+    domain: Annotated[Domain, FLAG] = Field(
+        default="religion", description="LEI domain: religion, ethnicity or gender."
     )
     split: Annotated[str, FLAG] = Field(
         default="noniid_test", description="Official split: noniid_test, noniid_dev, train_64 …"
@@ -103,10 +104,10 @@ def make_settings(
     specified_file: Path | None = None,
     **values,
 ) -> LeiEvalSettings:
-    domain = values.get("domain", "religion")
+    domain = values.get("domain", LeiEvalSettings.model_fields["domain"].default)
     if domain not in DOMAINS:
         raise BiaslensError(f"unknown domain {domain!r}; LEI has {', '.join(DOMAINS)}")
-    split = values.get("split", "noniid_test")
+    split = values.get("split", LeiEvalSettings.model_fields["split"].default)
     if split_file is None and f"{domain}/{split}" not in lei.SPLITS:
         known = [k.split("/")[1] for k in lei.SPLITS if k.startswith(domain + "/")]
         raise BiaslensError(f"no LEI split {split!r} for {domain}; known: {', '.join(known)}")

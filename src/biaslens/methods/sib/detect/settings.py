@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from biaslens.common.options import FLAG, Flag, Option
 from biaslens.errors import BiaslensError
@@ -24,6 +24,16 @@ SetName = Literal["extended", "simplified", "simplified-reference"]
 """``simplified``: biaslens's rewrite (51 occupations, in the package); ``simplified-reference``:
 the reference repository's own 144 sentences (``biaslens datasets download sib-simplified``),
 the set the paper's Table 3 was computed on."""
+
+
+Date = Annotated[int, Field(ge=0, le=9999)]
+"""A year of the date grid."""
+Threshold = Annotated[
+    float,
+    FLAG,
+    Field(default=0.5, ge=0, le=100, description="Unspecified when metric > this (pp)."),
+]
+"""Method 2's decision threshold on the metric, in percentage points (SIB §4.2)."""
 
 
 class DetectSettings(MethodSettings):
@@ -48,19 +58,15 @@ class DetectSettings(MethodSettings):
         description="Sentence ids (e.g. doctor_man_1) also scored at every date of the grid "
         "(Fig. 4).",
     )
-    earliest: Annotated[int, FLAG] = Field(
-        default=1901, ge=0, le=9999, description="Earliest date."
-    )
-    latest: Annotated[int, FLAG] = Field(default=2016, ge=0, le=9999, description="Latest date.")
+    earliest: Annotated[Date, FLAG] = Field(default=1901, description="Earliest date.")
+    latest: Annotated[Date, FLAG] = Field(default=2016, description="Latest date.")
     average_n: Annotated[int, FLAG] = Field(
         default=1,
         ge=1,
         description="Average the first/last N dates of a grid instead of single dates.",
     )
     grid_size: int = Field(default=30, ge=2, description="date grid between earliest and latest")
-    threshold: Annotated[float, FLAG] = Field(
-        default=0.5, ge=0, le=100, description="Unspecified when metric > this (pp)."
-    )
+    threshold: Threshold
     empty_mass: Annotated[Literal["exclude", "zero"], FLAG] = Field(
         default="exclude",
         description="Sentences with no pronoun mass at a date: exclude (no verdict, counted) or "
@@ -73,10 +79,35 @@ class DetectSettings(MethodSettings):
     @field_validator("latest")
     @classmethod
     def _ordered(cls, latest, info):
-        earliest = info.data.get("earliest")
-        if earliest is not None and latest <= earliest:
-            raise ValueError(f"latest date must be after the earliest ({earliest})")
-        return latest
+        return _after_earliest(latest, info)
+
+
+class StoredSettings(BaseModel):
+    """The settings of ``biaslens metrics sib-detect`` (Method 2 from stored pronoun shares):
+    a run's threshold and dates, each date by default the first or last one stored."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    threshold: Threshold
+    earliest: Annotated[Date | None, FLAG] = Field(
+        default=None, description="Earliest date (default: the first stored)."
+    )
+    latest: Annotated[Date | None, FLAG] = Field(
+        default=None, description="Latest date (default: the last stored)."
+    )
+
+    @field_validator("latest")
+    @classmethod
+    def _ordered(cls, latest, info):
+        return latest if latest is None else _after_earliest(latest, info)
+
+
+def _after_earliest(latest: int, info) -> int:
+    """The latest date, which must come after the earliest."""
+    earliest = info.data.get("earliest")
+    if earliest is not None and latest <= earliest:
+        raise ValueError(f"latest date must be after the earliest ({earliest})")
+    return latest
 
 
 def make_settings(**values) -> DetectSettings:

@@ -9,7 +9,9 @@ from pathlib import Path
 from biaslens.common.options import Argument, Option
 from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import CommandContext, MethodCommand
-from biaslens.framework.options import DATA_DIR
+from biaslens.framework.options import DATA_DIR, options_of
+from biaslens.framework.settings import validated
+from biaslens.methods.sib.detect.settings import StoredSettings
 
 
 def from_stored(
@@ -22,6 +24,10 @@ def from_stored(
     from biaslens.data.sib_outputs import read_outputs
     from biaslens.metrics.sib import method2_from_shares
 
+    chosen = validated(
+        StoredSettings, {"threshold": threshold, "earliest": earliest, "latest": latest}
+    )
+    threshold, earliest, latest = chosen.threshold, chosen.earliest, chosen.latest
     table = read_outputs(outputs)
     if not include_tests:
         table = table[~table["test"].astype(bool)]
@@ -88,11 +94,7 @@ FROM_STORED = MethodCommand(
             help="A sib-detect run folder, or a folder of the SIB paper's released outputs "
             "(biaslens datasets download sib-outputs).",
         ),
-        Option(
-            "threshold", type=float, default=0.5, minimum=0, help="Unspecified when metric > this."
-        ),
-        Option("earliest", type=int, help="Earliest date (default: the first stored)."),
-        Option("latest", type=int, help="Latest date (default: the last stored)."),
+        *options_of(StoredSettings),
         Option(
             "include_tests", type=bool, default=False, help="Keep the reference's testTrue subsets."
         ),

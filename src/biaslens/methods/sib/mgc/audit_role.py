@@ -34,7 +34,7 @@ SIB_MGC_PROTOCOL = (
 )
 
 
-def sib_mgc_references(folder: Path, level: float = 0.95) -> pd.DataFrame:
+def sib_mgc_references(folder: Path, level: float = LEVEL) -> pd.DataFrame:
     """The reference table from the released ``spur_mgc_raw`` folder (module docstring)."""
     from biaslens.data.sib_mgc_outputs import read_mgc_outputs
     from biaslens.metrics.sib_reference import method1_from_matrices

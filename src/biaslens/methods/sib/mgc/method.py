@@ -19,13 +19,14 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import pandas as pd
-from pydantic import Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from biaslens.common.numbers import readable, readable_interval
-from biaslens.common.options import FLAG, Flag, Option
+from biaslens.common.options import FLAG, Flag
 from biaslens.data import mgc
 from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import LmEvalTask
+from biaslens.framework.options import options_of
 from biaslens.framework.presets import UNSET, ByModel
 from biaslens.framework.registry import (
     Comparison,
@@ -69,6 +70,21 @@ METHOD = "sib-mgc"
 MASKED_PROMPT = "mask"  # the prompt column's value for masked LMs, which use no prompt
 
 
+WKind = Literal["dates", "places"]
+"""An injected W kind (SIB §3.1)."""
+
+
+class TaskSettings(BaseModel):
+    """What the ``biaslens_mgc`` lm-eval task takes besides ``--limit`` (one prompt and one W
+    kind per task: lm-eval aggregates over a task's inputs); validated as :class:`MGCSettings`'
+    ``prompts`` and ``w_kinds`` when the task is written."""
+
+    prompt: Annotated[str, FLAG] = Field(default="A", description="MGC prompt: A, B or C.")
+    w_kind: Annotated[WKind, Flag("--w")] = Field(
+        default="dates", description="MGC W kind: dates or places."
+    )
+
+
 class MGCSettings(MethodSettings):
     """Settings that decide an MGC run's results (validated on entry)."""
 
@@ -80,7 +96,7 @@ class MGCSettings(MethodSettings):
         description="Instruction prompt(s) A B C of App. D.2 for causal/seq2seq models. Not "
         "allowed with masked LMs.",
     )
-    w_kinds: Annotated[tuple[Literal["dates", "places"], ...], Flag("--w")] = Field(
+    w_kinds: Annotated[tuple[WKind, ...], Flag("--w")] = Field(
         default=("dates", "places"), description="Injected W values: dates places."
     )
     date_grid: Annotated[Literal["code", "rounded", "text"], FLAG] = Field(
@@ -269,10 +285,7 @@ SPEC = register(
         name=METHOD,
         lm_eval=LmEvalTask(
             "biaslens.methods.sib.lm_eval_tasks:mgc_task",
-            options=(
-                Option("prompt", default="A", help="MGC prompt: A, B or C."),
-                Option("w_kind", "--w", default="dates", help="MGC W kind: dates or places."),
-            ),
+            options=options_of(TaskSettings),
         ),
         title="SIB Method 1 on the MGC set: gendered-pronoun probability vs injected dates/places",
         settings=MGCSettings,

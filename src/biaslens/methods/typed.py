@@ -1,7 +1,7 @@
 """The settings of every built-in method and the options of every built-in backend, as the
 typed models they are declared as, for a call an editor completes and checks::
 
-    from biaslens.typed import MGCSettings, HFOptions
+    from biaslens.methods.typed import MGCSettings, HFOptions
     biaslens.run(MGCSettings(w_kinds=("dates",), limit=5), backend=HFOptions(dtype="float32"))
 
 Each name here is the one declaration the command line, ``biaslens.settings(method)`` and the
