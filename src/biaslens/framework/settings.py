@@ -171,6 +171,18 @@ MODEL_HELP = (
 )
 ModelName = Annotated[str, Field(description=MODEL_HELP), Flag("--model", "-m")]
 RandomSeed = Annotated[Seed, Field(description="Random seed (>= 0)."), FLAG]
+MinPronounMass = Annotated[
+    float,
+    Field(
+        ge=0,
+        le=1,
+        description="Exact scoring: refuse when the pronouns hold less than this mean share of "
+        "the probability at the slot (0 to 1; 0 goes on anyway, recorded in the run's "
+        "settings).",
+    ),
+    FLAG,
+]
+"""The ``min_pronoun_mass`` setting of SIB's methods (:func:`check_pronoun_mass`)."""
 PronounScoring = Annotated[
     Literal["exact", "paper", "sampled"],
     Field(

@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Annotated
 
 import numpy as np
 import pandas as pd
-from pydantic import Field
 
-from biaslens.common.options import FLAG
 from biaslens.data.pronouns import GENDERS, gender_of
 from biaslens.errors import BiaslensError
 from biaslens.metrics.intervals import LEVEL, mean_of_two_shares, share_interval
@@ -86,18 +83,6 @@ MIN_PRONOUN_MASS = 0.001
 almost nothing the model predicts there (e.g. 0.003% when a chat model's reply is read with a
 space it never writes): the run refuses (``--min-pronoun-mass``; 0 goes on, and the settings
 record it)."""
-MinPronounMass = Annotated[
-    float,
-    Field(
-        ge=0,
-        le=1,
-        description="Exact scoring: refuse when the pronouns hold less than this mean share of "
-        "the probability at the slot (0 to 1; 0 goes on anyway, recorded in the run's "
-        "settings).",
-    ),
-    FLAG,
-]
-"""The ``min_pronoun_mass`` setting of SIB's methods (:func:`check_pronoun_mass`)."""
 
 
 def check_pronoun_mass(mass: float, minimum: float, model: str, mode: str = "exact") -> None:

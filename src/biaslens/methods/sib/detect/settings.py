@@ -12,11 +12,12 @@ from biaslens.framework.settings import (
     CiLevel,
     Limit,
     MethodSettings,
+    MinPronounMass,
     ModelName,
     PronounScoring,
     validated,
 )
-from biaslens.metrics.sib import MIN_PRONOUN_MASS, MinPronounMass
+from biaslens.metrics.sib import MIN_PRONOUN_MASS
 from biaslens.scoring.sampled import DEFAULT_SAMPLES, Samples
 
 SETS = ("extended", "simplified")

@@ -40,6 +40,7 @@ from biaslens.framework.settings import (
     CiLevel,
     Limit,
     MethodSettings,
+    MinPronounMass,
     ModelName,
     PronounScoring,
     RandomSeed,
@@ -50,7 +51,6 @@ from biaslens.methods.sib.mgc.compare import compare
 from biaslens.methods.sib.sib_files import MGC as SIB_FILES_MGC
 from biaslens.metrics.sib import (
     MIN_PRONOUN_MASS,
-    MinPronounMass,
     check_pronoun_mass,
     mean_by_w,
     method1_fits,
