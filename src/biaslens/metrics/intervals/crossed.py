@@ -59,6 +59,9 @@ NO_LEVEL = -1
 BATCH_CELLS = 4_000_000
 """Deletions × cells held at once (32 MB of float64 per array)."""
 
+DELETED_BATCH = 256
+"""Deletions per pass of a statistic that recomputes only the groups a deletion touches."""
+
 MAX_DELETIONS = 4_000
 """Above this many clusters of one kind (single units, subject pairs of a large set), the
 jackknife of that kind is estimated from a seeded random subset of this many deletions: an
@@ -296,7 +299,9 @@ def crossed_variances(
     totals = np.asarray(stacked.sum(axis=0)).reshape(1, -1)
     point = {k: float(v[0]) for k, v in statistic(split(totals)).items()}
     parts, weights = design.parts, design.weights
-    batch = max(1, BATCH_CELLS // max(stacked.shape[1], 1))
+    deleted = getattr(statistic, "deleted", None)  # a statistic that reads touched cells only
+    whole = split(totals)
+    batch = DELETED_BATCH if deleted else max(1, BATCH_CELLS // max(stacked.shape[1], 1))
     per_part = []
     for number, part in enumerate(parts):
         removed = (part.membership @ stacked).tocsr()
@@ -307,8 +312,13 @@ def crossed_variances(
             scale = removed.shape[0] / MAX_DELETIONS
         values: dict[str, list[np.ndarray]] = {}
         for start in range(0, len(chosen), batch):
-            rows = totals - removed[chosen[start : start + batch]].toarray()
-            for key, value in statistic(split(rows)).items():
+            if deleted:
+                sums = removed[chosen[start : start + batch]]
+                found = deleted(whole, {k: sums[:, edges[i] : edges[i + 1]].tocsr()
+                                        for i, k in enumerate(names)})  # fmt: skip
+            else:
+                found = statistic(split(totals - removed[chosen[start : start + batch]].toarray()))
+            for key, value in found.items():
                 values.setdefault(key, []).append(np.asarray(value, dtype=float))
         per_part.append(
             {

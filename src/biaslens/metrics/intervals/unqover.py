@@ -38,6 +38,7 @@ from scipy import sparse
 
 from biaslens.metrics.intervals.core import Interval, IntervalSpec, bounds_interval, t_interval
 from biaslens.metrics.intervals.crossed import Design, crossed_variances
+from biaslens.metrics.intervals.grouped import GroupedMean, GroupedStatistic
 from biaslens.metrics.unqover_cells import UnitCells, distinct_rows, text_ranks
 
 METRICS = ("mu", "eta", "theta4", "delta", "epsilon")
@@ -121,15 +122,6 @@ def _group_mean(value, present, starts):
         return np.where(count > 0, total / count, np.nan)
 
 
-def _mean_over_groups(per_group):
-    """Per row: the mean over the groups that have a value (NaN: none)."""
-    with np.errstate(invalid="ignore"):
-        reached = np.isfinite(per_group)
-        count = reached.sum(axis=1)
-        total = np.where(reached, per_group, 0.0).sum(axis=1)
-        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
-
-
 def _ratio(a, b):
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(b > 0, a / np.where(b > 0, b, 1), np.nan)
@@ -138,18 +130,6 @@ def _ratio(a, b):
 PAIRINGS = {4: ((0, 3), (3, 0), (1, 2), (2, 1)), 2: ((0, 1), (1, 0))}
 """(choose on, read on) parts: the quarters of subject cells (partner group × template half,
 numbered 2·group + half) paired across both splits; the template halves of pair cells."""
-
-
-def _plug_in_max(c, n, starts):
-    """The plug-in mean over groups of max over cells of |Σc / Σn| (``c``, ``n``: per part)."""
-    total = _ratio(sum(c), sum(n))
-    return _mean_over_groups(_select(np.abs(total), np.abs(total), sum(n) > 0, starts))
-
-
-def _plug_in_abs_mean(c, n, starts):
-    """η's plug-in: the mean over groups of the mean over cells of |Σc / Σn|."""
-    total = _ratio(sum(c), sum(n))
-    return _mean_over_groups(_group_mean(np.abs(total), sum(n) > 0, starts))
 
 
 def choices(c, n, starts, kind: str) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -173,55 +153,84 @@ def choices(c, n, starts, kind: str) -> list[tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-def _crossfit(c, n, starts, chosen):
-    """The cross-fitted value: per pairing, each group's chosen cells read on the other part
-    (signed, averaged over the chosen cells still present), then averaged over pairings and
-    groups. The choices stay those of the whole set in every deletion of the jackknife: the
-    reading is then a smooth function of the sums, whose jackknife is consistent (a choice
-    remade in each deletion flips between near-ties and inflates the spread, as the
-    double-machine-learning variance also holds the first stage fixed)."""
-    readings = []
-    for (_, b), (cells, sign) in zip(PAIRINGS[len(c)], chosen, strict=True):
-        mean = _ratio(c[b], n[b])
-        used = cells & np.isfinite(mean)
-        total = np.add.reduceat(np.where(used, sign * np.nan_to_num(mean), 0.0), starts, axis=1)
-        count = np.add.reduceat(used.astype(float), starts, axis=1)
-        readings.append(_ratio(total, count))
-    return _mean_over_groups(_nan_safe_mean(np.stack(readings)))
+def _parts(sums, keys):
+    return [sums[k] for k in keys]
 
 
-def _per_part(s):
-    """The per-part sums of μ (Σ C, n), η (Σ sign C, n) and θ4 (pairs' Σ C, n), each a list
-    over the parts the sums are split into (quarters or halves of subject cells, halves of
-    pair cells)."""
-    parts = sum(1 for key in s if key.startswith("c_sum"))
-    n = [s[f"n{q}"] for q in range(parts)]
-    return {
-        "mu": ([s[f"c_sum{q}"] for q in range(parts)], n),
-        "eta": ([s[f"sign_sum{q}"] for q in range(parts)], n),
-        "theta4": ([s["pc_sum0"], s["pc_sum1"]], [s["pn0"], s["pn1"]]),
-    }
+def _plug_in(kind: str, c_keys, n_keys):
+    """The plug-in per group: max over cells of |Σc / Σn| (``"max"``: μ, θ4) or their mean
+    (``"mean"``: η), over the cells present."""
+
+    def per_group(sums, fixed, starts):
+        n = sum(_parts(sums, n_keys))
+        total = np.abs(_ratio(sum(_parts(sums, c_keys)), n))
+        if kind == "max":
+            return _select(total, total, n > 0, starts)
+        return _group_mean(total, n > 0, starts)
+
+    return per_group
 
 
-def _statistic(subject_starts, pair_starts, chosen):
-    """The statistic of every metric from per-part sums; ``chosen``: the cross-fit's choices
-    (:func:`choices`) of μ, η and θ4."""
-    starts = {"mu": subject_starts, "eta": subject_starts, "theta4": pair_starts}
-    plug_in = {"mu": _plug_in_max, "eta": _plug_in_abs_mean, "theta4": _plug_in_max}
+def _crossfit(c_keys, n_keys):
+    """The cross-fitted value per group: per pairing, the group's chosen cells read on the other
+    part (signed, averaged over the chosen cells still present), averaged over pairings. The
+    choices (``fixed``: ``cells{p}``, ``sign{p}``) stay those of the whole set in every deletion
+    of the jackknife: the reading is then a smooth function of the sums, whose jackknife is
+    consistent (a choice remade in each deletion flips between near-ties and inflates the
+    spread, as the double-machine-learning variance also holds the first stage fixed)."""
 
-    def statistic(s):
+    def per_group(sums, fixed, starts):
+        c, n = _parts(sums, c_keys), _parts(sums, n_keys)
+        readings = []
+        for p, (_, b) in enumerate(PAIRINGS[len(c)]):
+            mean = _ratio(c[b], n[b])
+            used = fixed[f"cells{p}"].astype(bool) & np.isfinite(mean)
+            signed = np.where(used, fixed[f"sign{p}"] * np.nan_to_num(mean), 0.0)
+            total = np.add.reduceat(signed, starts, axis=1)
+            count = np.add.reduceat(used.astype(float), starts, axis=1)
+            readings.append(_ratio(total, count))
+        return _nan_safe_mean(np.stack(readings))
+
+    return per_group
+
+
+FAMILIES = {
+    "mu": ("max", "c_sum", "n"),
+    "eta": ("mean", "sign_sum", "n"),
+    "theta4": ("max", "pc_sum", "pn"),
+}
+"""Each maximum-like metric: its plug-in's kind and the prefixes of its per-part sums."""
+
+
+def _statistic(totals, subject_starts, pair_starts, parts: int) -> GroupedStatistic:
+    """Every metric from per-part sums (``parts``: of the subject cells; the pair cells have
+    two): μ, η, θ4 and their cross-fitted values as means over subjects or pairs, with the
+    cross-fit's choices (:func:`choices`) made once on the whole set ``totals``; δ, ε as
+    ratios."""
+    grouped = {}
+    for name, (kind, c_prefix, n_prefix) in FAMILIES.items():
+        count = 2 if name == "theta4" else parts
+        starts = pair_starts if name == "theta4" else subject_starts
+        c_keys = tuple(f"{c_prefix}{q}" for q in range(count))
+        n_keys = tuple(f"{n_prefix}{q}" for q in range(count))
+        chosen = choices(_parts(totals, c_keys), _parts(totals, n_keys), starts, kind)
+        fixed = {}
+        for p, (cells, sign) in enumerate(chosen):
+            fixed[f"cells{p}"], fixed[f"sign{p}"] = cells, sign
+        keys = (*c_keys, *n_keys)
+        grouped[name] = GroupedMean(keys, starts, _plug_in(kind, c_keys, n_keys))
+        grouped[f"{name}_crossfit"] = GroupedMean(keys, starts, _crossfit(c_keys, n_keys), fixed)
+
+    def scalars(s):
         out = {}
-        for name, (c, n) in _per_part(s).items():
-            out[name] = plug_in[name](c, n, starts[name])
-            out[f"{name}_crossfit"] = _crossfit(c, n, starts[name], chosen[name])
         for key in ("delta", "epsilon"):
             total = s[f"{key}_t0"] + s[f"{key}_t1"]
             count = s[f"{key}_n0"] + s[f"{key}_n1"]
-            out[key] = _ratio(total, count)[:, 0]
-        with np.errstate(invalid="ignore"):
-            return {k: np.asarray(v, dtype=float) for k, v in out.items()}
+            out[key] = np.asarray(_ratio(total, count)[:, 0], dtype=float)
+        return out
 
-    return statistic
+    ratios = tuple(f"{k}_{v}{h}" for k in ("delta", "epsilon") for v in "tn" for h in (0, 1))
+    return GroupedStatistic(grouped, scalars, ratios)
 
 
 def incomplete_note(subject_cells: np.ndarray, pair_cells: np.ndarray, attributes: int):
@@ -323,12 +332,7 @@ def intervals(
         subjects_fixed=subjects_fixed,
     )
     total = {k: np.asarray(m.sum(axis=0)).reshape(1, -1) for k, m in matrices.items()}
-    kind = {"mu": "max", "eta": "mean", "theta4": "max"}
-    starts = {"mu": subject_starts, "eta": subject_starts, "theta4": pair_starts}
-    chosen = {
-        name: choices(c, n, starts[name], kind[name]) for name, (c, n) in _per_part(total).items()
-    }
-    statistic = _statistic(subject_starts, pair_starts, chosen)
+    statistic = _statistic(total, subject_starts, pair_starts, parts)
     point, variances = crossed_variances(matrices, statistic, design)
     out: dict[str, float | str | None] = {}
     incomplete = None
