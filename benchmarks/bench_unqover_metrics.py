@@ -122,9 +122,9 @@ def main() -> None:
         streamed_seconds[what] = seconds
         print(f"streamed ({what}): {seconds:.1f} s, {fast_seconds / seconds:.2f}x the whole-table "
               f"time; mu, theta4, delta equal: {same}")  # fmt: skip
-    print(f"intervals cost: {streamed_seconds['with intervals']:.1f} s with the crossed-design "
-          f"jackknife vs {streamed_seconds['point values']:.1f} s for the point values alone = "
-          f"{streamed_seconds['with intervals'] / streamed_seconds['point values']:.2f}x")  # fmt: skip
+    both, alone = streamed_seconds["with intervals"], streamed_seconds["point values"]
+    print(f"intervals cost: {both:.1f} s with the crossed-design jackknife vs {alone:.1f} s for "
+          f"the point values alone = {both / alone:.2f}x")  # fmt: skip
 
 
 if __name__ == "__main__":
