@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--lei-dir", type=Path, default=SHARED)
     parser.add_argument("--no-lm-eval", action="store_true")
     args = parser.parse_args()
-    harness.start()
+    peak = harness.start()
 
     probe = load_model(args.model, BackendConfig(device="cpu"))
     rows = lei.read_split(lei.split_path("religion/noniid_test", args.lei_dir))
@@ -97,13 +97,23 @@ def main() -> None:
             harness.max_abs_difference(script, reference),
         )
     )
+    per_token, per_row = harness.flop_rates(lm.model)
+    prompts, choices = lm.encode_choice_requests(requests)
+    sequences = [p + c for p, row in zip(prompts, choices, strict=True) for c in row]
+    useful = per_token * harness.trie_tokens(sequences) + per_row * sum(
+        len(c) for row in choices for c in row
+    )
+    shares = [("biaslens, batch auto, useful work (shared prompts once)", useful, auto_s)]
     if not args.no_lm_eval and harness.lm_eval_available():
         pairs = [(r.prompt, c) for r in requests for c in r.choices]
         folder = harness.model_folder(args.model)
         for batch in (8, 32, "auto"):
             model = harness.lm_eval_model(folder, batch)
             harness.lm_eval_loglikelihood(model, pairs[:4])  # warm-up
+            theirs = harness.ForwardCounter(model.model)
             seconds, scores = harness.timed(lambda m=model: harness.lm_eval_loglikelihood(m, pairs))
+            shares.append((f"lm-eval batch {batch}, on the work it runs",
+                           per_token * theirs.tokens + per_row * theirs.rows, seconds))  # fmt: skip
             table.append(
                 harness.Row(
                     f"lm-eval HFLM.loglikelihood, batch {batch}",
@@ -114,6 +124,8 @@ def main() -> None:
             )
             del model
     harness.print_table("LEI generative choice scoring", "questions", table)
+    for label, flops, seconds in shares:
+        harness.print_share(label, flops, seconds, peak)
 
 
 if __name__ == "__main__":

@@ -76,35 +76,6 @@ from biaslens.models.backends.hf import generation  # noqa: E402
 from biaslens.models.requests import RequestType  # noqa: E402
 
 
-class ForwardCounter:
-    """Tokens run (padding included) and LM-head rows of every forward pass of ``model``."""
-
-    def __init__(self, model) -> None:
-        self.tokens = self.rows = 0
-        model.register_forward_pre_hook(self._count, with_kwargs=True)
-
-    def _count(self, module, args, kwargs) -> None:
-        ids = kwargs.get("input_ids", args[0] if args else None)
-        if ids is not None:
-            self.tokens += ids.numel()
-            keep = kwargs.get("logits_to_keep", 0)
-            self.rows += ids.shape[0] * (keep or ids.shape[1])
-
-    def reset(self) -> None:
-        self.tokens = self.rows = 0
-
-
-def flop_rates(lm) -> tuple[int, int]:
-    """(FLOPs per token run, FLOPs per LM-head row): 2·non-embedding parameters, 2·hidden·vocab."""
-    model = lm.model
-    embed = model.get_input_embeddings().weight
-    head = model.get_output_embeddings()
-    body = sum(p.numel() for p in model.parameters()) - embed.numel()
-    if head is not None and head.weight.data_ptr() != embed.data_ptr():
-        body -= head.weight.numel()
-    return 2 * body, 2 * embed.numel()
-
-
 def linear_shapes(model, fn) -> Counter:
     """Calls of every ``nn.Linear`` of ``model`` while ``fn`` runs, by (rows, in, out)."""
     shapes: Counter = Counter()
@@ -330,7 +301,7 @@ def exact_mode(args, lm, texts, counter, peak):
     target_ids = [ids[0] for ids in target_ids]
     prompts = lm.encode_prompts(texts)
     n, subset = len(texts), min(args.subset, len(texts))
-    per_token, per_row = flop_rates(lm)
+    per_token, per_row = harness.flop_rates(lm.model)
     nominal = per_token * sum(len(p) for p in prompts) + per_row * n
 
     counter.reset()
@@ -361,11 +332,14 @@ def exact_mode(args, lm, texts, counter, peak):
             harness.max_abs_difference(harness.flat(script), harness.flat(reference)),
         )
     )
+    lm_eval_work = None
     if not args.no_lm_eval and harness.lm_eval_available():
         model = harness.lm_eval_model(harness.model_folder(args.model), 32)
         pairs = [(text, target) for text in texts[:subset] for target in targets]
         harness.lm_eval_loglikelihood(model, pairs[:4])  # warm-up
+        theirs = harness.ForwardCounter(model.model)
         seconds, logprobs = harness.timed(lambda: harness.lm_eval_loglikelihood(model, pairs))
+        lm_eval_work = (per_token * theirs.tokens + per_row * theirs.rows, seconds)
         table.append(
             harness.Row(
                 f"lm-eval loglikelihood per (prompt, target), batch 32 ({subset} prompts)",
@@ -392,6 +366,12 @@ def exact_mode(args, lm, texts, counter, peak):
         f"  script executed {script_flops / table[1].seconds / 1e9:.1f} GFLOP/s = "
         f"{script_flops / table[1].seconds / peak:.0%} of the matmul peak"
     )
+    useful = per_token * harness.trie_tokens(prompts) + per_row * n
+    harness.print_share("biaslens, useful work (shared prefixes once)", useful, biaslens_s, peak)
+    if lm_eval_work is not None:
+        harness.print_share(
+            "lm-eval, on the work it runs (every pair in full)", *lm_eval_work, peak
+        )
     if not args.no_ceiling:
         print_ceiling(lm, requests, biaslens_s, executed, peak)
     return results, biaslens_s
@@ -460,7 +440,7 @@ def main() -> None:
         raise SystemExit(f"{args.model} is {lm.kind.value}; this benchmark needs a causal LM")
     sentences = mgc.build_mgc().iloc[: args.prompts]
     texts = [mgc.wrap_in_prompt(s, "A") for s in sentences["sentence"]]
-    counter = ForwardCounter(lm.model)
+    counter = harness.ForwardCounter(lm.model)
     lm.token_distribution([TokenDistributionRequest(texts[0], (" he",), 5)])  # load, warm up
     lm.sizers.clear()
     print(f"{lm.identity.name}: {lm.identity.num_parameters / 1e6:.1f}M parameters, fp32")

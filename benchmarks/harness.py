@@ -161,6 +161,55 @@ def print_table(title: str, unit: str, rows: list[Row], reference: int = 0) -> N
         )
 
 
+class ForwardCounter:
+    """Tokens run (padding included) and LM-head rows of every forward pass of ``model``."""
+
+    def __init__(self, model) -> None:
+        self.tokens = self.rows = 0
+        model.register_forward_pre_hook(self._count, with_kwargs=True)
+
+    def _count(self, module, args, kwargs) -> None:
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        if ids is not None:
+            self.tokens += ids.numel()
+            keep = kwargs.get("logits_to_keep", 0)
+            self.rows += ids.shape[0] * (keep or ids.shape[1])
+
+    def reset(self) -> None:
+        self.tokens = self.rows = 0
+
+
+def flop_rates(model) -> tuple[int, int]:
+    """(FLOPs per token run, FLOPs per LM-head row): 2·non-embedding parameters, 2·hidden·vocab."""
+    embed = model.get_input_embeddings().weight
+    head = model.get_output_embeddings()
+    body = sum(p.numel() for p in model.parameters()) - embed.numel()
+    if head is not None and head.weight.data_ptr() != embed.data_ptr():
+        body -= head.weight.numel()
+    return 2 * body, 2 * embed.numel()
+
+
+def trie_tokens(sequences) -> int:
+    """Tokens a forward pass must compute to read every sequence when shared prefixes run once:
+    the nodes of the sequences' prefix tree (the useful work of prefix-shared scoring)."""
+    root: dict = {}
+    nodes = 0
+    for sequence in sequences:
+        node = root
+        for token in sequence:
+            if token not in node:
+                node[token] = {}
+                nodes += 1
+            node = node[token]
+    return nodes
+
+
+def print_share(label: str, flops: float, seconds: float, peak: float) -> None:
+    """One line: ``label``'s FLOP/s and its share of the fp32 matmul peak measured in the run."""
+    print(f"  {label}: {flops / seconds / 1e9:.1f} GFLOP/s = {flops / seconds / peak:.0%} of "
+          f"the fp32 matmul peak ({peak / 1e9:.0f} GFLOP/s, this run)")  # fmt: skip
+
+
 # ---------------------------------------------------------------------- lm-evaluation-harness
 def lm_eval_available() -> bool:
     try:
