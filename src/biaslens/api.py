@@ -71,19 +71,10 @@ def run(
     elif model is not None:
         settings["model"] = model
     return run_method(
-        method,
-        given,
-        output=output,
-        backend=_backend_config(backend, options),
-        lm=lm,
-        progress=progress,
-        data_dir=data_dir,
-        preset=preset,
-        report=report,
-        cache_dir=cache_dir,
-        no_cache=no_cache,
-        **settings,
-    )
+        method, given, output=output, backend=_backend_config(backend, options), lm=lm,
+        progress=progress, data_dir=data_dir, preset=preset, report=report, cache_dir=cache_dir,
+        no_cache=no_cache, **settings,
+    )  # fmt: skip
 
 
 def _settings_object(

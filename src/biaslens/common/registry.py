@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 from biaslens.common import plugins
+from biaslens.errors import BiaslensError
 
 T = TypeVar("T")
 Check = Callable[[str, T], "str | None"]
@@ -110,6 +111,17 @@ class Registry(Generic[T]):
     def items(self) -> list[tuple[str, T]]:
         """Every entry by name, in registration order (lazy ones imported now)."""
         return [(name, self.get(name)) for name in list(self._entries)]
+
+    def chosen(self, name: str, known: dict[str, T], listed: str) -> T:
+        """``known[name]`` (the entries a user may choose from), else one line: why the
+        plug-in that would have it could not be loaded, or the names known (``listed``: how
+        the message lists them, e.g. ``"methods: {}"``)."""
+        if name in known:
+            return known[name]
+        problem = plugins.failures(self.group).get(name) if self.group else None
+        if problem:
+            raise BiaslensError(problem)
+        raise BiaslensError(f"unknown {self.what} {name!r}; {listed.format(', '.join(known))}")
 
     def is_plugin(self, name: str) -> bool:
         return name in self._plugins

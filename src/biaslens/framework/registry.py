@@ -15,7 +15,6 @@ from functools import cache
 
 from biaslens.common import plugins
 from biaslens.common.registry import Registry
-from biaslens.errors import BiaslensError
 from biaslens.framework.spec import (  # noqa: F401 - the names a method module imports
     Comparison,
     Headline,
@@ -99,10 +98,4 @@ def get_method(name: str) -> MethodSpec:
     built_in = built_in_methods()
     if name in built_in:
         return built_in[name]
-    known = methods()
-    if name not in known:
-        broken = plugins.failures(plugins.METHODS).get(name)
-        if broken:
-            raise BiaslensError(broken)
-        raise BiaslensError(f"unknown method {name!r}; methods: {', '.join(known)}")
-    return known[name]
+    return METHODS.chosen(name, methods(), "methods: {}")

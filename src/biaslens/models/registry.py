@@ -23,7 +23,6 @@ from functools import cache
 
 from biaslens.common import plugins
 from biaslens.common.registry import Registry
-from biaslens.errors import BiaslensError
 from biaslens.models.options import (
     BackendOption,
     BackendOptions,
@@ -191,13 +190,7 @@ def wrappers() -> tuple[RegisteredBackend, ...]:
 
 
 def get_backend(name: str) -> RegisteredBackend:
-    choosable = backends()
-    if name not in choosable:
-        problem = plugins.failures(plugins.BACKENDS).get(name)
-        if problem:
-            raise BiaslensError(problem)
-        raise BiaslensError(f"unknown backend {name!r}; use one of {', '.join(choosable)}")
-    return choosable[name]
+    return BACKENDS.chosen(name, backends(), "use one of {}")
 
 
 def options_model(backend: RegisteredBackend) -> type[OptionGroup]:

@@ -337,23 +337,14 @@ def crossed_variances(
 
 
 def ratio_interval(
-    numerators: np.ndarray,
-    denominators: np.ndarray,
-    design: Design,
-    level: float,
-    clip: tuple[float, float] = (-math.inf, math.inf),
-    share: bool = False,
+    numerators: np.ndarray, denominators: np.ndarray, design: Design, level: float, **options
 ) -> tuple[float, Interval]:
     """Σ a / Σ b over the units (one column each, or (units, cells) for many ratios at once:
-    then the first cell's) with its crossed-design t interval."""
-    values, intervals = ratio_intervals(
-        np.reshape(numerators, (len(numerators), -1)),
-        np.reshape(denominators, (len(denominators), -1)),
-        design,
-        level,
-        clip,
-        share,
-    )
+    then the first cell's) with its crossed-design t interval; ``options``: ``clip`` and
+    ``share`` of :func:`ratio_intervals`."""
+    a = np.reshape(numerators, (len(numerators), -1))
+    b = np.reshape(denominators, (len(denominators), -1))
+    values, intervals = ratio_intervals(a, b, design, level, **options)
     return float(values[0]), intervals[0]
 
 
