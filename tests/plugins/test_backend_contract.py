@@ -133,3 +133,52 @@ def test_every_built_in_backend_class_declares_what_it_implements():
         RequestType.SAMPLE
         not in importlib.import_module("biaslens.models.backends.hf.backend").HFBackend.answers
     )
+
+
+BROKEN_BACKEND = """
+from biaslens.models.base import LM
+from biaslens.models.options import BackendOptions
+from biaslens.models.registry import RegisteredBackend
+from biaslens.models.requests import RequestType
+
+
+class HalfDone(LM):
+    answers = frozenset({RequestType.GENERATE, RequestType.SAMPLE})
+
+    def sample(self, requests, progress=None):
+        return []
+
+
+BACKEND = RegisteredBackend("half-done", "contract_plugin:HalfDone", "declares more than it does",
+                            local=False, options=BackendOptions)
+"""
+
+
+def test_a_plugin_backend_that_lacks_a_declared_method_is_refused_at_registration(
+    tmp_path, monkeypatch, capsys
+):
+    """Installed as a user installs a plug-in (an entry point in a distribution's metadata):
+    the registry refuses it when it loads the entry point, in one line naming the class and
+    what it lacks, and every other backend works."""
+    from biaslens.models.registry import backends, get_backend
+
+    (tmp_path / "contract_plugin.py").write_text(BROKEN_BACKEND)
+    info = tmp_path / "contract_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: contract-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[biaslens.backends]\nhalf-done = contract_plugin:BACKEND\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plugins.refresh()
+    try:
+        assert "half-done" not in backends() and "hf" in backends()
+        warned = [line for line in capsys.readouterr().err.splitlines() if "half-done" in line]
+        assert len(warned) == 1
+        assert "contract_plugin.HalfDone declares that it answers generate but does not " \
+               "implement it" in warned[0]  # fmt: skip
+        with pytest.raises(BiaslensError, match="could not be loaded: TypeError: contract_plugin"):
+            get_backend("half-done")
+    finally:
+        monkeypatch.undo()
+        plugins.refresh()
