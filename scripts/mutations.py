@@ -166,10 +166,7 @@ MUTATIONS = (
     Mutation(
         "cid-top-k",
         "CID App. B: the top-K tokens of p(·|x), K = 50 throughout",
-        (("biaslens/scoring/contrastive.py", "Field(default=50, description=",
-          "Field(default=40, description="),
-         ("biaslens/decoding/contrastive.py", "        top_k: int = 50,\n        max_new_tokens",
-          "        top_k: int = 40,\n        max_new_tokens")),
+        (("biaslens/common/decoding_limits.py", "TOP_K = 50\n", "TOP_K = 40\n"),),
         (CID + "test_cid_audit_continuations_recomputed[llama-None]",),
     ),
     Mutation(
