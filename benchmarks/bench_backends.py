@@ -39,7 +39,7 @@ DATA = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "datasets"
 
 def workloads(hf, n_mgc: int, n_lei: int):
     sentences = mgc.build_mgc(("dates", "places"))["sentence"]
-    targets = tuple(w for _, w in pronouns.target_words(word_boundary_space=True))
+    targets = tuple(w for _, w in pronouns.target_words(fills_slot=False) if w[0] == " ")
     mgc_requests = [
         TokenDistributionRequest(mgc.wrap_in_prompt(s, "A"), targets, 5) for s in sentences[:n_mgc]
     ]

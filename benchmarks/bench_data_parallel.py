@@ -40,7 +40,7 @@ def main() -> None:
     import torch
 
     sentences = mgc.build_mgc(("dates", "places"))["sentence"][: args.prompts]
-    targets = tuple(w for _, w in pronouns.target_words(word_boundary_space=True))
+    targets = tuple(w for _, w in pronouns.target_words(fills_slot=False) if w[0] == " ")
     requests = [TokenDistributionRequest(mgc.wrap_in_prompt(s, "A"), targets, 5) for s in sentences]
     print(f"machine: {harness.machine()}; {len(requests)} MGC prompt-A requests")
 

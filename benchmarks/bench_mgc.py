@@ -255,11 +255,12 @@ def bf16_mode(args, texts, sentences, reference, fp32_seconds) -> None:
         f"{'yes' if units else 'no'} [{'/'.join(cpu_matrix_flags()) or 'flags unknown'}]"
     )
     if args.bf16 == "off" or (args.bf16 == "auto" and not units):
-        print("  bf16 scoring not run (no bf16 units; --bf16 on runs it on --bf16-prompts)")
+        why = "--bf16 off" if args.bf16 == "off" else "no bf16 units"
+        print(f"  bf16 scoring not run ({why}; --bf16 on runs it on --bf16-prompts)")
         return
     n = len(texts) if units else min(args.bf16_prompts, len(texts))
-    targets = tuple(word for _, word in target_words(word_boundary_space=True))
-    genders = [gender for gender, _ in target_words(word_boundary_space=True)]
+    targets = tuple(word for _, word in target_words(fills_slot=False) if word[0] == " ")
+    genders = [gender for gender, word in target_words(fills_slot=False) if word[0] == " "]
     picked = sorted({round(i * (len(texts) - 1) / max(n - 1, 1)) for i in range(n)})  # every W
     n = len(picked)
     requests = [TokenDistributionRequest(texts[i], targets, 5) for i in picked]
@@ -294,7 +295,7 @@ def bf16_mode(args, texts, sentences, reference, fp32_seconds) -> None:
 
 
 def exact_mode(args, lm, texts, counter, peak):
-    targets = tuple(word for _, word in target_words(word_boundary_space=True))
+    targets = tuple(word for _, word in target_words(fills_slot=False) if word[0] == " ")
     requests = [TokenDistributionRequest(t, targets, 5) for t in texts]
     target_ids = [lm.encode_continuation(t) for t in targets]
     assert all(len(ids) == 1 for ids in target_ids), "benchmark targets must be single tokens"

@@ -78,7 +78,7 @@ def bench(name: str, path: str, args) -> None:
     masked = lm.kind == ModelKind.MASKED
     texts = detector_inputs(lm.kind, args.data_dir)
     n, subset = len(texts), min(args.subset, len(texts))
-    targets = tuple(w for _, w in target_words(word_boundary_space=not masked))
+    targets = tuple(w for _, w in target_words(fills_slot=masked))
     encoded = [
         lm.tokenizer.convert_tokens_to_ids(lm.tokenizer.tokenize(t))
         if masked

@@ -275,3 +275,52 @@ def served(tiny_models):
             "tokenizer": tokenizer,
             "faults": faults,
         }
+
+
+# ------------------------------------------------------------------ the source tree untouched
+SOURCE_TREE = Path(__file__).resolve().parents[1]
+LEFT_ALONE = (
+    "__pycache__",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".venv",
+    "test-artifacts/",
+    ".hypothesis/",
+)
+"""What a run of the suite may leave in the source tree (caches, the environments, the
+artefacts folder CI keeps, hypothesis's example database, made to be shared)."""
+
+
+def _tree_state() -> set[str] | None:
+    """The tree's changed, new and ignored entries as git lists them (ignored folders once);
+    None outside a git checkout."""
+    import subprocess
+
+    listed = subprocess.run(
+        ["git", "-C", str(SOURCE_TREE), "status", "--porcelain", "--ignored=matching",
+         "--untracked-files=normal"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if listed.returncode != 0:
+        return None
+    return {line for line in listed.stdout.splitlines() if not any(p in line for p in LEFT_ALONE)}
+
+
+def pytest_sessionstart(session) -> None:
+    if not hasattr(session.config, "workerinput"):  # once, in the process that runs them all
+        session.config._tree_before = _tree_state()
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    """A test that writes into the source tree (a build's ``build/`` folder, a file beside
+    the code) fails the session, named by what it left: two workers writing one path race."""
+    before = getattr(session.config, "_tree_before", None)
+    after = _tree_state() if before is not None else None
+    if after is None or after <= before:
+        return
+    left = sorted(after - before)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.write_line(f"tests wrote into the source tree: {', '.join(left)}", red=True)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

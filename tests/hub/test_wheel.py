@@ -27,10 +27,29 @@ def git(folder: Path, *args: str) -> str:
     ).stdout.strip()
 
 
+def tree_copy(folder: Path) -> Path:
+    """The repository as it is now, in ``folder``: a clone of its commits with the working
+    tree's changes laid over it (so the wheel's commit and dirty flag are the tree's), built
+    there: setuptools writes ``build/`` and ``*.egg-info`` into the tree it builds, and a
+    test must not write into the source tree."""
+    import shutil
+
+    copy = folder / "tree"
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(REPO), str(copy)], check=True)
+    changed = git(REPO, "ls-files", "-m", "-o", "--exclude-standard").splitlines()
+    for name in filter(None, changed):
+        if (REPO / name).is_file():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, copy / name)
+    for name in filter(None, git(REPO, "ls-files", "-d").splitlines()):
+        (copy / name).unlink(missing_ok=True)
+    return copy
+
+
 def built_once(tmp_path_factory) -> Path:
-    """The wheel, built once per test session: the first pytest-xdist worker to ask builds it
-    (setuptools writes the tree's shared ``build/`` folder: two builds at once lose each
-    other's files) under a file lock, and the others wait for it and take the same wheel."""
+    """The wheel, built once per test session from a copy of the tree (:func:`tree_copy`): the
+    first pytest-xdist worker to ask builds it under a file lock, and the others wait for it
+    and take the same wheel."""
     from filelock import FileLock
 
     base = tmp_path_factory.getbasetemp()
@@ -41,7 +60,7 @@ def built_once(tmp_path_factory) -> Path:
         if not found:
             built = subprocess.run(
                 [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir",
-                 str(shared), str(REPO)],
+                 str(shared), str(tree_copy(shared))],
                 capture_output=True, text=True,
             )  # fmt: skip
             assert built.returncode == 0, built.stderr[-3000:]

@@ -289,35 +289,29 @@ def crossed_variances(
 ) -> tuple[dict[str, float], dict[str, float]]:
     """The statistic's values on the whole set and their crossed-design variances (module
     docstring). ``matrices``: per name, a (units × cells) matrix of each unit's sums."""
-    names = list(matrices)
-    stacked = sparse.hstack([sparse.csr_matrix(matrices[k]) for k in names], format="csr")
-    edges = np.cumsum([0] + [matrices[k].shape[1] for k in names])
-
-    def split(rows: np.ndarray) -> Sums:
-        return {k: rows[:, edges[i] : edges[i + 1]] for i, k in enumerate(names)}
-
-    totals = np.asarray(stacked.sum(axis=0)).reshape(1, -1)
-    point = {k: float(v[0]) for k, v in statistic(split(totals)).items()}
+    matrices = {k: sparse.csr_matrix(m) for k, m in matrices.items()}
+    totals = {k: np.asarray(m.sum(axis=0)).reshape(1, -1) for k, m in matrices.items()}
+    point = {k: float(v[0]) for k, v in statistic(totals).items()}
     parts, weights = design.parts, design.weights
     deleted = getattr(statistic, "deleted", None)  # a statistic that reads touched cells only
-    whole = split(totals)
-    batch = DELETED_BATCH if deleted else max(1, BATCH_CELLS // max(stacked.shape[1], 1))
+    cells = sum(m.shape[1] for m in matrices.values())
+    batch = DELETED_BATCH if deleted else max(1, BATCH_CELLS // max(cells, 1))
     per_part = []
     for number, part in enumerate(parts):
-        removed = (part.membership @ stacked).tocsr()
-        chosen, scale = np.arange(removed.shape[0]), 1.0
-        if len(chosen) > MAX_DELETIONS:
-            rng = np.random.default_rng([len(chosen), number])
-            chosen = np.sort(rng.choice(len(chosen), MAX_DELETIONS, replace=False))
-            scale = removed.shape[0] / MAX_DELETIONS
+        removed = {k: (part.membership @ m).tocsr() for k, m in matrices.items()}
+        count = part.membership.shape[0]
+        chosen, scale = np.arange(count), 1.0
+        if count > MAX_DELETIONS:
+            rng = np.random.default_rng([count, number])
+            chosen = np.sort(rng.choice(count, MAX_DELETIONS, replace=False))
+            scale = count / MAX_DELETIONS
         values: dict[str, list[np.ndarray]] = {}
         for start in range(0, len(chosen), batch):
+            rows = chosen[start : start + batch]
             if deleted:
-                sums = removed[chosen[start : start + batch]]
-                found = deleted(whole, {k: sums[:, edges[i] : edges[i + 1]].tocsr()
-                                        for i, k in enumerate(names)})  # fmt: skip
+                found = deleted(totals, {k: r[rows] for k, r in removed.items()})
             else:
-                found = statistic(split(totals - removed[chosen[start : start + batch]].toarray()))
+                found = statistic({k: totals[k] - r[rows].toarray() for k, r in removed.items()})
             for key, value in found.items():
                 values.setdefault(key, []).append(np.asarray(value, dtype=float))
         per_part.append(
@@ -337,14 +331,15 @@ def crossed_variances(
 
 
 def ratio_interval(
-    numerators: np.ndarray, denominators: np.ndarray, design: Design, level: float, **options
-) -> tuple[float, Interval]:
+    numerators: np.ndarray, denominators: np.ndarray, design: Design, level: float,
+    clip: tuple[float, float] = (-math.inf, math.inf), share: bool = False,
+) -> tuple[float, Interval]:  # fmt: skip
     """Σ a / Σ b over the units (one column each, or (units, cells) for many ratios at once:
-    then the first cell's) with its crossed-design t interval; ``options``: ``clip`` and
-    ``share`` of :func:`ratio_intervals`."""
+    then the first cell's) with its crossed-design t interval (``clip``, ``share``: as
+    :func:`ratio_intervals`)."""
     a = np.reshape(numerators, (len(numerators), -1))
     b = np.reshape(denominators, (len(denominators), -1))
-    values, intervals = ratio_intervals(a, b, design, level, **options)
+    values, intervals = ratio_intervals(a, b, design, level, clip, share)
     return float(values[0]), intervals[0]
 
 
