@@ -59,3 +59,26 @@ def test_methods_backends_models_and_request_types_share_the_type():
     assert "hf" in BACKENDS and "sib-mgc" in METHODS and "smollm2-135m-instruct" in MODELS
     with pytest.raises(ValueError, match="frozen"):
         REQUESTS.register("guess", dict)
+
+
+def test_a_plugin_that_registers_itself_on_import_is_kept_without_a_warning(monkeypatch):
+    """A plug-in module whose import registers its entry under the entry point's own name (as
+    a method plug-in does) is a plug-in, not a clash with a built-in; a plug-in under a
+    built-in's name is still refused."""
+    from biaslens.common import plugins
+
+    registry: Registry[Entry] = Registry("widget", Entry, group="biaslens.widgets")
+    built_in = registry.register("core", Entry("core"))
+    module = object()
+
+    def load(group):
+        if "mine" not in registry:  # the plug-in's import
+            registry.register("mine", Entry("mine"))
+        return {"mine": module, "core": Entry("core")}
+
+    refused = []
+    monkeypatch.setattr(plugins, "load", load)
+    monkeypatch.setattr(plugins, "refuse", lambda group, name, why: refused.append((name, why)))
+    registry.load_plugins(accept=lambda _, v: v if isinstance(v, Entry) else None)
+    assert "mine" in registry and registry.get("core") is built_in
+    assert refused == [("core", "it takes a built-in widget's name 'core': it is not used")]

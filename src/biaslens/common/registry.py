@@ -40,6 +40,8 @@ class Registry(Generic[T]):
         self._entries: dict[str, T | str] = {}
         self._plugins: dict[str, str] = {}
         """Names registered from plug-ins, by the entry point that gave them."""
+        self._imported: set[str] = set()
+        """Names a plug-in's own import registered (a method module's ``register``)."""
         self._loaded: object = None
         self._frozen = False
 
@@ -136,7 +138,9 @@ class Registry(Generic[T]):
         once on stderr (:func:`plugins.refuse`); it never stops biaslens."""
         if self.group is None:
             return
-        loaded = plugins.load(self.group)
+        before = set(self._entries)
+        loaded = plugins.load(self.group)  # imports the plug-ins: some register themselves
+        self._imported |= set(self._entries) - before
         if loaded is self._loaded:
             return
         for name in self._plugins:
@@ -144,15 +148,16 @@ class Registry(Generic[T]):
         self._plugins.clear()
         self._loaded = loaded
         for point, value in loaded.items():
-            entry = value if point in self._entries else None
-            if entry is None:
-                entry = accept(point, value) if accept is not None else value
+            if self._built_in(point):
+                self._refuse_built_in_name(point)
+                continue
+            entry = accept(point, value) if accept is not None else value
             if entry is None:
                 continue
             name = getattr(entry, "name", point)
             if self._entries.get(name) is entry:  # registered by its own module's import
                 continue
-            if name in self._entries:
+            if self._built_in(name):
                 self._refuse_built_in_name(point, name)
                 continue
             try:
@@ -162,7 +167,11 @@ class Registry(Generic[T]):
                 continue
             self._plugins[name] = point
 
-    def _refuse_built_in_name(self, point: str, name: str) -> None:
-        plugins.refuse(
-            self.group, point, f"it takes a built-in {self.what}'s name {name!r}: it is not used"
-        )  # type: ignore[arg-type]
+    def _refuse_built_in_name(self, point: str, name: str | None = None) -> None:
+        why = f"it takes a built-in {self.what}'s name {name or point!r}: it is not used"
+        plugins.refuse(self.group, point, why)
+
+    def _built_in(self, name: str) -> bool:
+        """``name`` is an entry of biaslens's own (not from a plug-in, nor registered by a
+        plug-in's import)."""
+        return name in self._entries and name not in self._plugins and name not in self._imported
