@@ -125,14 +125,10 @@ def _fits(name: str, backend: RegisteredBackend) -> str | None:
     return _unfit(backend) or _option_clash(backend, others)
 
 
-def _options(found: dict[str, RegisteredBackend]) -> dict:
-    """Every option by keyword, with the backends that take it (every backend's and the
-    wrappers' are taken by all)."""
-    return _options_of(tuple(found.values()))
-
-
 @cache
-def _options_of(found: tuple[RegisteredBackend, ...]) -> dict:
+def _options(found: tuple[RegisteredBackend, ...]) -> dict:
+    """Every option by keyword, with the backends that take it (every backend's and the
+    wrappers' are taken by all); cached by the backends found."""
     choosable = [b.name for b in found if b.switch is None]
     wrapping = [o for b in found if b.switch is not None for o in own_options(b.options)]
     every = (*declarations(BackendOptions).values(), *wrapping)
@@ -216,14 +212,14 @@ def known_backends() -> tuple[RegisteredBackend, ...]:
 def built_in_keywords() -> set[str]:
     """The keywords of the built-in backends' options (``backend`` too), read without
     importing any plug-in."""
-    return {"backend", *_options({b.name: b for b in _built_in()})}
+    return {"backend", *_options(_built_in())}
 
 
 def declared_options() -> dict[str, tuple[BackendOption, tuple[str, ...]]]:
     """Every backend option, by keyword, with the backends that take it (every backend's and
     the wrappers' are taken by all). Several backends that take one option share its
     declaration (:mod:`biaslens.models.options`)."""
-    return _options(_all())
+    return _options(tuple(_all().values()))
 
 
 def backend_choices_help() -> str:

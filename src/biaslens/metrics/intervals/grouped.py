@@ -61,7 +61,7 @@ class GroupedStatistic:
         self.grouped = grouped
         self.scalars = scalars
         self.scalar_keys = scalar_keys
-        self._whole: tuple[int, dict[str, np.ndarray]] | None = None
+        self._whole: tuple[Sums, dict[str, np.ndarray]] | None = None
 
     def __call__(self, sums: Sums) -> dict[str, np.ndarray]:
         out = {name: mean_over_groups(g.groups(sums)) for name, g in self.grouped.items()}
@@ -69,8 +69,8 @@ class GroupedStatistic:
 
     def _whole_groups(self, totals: Sums) -> dict[str, np.ndarray]:
         """Each statistic's per-group values on the whole set (computed once per set)."""
-        if self._whole is None or self._whole[0] != id(totals):
-            self._whole = (id(totals), {n: g.groups(totals)[0] for n, g in self.grouped.items()})
+        if self._whole is None or self._whole[0] is not totals:  # held: its id is not reused
+            self._whole = (totals, {n: g.groups(totals)[0] for n, g in self.grouped.items()})
         return self._whole[1]
 
     def deleted(self, totals: Sums, removed: dict[str, sparse.csr_matrix]) -> dict:
@@ -103,10 +103,10 @@ class _Touched:
         sizes = np.diff(np.append(starts, cells))
         group_of_cell = np.repeat(np.arange(groups), sizes)
         deletions = removed[keys[0]].shape[0]
+        taken = {key: removed[key].tocoo() for key in keys}
         marked = np.zeros((deletions, groups), dtype=bool)
-        for key in keys:
-            taken = removed[key].tocoo()
-            marked[taken.row, group_of_cell[taken.col]] = True
+        for entries in taken.values():
+            marked[entries.row, group_of_cell[entries.col]] = True
         self.deletion, self.group = np.nonzero(marked)
         lengths = sizes[self.group]
         self.offsets = np.cumsum(lengths) - lengths
@@ -114,12 +114,11 @@ class _Touched:
         segment[self.deletion, self.group] = np.arange(len(self.group))
         columns = np.repeat(starts[self.group] - self.offsets, lengths) + np.arange(lengths.sum())
         self.sums = {}
-        for key in keys:
-            taken = removed[key].tocoo()
-            cell_group = group_of_cell[taken.col]
-            at = self.offsets[segment[taken.row, cell_group]] + taken.col - starts[cell_group]
+        for key, entries in taken.items():
+            cell_group = group_of_cell[entries.col]
+            at = self.offsets[segment[entries.row, cell_group]] + entries.col - starts[cell_group]
             values = totals[key][0, columns]
-            values[at] -= taken.data
+            values[at] -= entries.data
             self.sums[key] = values[None, :]
         self.columns = columns
 
