@@ -198,6 +198,14 @@ MUTATIONS = (
           "x = g + gamma * w + noise[3]"),),
         ("tests/conformance/test_toy.py::test_toy_summary_recomputed",),
     ),
+    Mutation(
+        "sampled-allocation",
+        "Adaptive allocation keeps fixed K's sampling variance (Neyman, in whole blocks)",
+        (("biaslens/scoring/allocation.py", "target = c.sum() / samples *",
+          "target = 2 * c.sum() / samples *"),),
+        ("tests/statistics/test_adaptive_allocation.py::"
+         "test_the_allocation_matches_a_hand_worked_marginal_allocation",),
+    ),
 )  # fmt: skip
 
 

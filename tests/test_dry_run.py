@@ -114,12 +114,12 @@ def test_the_cli_prints_the_plan_and_sends_nothing(tmp_path):
 
 
 def test_a_sampled_plan_counts_calls_and_its_cost_by_hand(tmp_path):
-    """lei-eval sampled with K = 25 on a chat endpoint: three calls per question (10 + 10 + 5
-    replies), prompt tokens once per call at 4 characters a token, the completion tokens
+    """lei-eval sampled with fixed K = 25 on a chat endpoint: three calls per question (10 + 10
+    + 5 replies), prompt tokens once per call at 4 characters a token, the completion tokens
     25 × 4 per question, and the cost at 0.15 / 0.60 per million, recomputed here."""
     config = BackendConfig(backend="openai", base_url=NOWHERE, chat=True)
     plan = plan_method("lei-eval", model="hosted", mode="sampled", samples=25, backend=config,
-                       data_dir=DATA, split="noniid_dev")  # fmt: skip
+                       data_dir=DATA, split="noniid_dev", allocation="fixed")  # fmt: skip
     row = plan.table.set_index("request_type").loc["sample"]
     questions = row["requests"] // 3
     assert row["requests"] == 3 * questions and questions > 0
@@ -127,7 +127,8 @@ def test_a_sampled_plan_counts_calls_and_its_cost_by_hand(tmp_path):
     assert any("one call asking its replies with n" in n for n in plan.notes)
     result = CliRunner().invoke(
         app,
-        ["run", "lei-eval", "--qa-mode", "sampled", "--samples", "25", "--backend", "openai",
+        ["run", "lei-eval", "--qa-mode", "sampled", "--samples", "25", "--allocation", "fixed",
+         "--backend", "openai",
          "--chat", "--base-url", NOWHERE, "-m", "hosted", "--split", "noniid_dev",
          "--data-dir", str(DATA), "--dry-run", "--price", "0.15,0.60",
          "--output", str(tmp_path / "run")],
@@ -138,6 +139,20 @@ def test_a_sampled_plan_counts_calls_and_its_cost_by_hand(tmp_path):
     assert f"estimated cost: at most {shown} (" in " ".join(result.output.split())
     refused = CliRunner().invoke(app, ["run", "sib-mgc", "--price", "0.1", "--limit", "1"])
     assert "--price estimates a run's cost with --dry-run" in str(refused.exception)
+
+
+def test_an_adaptive_sampled_plan_gives_its_expected_and_most_calls():
+    """sib-mgc sampled, adaptive (the default) with K = 50 on 2 frames × 30 W × 2 prompts... by
+    hand: 2 frames × (30 dates + 20 places) = 100 prompts; the placeholders answer alike, so
+    the allocation is fixed K's: 100 pilot calls + 400 = 500 = 100 × 5; at most 100 × 10."""
+    config = BackendConfig(backend="openai", base_url=NOWHERE, chat=True)
+    plan = plan_method("sib-mgc", model="hosted", mode="sampled", limit=2, backend=config)
+    prompts = 2 * (30 + 20)
+    row = plan.table.set_index("request_type").loc["sample"]
+    assert row["requests"] == prompts * 5
+    said = next(n for n in plan.notes if "adaptive allocation" in n)
+    assert f"{prompts * 5:,} calls" in said and f"to {prompts * 10:,} by the pilot" in said
+    assert f"from {prompts:,}, the pilot alone" in said
 
 
 @pytest.mark.parametrize(

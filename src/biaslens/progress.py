@@ -203,3 +203,26 @@ class PlainProgress:
 def _clock_time(seconds: float) -> str:
     seconds = int(round(seconds))
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+class ChunkProgress:
+    """One chunk's request progress shown on a run's one bar, counted in the chunk's units
+    (e.g. UnQover's contexts)."""
+
+    def __init__(self, tick, contexts: int) -> None:
+        self.tick, self.contexts, self.shown = tick, contexts, 0
+
+    def task(self, description: str, total: int, unit: str = "req"):
+        """A tick in whole units (a request is a part of one: 1,152/1,200, never 1,152.0);
+        a chunk asked in two rounds (sampled scoring's pilot, then the allocated replies)
+        fills the bar once, with its first round."""
+        done = [0]
+
+        def tick(n: int) -> None:
+            done[0] += n
+            now = min(done[0] * self.contexts // max(total, 1), self.contexts)
+            if now > self.shown:
+                self.tick(now - self.shown)
+                self.shown = now
+
+        return tick

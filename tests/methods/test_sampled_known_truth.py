@@ -104,7 +104,13 @@ def test_unqover_sampled_intervals_hold_the_exact_mu(tmp_path):
     assert truth["mu"] > 0.05  # the model leans: no 0-vs-0
     for metric in ("mu", "theta4"):
         assert row[f"{metric}_ci_low"] <= truth[metric] <= row[f"{metric}_ci_high"], metric
-    assert any("scoring: sampled, K = 50" in n for n in sampled.notes)
+    said = next(n for n in sampled.notes if n.startswith("scoring: sampled"))
+    calls, fixed = map(lambda t: int(t.replace(",", "")),
+                       re.search(r"([\d,]+) calls against fixed K's ([\d,]+)", said).groups())  # fmt: skip
+    drawn = sampled.samples["samples"]  # replies per question, as the allocation gave them
+    assert "adaptive allocation matched to K = 50" in said
+    assert drawn.min() >= 10 and drawn.max() <= 100  # the pilot, twice K
+    assert calls == int(np.ceil(drawn / 10).sum()) <= fixed == 5 * len(drawn)
 
 
 @pytest.mark.slow
@@ -117,7 +123,7 @@ def test_lei_eval_sampled_intervals_hold_the_exact_mu(tmp_path):
     assert sampled.settings["mode"] == "sampled"
     truth = exact.tables["lei_mu"].set_index("set")
     table = sampled.tables["lei_mu"].set_index("set")
-    assert (table["scoring"] == "sampled, K = 50").all()
+    assert (table["scoring"] == "sampled, K = 50, adaptive").all()
     assert truth["mu"].max() > 0.05
     for name, row in table.iterrows():
         assert row["mu_ci_low"] <= truth.loc[name, "mu"] <= row["mu_ci_high"], name

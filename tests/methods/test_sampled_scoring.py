@@ -207,7 +207,8 @@ def test_sib_mgc_runs_sampled_and_its_slope_interval_holds_the_exact_slope(
         backend=BackendConfig(device="cpu", chat=True), cache_dir=tmp_path / "cache", **common,
     )  # fmt: skip
     assert sampled.settings["mode"] == "sampled" and sampled.settings["samples"] == 30
-    assert any("scoring: sampled, K = 30" in n for n in sampled.notes)
+    assert any("scoring: sampled, adaptive allocation matched to K = 30" in n
+               for n in sampled.notes)  # fmt: skip
     row = sampled.tables["slopes"].iloc[0]
     truth = exact.tables["slopes"].iloc[0]["female_minus_male_slope"]
     assert math.isfinite(row.female_minus_male_ci_low)

@@ -62,11 +62,12 @@ def plan_method(
     notes = []
     with tempfile.TemporaryDirectory(prefix="biaslens-dry-run-") as scratch:
         with RunStore(Path(scratch) / "run", spec.name, settings.recorded(), {}) as store:
+            said = _Notes(progress or NoProgress())
             context = RunContext(
                 store=store,
                 lm=planner,
                 backend_config=backend,
-                progress=progress or NoProgress(),
+                progress=said,
                 data_dir=Path(data_dir) if data_dir is not None else None,
             )
             try:
@@ -79,6 +80,7 @@ def plan_method(
                     f"({type(error).__name__}: {str(error)[:100]}); any request it would send "
                     "after that point is not counted"
                 )
+    notes += said.lines
     if planner.requests.get("sample"):
         notes.append(
             "each sample request is one call asking its replies with n (10 by default, prompt "
@@ -101,6 +103,20 @@ def plan_method(
         total = table.drop(columns="request_type").sum()
         table.loc[len(table)] = {"request_type": "total", **total.to_dict()}
     return RunPlan(settings.model, backend.backend, table, planner.counted_by, notes)
+
+
+class _Notes:
+    """The method's progress, keeping the lines it notes (a plan shows them: an adaptive
+    allocation's calls at alike per-input variances, which is what the placeholders reply)."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress, self.lines = progress, []
+
+    def task(self, description: str, total: int, unit: str = "req"):
+        return self.progress.task(description, total, unit)
+
+    def note(self, message: str) -> None:
+        self.lines.append(message)
 
 
 MAX_PRICE = 1e6

@@ -18,7 +18,15 @@ from biaslens.metrics.sib import mass_exact, mass_from_generation, mass_top_k
 from biaslens.models.base import LM, ModelKind
 from biaslens.models.requests import GenerateRequest, TokenDistributionRequest
 from biaslens.progress import Progress
-from biaslens.scoring.sampled import answers_only_samples, class_counts, draw_replies, first_word
+from biaslens.scoring.allocation import SampledDesign
+from biaslens.scoring.sampled import (
+    answers_only_samples,
+    class_counts,
+    draw_adaptive,
+    draw_replies,
+    first_word,
+    spent,
+)
 
 PAPER_TOP_K = 5
 PAPER_MAX_NEW_TOKENS = 20
@@ -51,14 +59,20 @@ def scoring_for(lm: LM, mode: str) -> str:
     return mode
 
 
-def sampled_note(mode: str, samples: int) -> str | None:
-    """What a reader must know of numbers read from sampled replies."""
+def sampled_note(mode: str, samples: int, adaptive: pd.Series | None = None) -> str | None:
+    """What a reader must know of numbers read from sampled replies (``adaptive``: the
+    replies per input an adaptive allocation drew, whose calls it states)."""
     if mode != "sampled":
         return None
+    drawn = (
+        f"K = {samples} replies per input"
+        if adaptive is None
+        else spent(adaptive, samples).text(samples)
+    )
     return (
-        f"scoring: sampled, K = {samples} replies per input at temperature 1 — every pronoun "
-        "probability is a frequency, an unbiased estimate of the exact one, and the intervals "
-        "count its sampling error (cell noise, independent over inputs)"
+        f"scoring: sampled, {drawn}, at temperature 1 — every pronoun probability is a "
+        "frequency, an unbiased estimate of the exact one, and the intervals count its "
+        "sampling error (cell noise, independent over inputs)"
     )
 
 
@@ -76,19 +90,26 @@ def score_rows(
     label: str = "MGC",
     max_new_tokens: int = PAPER_MAX_NEW_TOKENS,
     samples: int = 0,
+    design: SampledDesign | None = None,
 ) -> pd.DataFrame:
     """Ask the backend for each row's distribution and reduce it to masses per gender
     (``max_new_tokens``: the greedy steps of paper mode for causal and seq2seq models;
-    ``samples``: the replies drawn per row in sampled mode, whose counts are kept beside the
-    frequencies as ``k_female`` … and ``samples``)."""
+    ``samples``: the replies drawn per row in sampled mode — K, or under ``design`` the
+    fixed K whose sampling error an adaptive allocation keeps — whose counts are kept beside
+    the frequencies as ``k_female`` … and ``samples``, the row's replies)."""
     if mode == "sampled":
-        replies = draw_replies(lm, list(rows["input"]), samples, progress, f"{label} sampled")
+        prompts, label = list(rows["input"]), f"{label} sampled"
+        replies = (
+            draw_replies(lm, prompts, samples, progress, label)
+            if design is None
+            else draw_adaptive(lm, prompts, samples, design, progress, label)
+        )
         counts = [class_counts(r, reply_gender, GENDERS) for r in replies]
         scored = rows.copy()
         for i, gender in enumerate(GENDERS):
             scored[f"k_{gender}"] = [int(c[i]) for c in counts]
-            scored[f"p_{gender}"] = [c[i] / samples for c in counts]
-        scored["samples"] = samples
+            scored[f"p_{gender}"] = [c[i] / len(r) for c, r in zip(counts, replies, strict=True)]
+        scored["samples"] = [len(r) for r in replies]
         scored["replies"] = replies
         return scored
     masked = lm.kind == ModelKind.MASKED

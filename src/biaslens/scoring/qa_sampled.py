@@ -23,8 +23,9 @@ import pandas as pd
 
 from biaslens.models.base import LM
 from biaslens.progress import Progress
+from biaslens.scoring.allocation import SampledDesign
 from biaslens.scoring.qa import generative_requests, long_table
-from biaslens.scoring.sampled import draw_replies
+from biaslens.scoring.sampled import draw_adaptive, draw_replies, spent
 
 NAMED = "scored"
 STATUSES = {
@@ -51,12 +52,20 @@ def names(reply: str, subject: str) -> bool:
     return not rest or not rest[0].isalnum()
 
 
-def sampled_qa_scores(lm: LM, rows: pd.DataFrame, progress: Progress, samples: int) -> pd.DataFrame:
-    """S of both subjects for both questions of every row from ``samples`` replies each; per
-    question also ``k_first``, ``k_second`` (replies naming each), ``samples``,
+def sampled_qa_scores(
+    lm: LM, rows: pd.DataFrame, progress: Progress, samples: int, adaptive: bool = False
+) -> pd.DataFrame:
+    """S of both subjects for both questions of every row from ``samples`` replies each (or,
+    ``adaptive``, as many as :func:`qa_design` allocates, with fixed K's sampling error); per
+    question also ``k_first``, ``k_second`` (replies naming each), ``samples`` (its replies),
     ``candidate_mass`` (the share of replies naming one) and ``score_status``."""
     requests = generative_requests(lm, rows)
-    replies = draw_replies(lm, [r.prompt for r in requests], samples, progress, "QA sampled")
+    prompts = [r.prompt for r in requests]
+    replies = (
+        draw_adaptive(lm, prompts, samples, qa_design(rows, requests), progress, "QA sampled")
+        if adaptive
+        else draw_replies(lm, prompts, samples, progress, "QA sampled")
+    )
     counts = np.zeros((len(requests), 2), dtype=int)
     status = []
     for i, (request, texts) in enumerate(zip(requests, replies, strict=True)):
@@ -73,22 +82,62 @@ def sampled_qa_scores(lm: LM, rows: pd.DataFrame, progress: Progress, samples: i
         shares = np.where(scored & (named > 0), counts / np.maximum(named, 1), np.nan)
     long = long_table(rows, shares)
     long["k_first"], long["k_second"] = counts[:, 0], counts[:, 1]
-    long["samples"] = samples
-    long["candidate_mass"] = named[:, 0] / samples
+    drawn = np.array([len(texts) for texts in replies])
+    long["samples"] = drawn
+    long["candidate_mass"] = named[:, 0] / drawn
     long["score_status"] = status
     return long
 
 
-def sampled_qa_note(every: pd.DataFrame, kept: pd.DataFrame, left_out: pd.DataFrame) -> str:
-    """What sampled QA scores rest on: K, the questions without a score and the contexts left
-    out for them, and the share of replies that name a subject."""
+def qa_design(rows: pd.DataFrame, requests: list) -> SampledDesign:
+    """Every question enters UnQover's and LEI's scores alike (weight 1, one estimate); its
+    siblings are the other questions about the same two subjects in the same template (the
+    negated question, the other subject order): the same words, alike in how often a reply
+    names a subject. One reply's variance of S: S(1 − S) / m (a ratio's, m the share of
+    replies naming a subject), from counts with half a reply added to each outcome."""
+    pair = [
+        "\0".join(sorted((str(a).strip().casefold(), str(b).strip().casefold())))
+        for a, b in zip(rows["first"], rows["second"], strict=True)
+    ]
+    key = pd.Series(pair) + "\0" + (
+        rows["template"].astype(str).reset_index(drop=True) if "template" in rows
+        else pd.Series(range(len(rows))).astype(str)
+    )  # fmt: skip
+    groups = np.repeat(key.factorize()[0], 2)  # a row's question, then its negation
+
+    def variance(i: int, texts) -> float:
+        first, second = requests[i].choices
+        one = sum(names(t, first) for t in texts)
+        two = sum(names(t, second) for t in texts)
+        named = (one + two + 1.0) / (len(texts) + 1.5)
+        share = (one + 0.5) / (one + two + 1.0)
+        return share * (1 - share) / named
+
+    ones = np.ones(len(requests))
+    return SampledDesign(ones, np.zeros(len(requests), int), groups, variance)
+
+
+def sampled_qa_note(
+    every: pd.DataFrame,
+    kept: pd.DataFrame,
+    left_out: pd.DataFrame,
+    samples: int,
+    adaptive: bool = False,
+) -> str:
+    """What sampled QA scores rest on: K (or an adaptive allocation's calls), the questions
+    without a score and the contexts left out for them, and the share of replies that name a
+    subject."""
     from biaslens.scoring.first_token import contexts
 
-    samples = int(every["samples"].iloc[0]) if len(every) else 0
     statuses = every["score_status"].value_counts()
     why = ", ".join(f"{n} {status}" for status, n in statuses.items() if status != NAMED)
+    drawn = (
+        spent(every["samples"], samples).text(samples)
+        if adaptive
+        else f"K = {samples} replies per question"
+    )
     return (
-        f"scoring: sampled, K = {samples} replies per question at temperature 1 — S is each "
+        f"scoring: sampled, {drawn}, at temperature 1 — S is each "
         "subject's share of the replies that begin with one of the two, an estimate of the "
         f"exact S; {statuses.get(NAMED, 0)} of {len(every)} questions scored"
         + (f" ({why})" if why else "")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field
@@ -27,7 +27,14 @@ from biaslens.common.options import FLAG
 from biaslens.common.seeds import derived_seed
 from biaslens.models.base import LM
 from biaslens.models.requests import RequestType, SampleRequest
-from biaslens.progress import Progress
+from biaslens.progress import Progress, note
+from biaslens.scoring.allocation import (
+    CAP_TIMES,
+    SampledDesign,
+    Spent,
+    replies_per_input,
+    sibling_variances,
+)
 
 BLOCK = 10
 """Replies per sample request (one call with ``n`` where the server takes it)."""
@@ -49,6 +56,25 @@ Samples = Annotated[
     FLAG,
 ]
 """The ``samples`` setting of the methods that can score sampled replies."""
+Allocation = Annotated[
+    Literal["adaptive", "fixed"],
+    Field(
+        description="Sampled scoring: 'adaptive' draws a pilot block of 10 replies per prompt, "
+        "then gives more where the headline estimate needs them (by the prompt's weight in it "
+        "and its siblings' pilot replies, never its own), with the sampling error of fixed "
+        "--samples and fewer calls (at most twice --samples per prompt); 'fixed': --samples "
+        "replies for every prompt."
+    ),
+    FLAG,
+]
+"""The ``allocation`` setting (:mod:`biaslens.scoring.allocation`)."""
+
+
+def adaptive(settings) -> bool:
+    """Whether a method's ``settings`` ask sampled scoring with adaptive allocation."""
+    return settings.mode == "sampled" and settings.allocation == "adaptive"
+
+
 FIRST_WORD = re.compile(r"\s*([^\W\d_]+)")
 
 
@@ -82,21 +108,78 @@ def draw_replies(
 ) -> list[list[str]]:
     """``samples`` replies to each prompt (in blocks, see the module docstring)."""
     lm.require("sample")
-    per_prompt = math.ceil(samples / BLOCK)
-    requests = [
-        SampleRequest(prompt, size, max_new_tokens, seed)
-        for prompt in prompts
-        for seed, size in blocks(prompt, samples)
-    ]
-    tick = progress.task(f"{label}, {samples} sampled replies each ({lm.identity.name})",
-                         len(requests))  # fmt: skip
-    results = lm.sample(requests, tick)
-    replies: list[list[str]] = []
-    for i in range(len(prompts)):
-        texts: list[str] = []
-        for result in results[i * per_prompt : (i + 1) * per_prompt]:
-            texts += result.texts
-        replies.append(texts)
+    description = f"{label}, {samples} sampled replies each ({lm.identity.name})"
+    return _draw(lm, prompts, [(0, samples)] * len(prompts), progress, description,
+                 max_new_tokens)  # fmt: skip
+
+
+def draw_adaptive(
+    lm: LM,
+    prompts: Sequence[str],
+    samples: int,
+    design: SampledDesign,
+    progress: Progress,
+    label: str,
+    max_new_tokens: int = SAMPLED_MAX_NEW_TOKENS,
+) -> list[list[str]]:
+    """Replies to each prompt allocated by ``design`` (:mod:`biaslens.scoring.allocation`):
+    a pilot block for every prompt, then the blocks the allocation gives it, the same blocks
+    (seeds) fixed K draws, so the two share the request cache (:func:`spent` counts them)."""
+    lm.require("sample")
+    if samples <= BLOCK:  # the pilot is all of K: nothing to allocate
+        return draw_replies(lm, prompts, samples, progress, label, max_new_tokens)
+    name = lm.identity.name
+    pilot = _draw(lm, prompts, [(0, BLOCK)] * len(prompts), progress,
+                  f"{label}, pilot of {BLOCK} replies each ({name})", max_new_tokens)  # fmt: skip
+    own = np.array([design.variance(i, replies) for i, replies in enumerate(pilot)], float)
+    variances = sibling_variances(design.groups, own)
+    wanted = replies_per_input(design.weights, variances, design.estimates, samples, BLOCK)
+    bill = spent(wanted, samples)
+    note(progress, f"{label}: adaptive allocation, {bill.calls:,} calls of up to {BLOCK} "
+         f"replies ({bill.calls / bill.fixed_calls:.0%} of fixed K = {samples}'s "
+         f"{bill.fixed_calls:,}; from {len(prompts):,}, the pilot alone, to {bill.most_calls:,} "
+         "by the pilot's replies)")  # fmt: skip
+    more = _draw(lm, prompts, [(BLOCK, int(k)) for k in wanted], progress,
+                 f"{label}, allocated replies ({name})", max_new_tokens)  # fmt: skip
+    return [first + rest for first, rest in zip(pilot, more, strict=True)]
+
+
+def spent(replies_per_prompt: Sequence[int], samples: int) -> Spent:
+    """The calls that drew ``replies_per_prompt`` (blocks of :data:`BLOCK`), against fixed
+    ``samples``' and the most adaptive allocation may make."""
+    counts = np.asarray(replies_per_prompt, dtype=int)
+    per_fixed = math.ceil(samples / BLOCK)
+    return Spent(
+        calls=int(np.ceil(counts / BLOCK).sum()),
+        fixed_calls=len(counts) * per_fixed,
+        most_calls=len(counts)
+        * (math.ceil(CAP_TIMES * samples / BLOCK) if samples > BLOCK else per_fixed),
+        least_replies=int(counts.min()) if len(counts) else 0,
+        most_replies=int(counts.max()) if len(counts) else 0,
+    )
+
+
+def _draw(
+    lm: LM,
+    prompts: Sequence[str],
+    spans: Sequence[tuple[int, int]],
+    progress: Progress,
+    description: str,
+    max_new_tokens: int,
+) -> list[list[str]]:
+    """Replies ``start`` to ``end`` (``spans``, multiples of :data:`BLOCK` but the last) of
+    each prompt, block ``b`` seeded as :func:`blocks` seeds it."""
+    owners, requests = [], []
+    for i, (prompt, (start, end)) in enumerate(zip(prompts, spans, strict=True)):
+        for seed, size in blocks(prompt, end)[start // BLOCK :]:
+            owners.append(i)
+            requests.append(SampleRequest(prompt, size, max_new_tokens, seed))
+    replies: list[list[str]] = [[] for _ in prompts]
+    if not requests:
+        return replies
+    results = lm.sample(requests, progress.task(description, len(requests)))
+    for owner, result in zip(owners, results, strict=True):
+        replies[owner] += result.texts
     return replies
 
 

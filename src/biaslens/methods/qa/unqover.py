@@ -57,9 +57,15 @@ from biaslens.metrics.unqover import MEASURES
 from biaslens.metrics.unqover_stream import UnqoverAccumulator
 from biaslens.metrics.unqover_summary import sparse_note, subjects_note, summary_lines
 from biaslens.models.base import LM, ModelKind
-from biaslens.progress import note
+from biaslens.progress import ChunkProgress, note
 from biaslens.scoring.qa import fill_mask_scores, qa_mode_for, score_examples
-from biaslens.scoring.sampled import DEFAULT_SAMPLES, Samples, answers_only_samples
+from biaslens.scoring.sampled import (
+    DEFAULT_SAMPLES,
+    Allocation,
+    Samples,
+    adaptive,
+    answers_only_samples,
+)
 from biaslens.store.run import RowsHash
 
 METHOD = "unqover"
@@ -86,6 +92,7 @@ class UnqoverSettings(MethodSettings):
         "log-probabilities).",
     )
     samples: Samples = DEFAULT_SAMPLES
+    allocation: Allocation = "adaptive"
     subjects: Annotated[tuple[str, ...] | None, FLAG] = Field(
         default=None,
         description="Subject list name(s) under word_lists/nouns/subjects (e.g. religion_roberta).",
@@ -201,30 +208,10 @@ def score_chunk(ctx: RunContext, settings: UnqoverSettings, rows: pd.DataFrame, 
     if settings.mode == "sampled":
         from biaslens.scoring.qa_sampled import sampled_qa_scores
 
-        return sampled_qa_scores(ctx.lm, rows, progress, settings.samples)
+        return sampled_qa_scores(ctx.lm, rows, progress, settings.samples, adaptive(settings))
     return score_examples(
         ctx.lm, rows, progress, settings.mode, settings.span_adjustment, settings.qa_order
     )
-
-
-class _ChunkProgress:
-    """One chunk's request progress shown on the run's one bar, counted in contexts."""
-
-    def __init__(self, tick, contexts: int) -> None:
-        self.tick, self.contexts = tick, contexts
-
-    def task(self, description: str, total: int, unit: str = "req"):
-        """A tick in whole contexts (a request is a part of one: 1,152/1,200, never 1,152.0)."""
-        done, shown = [0], [0]
-
-        def tick(n: int) -> None:
-            done[0] += n
-            now = done[0] * self.contexts // max(total, 1)
-            if now > shown[0]:
-                self.tick(now - shown[0])
-                shown[0] = now
-
-        return tick
 
 
 def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
@@ -251,7 +238,7 @@ def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
     with ctx.store.append_samples("samples") as samples:
         for rows in questions.iter_drawn(limit, settings.seed, CHUNK_ROWS):
             rows_hash.update(rows[["key", "context", "question", "negated_question"]])
-            scores = score_chunk(ctx, settings, rows, _ChunkProgress(tick, len(rows)))
+            scores = score_chunk(ctx, settings, rows, ChunkProgress(tick, len(rows)))
             scores["row"] += seen  # the example's place in the whole set, not in its chunk
             seen += len(rows)
             if settings.mode == "sampled":
@@ -277,7 +264,7 @@ def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
 
         every = pd.concat(unnamed, ignore_index=True)
         kept, left_out = drop_unscored(every, SAMPLED_NOTHING)
-        notes.append(sampled_qa_note(every, kept, left_out))
+        notes.append(sampled_qa_note(every, kept, left_out, settings.samples, adaptive(settings)))
     if dropped:
         notes.append(
             f"{len(dropped)} subject(s) are not one token for {ctx.lm.identity.name} and "

@@ -247,7 +247,7 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
         IntervalSpec(settings.ci_level, settings.seed, subjects_are) if settings.bootstrap else None
     )
     table = lei_table(scores, comparative, intervals, subject_strata(scores))
-    table.insert(1, "scoring", scoring_label(settings.mode, settings.samples))
+    table.insert(1, "scoring", scoring_label(settings.mode, settings.samples, settings.allocation))
     subjects = subject_bias(comparative, ("set",))
     samples = {"samples": scores}
     if scored.left_out is not None:

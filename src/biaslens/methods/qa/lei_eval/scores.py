@@ -30,10 +30,10 @@ class ScoredQuestions:
     metrics: dict | None = None
 
 
-def scoring_label(mode: str, samples: int | None = None) -> str:
+def scoring_label(mode: str, samples: int | None = None, allocation: str = "fixed") -> str:
     """How the scores were computed, as every table and headline of the run says it."""
     if mode == "sampled":
-        return f"sampled, K = {samples}"
+        return f"sampled, K = {samples}" + (", adaptive" if allocation == "adaptive" else "")
     return f"first-token top-{FIRST_TOKEN_TOP_K}" if mode == "first-token" else mode
 
 
@@ -56,7 +56,7 @@ def first_token_note(all_scores: pd.DataFrame, kept: pd.DataFrame, left_out: pd.
 def score_questions(ctx: RunContext, rows: pd.DataFrame, settings) -> ScoredQuestions:
     """Score every question of ``rows`` in the settings' mode."""
     if settings.mode == "sampled":
-        return _sampled(ctx, rows, settings.samples)
+        return _sampled(ctx, rows, settings.samples, settings.allocation == "adaptive")
     if settings.mode != "first-token":
         return ScoredQuestions(
             score_examples(
@@ -81,19 +81,23 @@ def score_questions(ctx: RunContext, rows: pd.DataFrame, settings) -> ScoredQues
     return ScoredQuestions(scores, left_out, [first_token_note(every, scores, left_out)], metrics)
 
 
-def _sampled(ctx: RunContext, rows: pd.DataFrame, samples: int) -> ScoredQuestions:
+def _sampled(ctx: RunContext, rows: pd.DataFrame, samples: int, adaptive: bool) -> ScoredQuestions:
     """Sampled scoring (:mod:`biaslens.scoring.qa_sampled`): the contexts with a question no
     reply names a subject in are left out of every set."""
     from biaslens.scoring.qa_sampled import SAMPLED_NOTHING, sampled_qa_note, sampled_qa_scores
+    from biaslens.scoring.sampled import spent
 
-    every = sampled_qa_scores(ctx.lm, rows, ctx.progress, samples)
+    every = sampled_qa_scores(ctx.lm, rows, ctx.progress, samples, adaptive)
     scores, left_out = drop_unscored(every, SAMPLED_NOTHING)
     metrics = {
         "samples": samples,
+        "sampled_calls": spent(every["samples"], samples).calls,
         "questions_by_status": {
             str(k): int(v) for k, v in every["score_status"].value_counts().items()
         },
         "contexts_without_score": contexts(left_out),
         "mean_named_share": float(scores["candidate_mass"].mean()),
     }
-    return ScoredQuestions(scores, left_out, [sampled_qa_note(every, scores, left_out)], metrics)
+    return ScoredQuestions(
+        scores, left_out, [sampled_qa_note(every, scores, left_out, samples, adaptive)], metrics
+    )

@@ -28,7 +28,7 @@ from biaslens.framework.settings import (
     validated,
 )
 from biaslens.scoring.first_token import MIN_CANDIDATE_MASS
-from biaslens.scoring.sampled import DEFAULT_SAMPLES, Samples
+from biaslens.scoring.sampled import DEFAULT_SAMPLES, Allocation, Samples
 
 Domain = Literal["religion", "ethnicity", "gender"]
 DOMAINS: tuple[str, ...] = get_args(Domain)
@@ -58,6 +58,7 @@ class LeiEvalSettings(MethodSettings):
         "endpoint without log-probabilities).",
     )
     samples: Samples = DEFAULT_SAMPLES
+    allocation: Allocation = "adaptive"
     min_candidate_mass: Annotated[float, FLAG] = Field(
         default=MIN_CANDIDATE_MASS,
         ge=0,

@@ -48,6 +48,7 @@ from biaslens.framework.settings import (
 )
 from biaslens.methods.sib.mgc.audit_role import AUDIT
 from biaslens.methods.sib.mgc.compare import compare
+from biaslens.methods.sib.mgc.sampled_design import mgc_design
 from biaslens.methods.sib.sib_files import MGC as SIB_FILES_MGC
 from biaslens.metrics.sib import (
     MIN_PRONOUN_MASS,
@@ -63,7 +64,7 @@ from biaslens.metrics.sib_measures import SLOPE, SLOPE_DIFFERENCE
 from biaslens.models.base import LM, ModelKind
 from biaslens.progress import note
 from biaslens.scoring.pronouns import check_pronoun_model, sampled_note, score_rows, scoring_for
-from biaslens.scoring.sampled import DEFAULT_SAMPLES, Samples
+from biaslens.scoring.sampled import DEFAULT_SAMPLES, Allocation, Samples, adaptive
 from biaslens.store.run import dataset_hash
 
 METHOD = "sib-mgc"
@@ -91,6 +92,7 @@ class MGCSettings(MethodSettings):
     model: ModelName = "default"
     mode: PronounScoring = "exact"
     samples: Samples = DEFAULT_SAMPLES
+    allocation: Allocation = "adaptive"
     prompts: Annotated[tuple[str, ...] | None, Flag("--prompt", "-p", shown="A")] = Field(
         default=None,
         description="Instruction prompt(s) A B C of App. D.2 for causal/seq2seq models. Not "
@@ -195,7 +197,7 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
              f"→ {len(rows):,} prompts")  # fmt: skip
     samples = score_rows(
         ctx.lm, rows, settings.mode, ctx.progress, max_new_tokens=settings.generation_tokens,
-        samples=settings.samples,
+        samples=settings.samples, design=mgc_design(rows) if adaptive(settings) else None,
     )  # fmt: skip
     mass = pronoun_mass(samples)
     check_pronoun_mass(mass, settings.min_pronoun_mass, ctx.lm.identity.name, settings.mode)
@@ -226,7 +228,8 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
         f"{r2_text(row.mean_r2, row.flat_fits)}"
         for row in slopes.itertuples()
     ]
-    said = [small_mass_note(mass), sampled_note(settings.mode, settings.samples)]
+    drawn = samples["samples"] if adaptive(settings) else None
+    said = [small_mass_note(mass), sampled_note(settings.mode, settings.samples, drawn)]
     notes += [n for n in said if n]
     return MethodOutput(
         metrics={
