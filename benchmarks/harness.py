@@ -162,18 +162,24 @@ def print_table(title: str, unit: str, rows: list[Row], reference: int = 0) -> N
 
 
 class ForwardCounter:
-    """Tokens run (padding included) and LM-head rows of every forward pass of ``model``."""
+    """Tokens run through the model's body (padding included) and rows through its LM head,
+    over every forward pass of ``model`` (whole-model calls and biaslens's packed-tree calls of
+    the base model and head alike)."""
 
     def __init__(self, model) -> None:
         self.tokens = self.rows = 0
-        model.register_forward_pre_hook(self._count, with_kwargs=True)
+        model.base_model.register_forward_pre_hook(self._count_tokens, with_kwargs=True)
+        head = model.get_output_embeddings()
+        if head is not None:
+            head.register_forward_pre_hook(self._count_rows)
 
-    def _count(self, module, args, kwargs) -> None:
+    def _count_tokens(self, module, args, kwargs) -> None:
         ids = kwargs.get("input_ids", args[0] if args else None)
         if ids is not None:
             self.tokens += ids.numel()
-            keep = kwargs.get("logits_to_keep", 0)
-            self.rows += ids.shape[0] * (keep or ids.shape[1])
+
+    def _count_rows(self, module, args) -> None:
+        self.rows += args[0].shape[:-1].numel()
 
     def reset(self) -> None:
         self.tokens = self.rows = 0

@@ -105,8 +105,8 @@ def test_unqover_sampled_intervals_hold_the_exact_mu(tmp_path):
     for metric in ("mu", "theta4"):
         assert row[f"{metric}_ci_low"] <= truth[metric] <= row[f"{metric}_ci_high"], metric
     said = next(n for n in sampled.notes if n.startswith("scoring: sampled"))
-    calls, fixed = map(lambda t: int(t.replace(",", "")),
-                       re.search(r"([\d,]+) calls against fixed K's ([\d,]+)", said).groups())  # fmt: skip
+    found = re.search(r"([\d,]+) calls against fixed K's ([\d,]+)", said)
+    calls, fixed = (int(t.replace(",", "")) for t in found.groups())
     drawn = sampled.samples["samples"]  # replies per question, as the allocation gave them
     assert "adaptive allocation matched to K = 50" in said
     assert drawn.min() >= 10 and drawn.max() <= 100  # the pilot, twice K

@@ -111,6 +111,9 @@ class HFRuntime(LocalTokenizer):
         self.max_length = context_limit(model, tokenizer)
         self._decoded: dict[int, str] = {}
         self.contrastive_decoder = None  # built on the first contrastive request
+        self.packed_tree: bool | None = None
+        """Whether the packed prefix tree gives this model's plain logits (:mod:`.tree`),
+        checked the first time a causal batch is scored."""
         self.fill_style = fill_style(model, tokenizer) if self.kind == ModelKind.MASKED else None
 
     @property

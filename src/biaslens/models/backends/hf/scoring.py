@@ -1,8 +1,9 @@
 """Scoring jobs of the transformers backend: token distributions and choice log-likelihoods.
 
 * Masked LMs: the MLM head is applied to the masked positions only.
-* Causal LMs: next-token logits with ``logits_to_keep=1``; prompts of a batch that share token
-  prefixes (MGC's instruction prompts) run them once and reuse their KV cache (:mod:`.prefix`).
+* Causal LMs: next-token logits; the prompts of a batch run as their packed prefix tree, each
+  distinct prefix once (:mod:`.tree`), or, for a model that does not give its plain logits
+  that way, level by level with a shared KV cache (:mod:`.prefix`).
 * Choice log-likelihoods run each distinct prompt once (see :mod:`.training`).
 """
 
@@ -18,6 +19,7 @@ from biaslens.common.tokens import MASK
 from biaslens.errors import BiaslensError
 from biaslens.models.backends.hf.forward import continuation_logprobs
 from biaslens.models.backends.hf.prefix import prefill
+from biaslens.models.backends.hf.tree import tree_logits, tree_works
 from biaslens.models.base import ModelKind
 from biaslens.models.requests import (
     ChoiceLogprobsRequest,
@@ -175,12 +177,27 @@ def next_token_logits(b: HFRuntime, prompts: list[list[int]]) -> torch.Tensor:
     """Logits of the next token after each prompt (causal, shared prefixes run once: see
     :mod:`.prefix`) or of the first decoder token (seq2seq), one row per prompt."""
     if b.kind == ModelKind.CAUSAL:
+        if len(prompts) > 1 and _packs(b, prompts):
+            return tree_logits(b, prompts)
         return prefill(b, prompts).logits
     ids, attention = b.pad(prompts, left=False)
     start = b.model.config.decoder_start_token_id
     decoder = torch.full((len(prompts), 1), start, dtype=torch.long, device=b.device)
     out = b.model(input_ids=ids, attention_mask=attention, decoder_input_ids=decoder)
     return out.logits[:, -1]
+
+
+def _packs(b: HFRuntime, prompts: list[list[int]]) -> bool:
+    """Whether ``b``'s model gives its plain logits over a packed prefix tree (:mod:`.tree`),
+    compared with a plain forward of each of a few prompts the first time it is asked."""
+    if b.packed_tree is None:
+
+        def plain(sample: list[list[int]]) -> torch.Tensor:
+            rows = [torch.tensor([p], device=b.device) for p in sample]
+            return torch.cat([b.model(input_ids=row).logits[:, -1] for row in rows])
+
+        b.packed_tree = tree_works(b, prompts, plain)
+    return b.packed_tree
 
 
 def _next_token_distribution(b: HFRuntime, requests, progress):
