@@ -112,3 +112,27 @@ def test_a_model_the_tree_does_not_fit_keeps_the_level_wise_prefill(tiny_models,
         with torch.inference_mode():
             probs = model(input_ids=torch.tensor([ids])).logits[0, -1].softmax(-1)
         assert list(result.top_probs) == pytest.approx(probs.topk(3).values.tolist(), abs=1e-6)
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2"])
+@pytest.mark.parametrize("row_tokens", [20, 256])
+def test_continuations_over_the_tree_equal_plain_full_sequences(name, row_tokens, tiny_backends):
+    """log p(continuation | prompt), summed over its tokens: a plain forward of prompt +
+    continuation alone, read at each continuation token (to 1e-5), for prompts with two or
+    three continuations of one to three tokens, some prompts sharing a long prefix."""
+    from biaslens.models.backends.hf.tree import tree_continuation_logprobs
+
+    lm = tiny_backends[name]
+    prompts = lm.encode_prompts(MID_WORD + MGC[:2])
+    endings = [lm.encode_continuation(t) for t in (" she", " he was", " the chair is", "s")]
+    pairs = [(p, c) for k, p in enumerate(prompts) for c in endings[k % 2 : k % 2 + 2 + k % 2]]
+    assert any(len(c) > 1 for _, c in pairs)
+    with torch.inference_mode():
+        got = tree_continuation_logprobs(lm, [p for p, _ in pairs], [c for _, c in pairs],
+                                         row_tokens=row_tokens)  # fmt: skip
+        for k, (prompt, continuation) in enumerate(pairs):
+            ids = torch.tensor([prompt + continuation])
+            logprobs = lm.model(input_ids=ids).logits[0].double().log_softmax(-1)
+            start = len(prompt) - 1
+            want = sum(float(logprobs[start + j, t]) for j, t in enumerate(continuation))
+            assert float(got[k]) == pytest.approx(want, abs=1e-5), k

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from biaslens.models.backends.hf.tree import packs, tree_continuation_logprobs
 from biaslens.models.base import ModelKind
 
 if TYPE_CHECKING:
@@ -32,8 +33,12 @@ def start_end_logprobs(
 def continuation_logprobs(
     b: HFRuntime, prompts: list[list[int]], continuations: list[list[int]]
 ) -> torch.Tensor:
-    """log p(continuation | prompt) summed over its tokens, one value per pair (float64)."""
+    """log p(continuation | prompt) summed over its tokens, one value per pair (float64).
+    Causal scoring without gradients runs the packed prefix tree of the sequences where the
+    model gives its plain logits that way (:mod:`.tree`)."""
     if b.kind == ModelKind.CAUSAL:
+        if not torch.is_grad_enabled() and len(prompts) > 1 and packs(b, prompts):
+            return tree_continuation_logprobs(b, prompts, continuations)
         return _causal_continuation_logprobs(b, prompts, continuations)
     return _seq2seq_continuation_logprobs(b, prompts, continuations)
 

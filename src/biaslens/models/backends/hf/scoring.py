@@ -19,7 +19,7 @@ from biaslens.common.tokens import MASK
 from biaslens.errors import BiaslensError
 from biaslens.models.backends.hf.forward import continuation_logprobs
 from biaslens.models.backends.hf.prefix import prefill
-from biaslens.models.backends.hf.tree import tree_logits, tree_works
+from biaslens.models.backends.hf.tree import packs, tree_logits
 from biaslens.models.base import ModelKind
 from biaslens.models.requests import (
     ChoiceLogprobsRequest,
@@ -177,7 +177,7 @@ def next_token_logits(b: HFRuntime, prompts: list[list[int]]) -> torch.Tensor:
     """Logits of the next token after each prompt (causal, shared prefixes run once: see
     :mod:`.prefix`) or of the first decoder token (seq2seq), one row per prompt."""
     if b.kind == ModelKind.CAUSAL:
-        if len(prompts) > 1 and _packs(b, prompts):
+        if len(prompts) > 1 and packs(b, prompts):
             return tree_logits(b, prompts)
         return prefill(b, prompts).logits
     ids, attention = b.pad(prompts, left=False)
@@ -185,19 +185,6 @@ def next_token_logits(b: HFRuntime, prompts: list[list[int]]) -> torch.Tensor:
     decoder = torch.full((len(prompts), 1), start, dtype=torch.long, device=b.device)
     out = b.model(input_ids=ids, attention_mask=attention, decoder_input_ids=decoder)
     return out.logits[:, -1]
-
-
-def _packs(b: HFRuntime, prompts: list[list[int]]) -> bool:
-    """Whether ``b``'s model gives its plain logits over a packed prefix tree (:mod:`.tree`),
-    compared with a plain forward of each of a few prompts the first time it is asked."""
-    if b.packed_tree is None:
-
-        def plain(sample: list[list[int]]) -> torch.Tensor:
-            rows = [torch.tensor([p], device=b.device) for p in sample]
-            return torch.cat([b.model(input_ids=row).logits[:, -1] for row in rows])
-
-        b.packed_tree = tree_works(b, prompts, plain)
-    return b.packed_tree
 
 
 def _next_token_distribution(b: HFRuntime, requests, progress):

@@ -87,27 +87,38 @@ def subtree_sizes(tree: Tree) -> list[int]:
 
 def pack(tree: Tree, row_tokens: int = ROW_TOKENS) -> list[list[int]]:
     """Rows of nodes, each holding every ancestor of its nodes before them: the tree cut into
-    units (whole subtrees of at most half a row with the path above them; a larger subtree is
-    cut at its children), the units dealt largest first to the shortest of as few rows as the
+    units (runs of sibling subtrees of at most half a row with the path above them; a larger
+    subtree is cut at its children), the units dealt largest first to the shortest of as few rows as the
     tokens need (longest-processing-time scheduling: the rows come out alike, and a batch's
     padding is its longest row's); a path a row already holds is not repeated in it."""
     sizes = subtree_sizes(tree)
+    limit = max(row_tokens // 2, 1)
     units: list[list[int]] = []
 
-    def cut(node: int, path: list[int]) -> None:
-        if sizes[node] + len(path) > max(row_tokens // 2, 1) and tree.children[node]:
-            for child in tree.children[node]:
-                cut(child, [*path, node])
-            return
-        unit, stack = list(path), [node]
+    def whole(node: int) -> list[int]:
+        out, stack = [], [node]
         while stack:
             n = stack.pop()
-            unit.append(n)
+            out.append(n)
             stack.extend(reversed(tree.children[n]))
-        units.append(unit)
+        return out
 
-    for top in tree.tops:
-        cut(top, [])
+    def cut(nodes: list[int], path: list[int]) -> None:
+        """Units of sibling ``nodes`` under ``path``: runs of whole subtrees that fit together
+        (the path carried once per run), a subtree too large cut at its children."""
+        run: list[int] = []
+        for node in nodes:
+            if sizes[node] + len(path) > limit and tree.children[node]:
+                cut(tree.children[node], [*path, node])
+                continue
+            if run and len(path) + len(run) + sizes[node] > limit:
+                units.append(path + run)
+                run = []
+            run += whole(node)
+        if run:
+            units.append(path + run)
+
+    cut(tree.tops, [])
     units.sort(key=len, reverse=True)
     count = max(1, -(-sum(map(len, units)) // row_tokens))
     while True:
@@ -129,14 +140,36 @@ def _deal(units: list[list[int]], count: int) -> list[list[int]]:
     return [row for row in rows if row]
 
 
-def tree_logits(b: HFRuntime, prompts: list[list[int]], row_tokens: int = ROW_TOKENS):
-    """(n, vocab) next-token logits after each prompt, over the packed prefix tree (module
-    docstring)."""
+@dataclass
+class Packed:
+    """One packed pass: the tree, where each node's first copy sits (row, column) and the
+    base model's output there (rows, columns, hidden)."""
+
+    tree: Tree
+    where: dict[int, tuple[int, int]]
+    hidden: torch.Tensor
+
+    def at(self, nodes: list[int], device) -> torch.Tensor:
+        """The hidden states of ``nodes``, one row each."""
+        spots = torch.tensor([self.where[n] for n in nodes], device=device)
+        return self.hidden[spots[:, 0], spots[:, 1]]
+
+
+def shared_length(sequences: list[list[int]], keep: int) -> int:
+    """The batch's common prefix run once as a cache: at most ``keep`` tokens, and none if
+    shorter than :data:`MIN_SHARED_PREFIX`."""
+    shared = common_prefix_length(sequences) if len(sequences) > 1 else 0
+    shared = min(shared, keep)
+    return shared if shared >= MIN_SHARED_PREFIX else 0
+
+
+def packed_pass(
+    b: HFRuntime, sequences: list[list[int]], shared: int, row_tokens: int = ROW_TOKENS
+) -> Packed:
+    """Run the prefix tree of ``sequences`` below their first ``shared`` tokens (module
+    docstring): the common prefix once as a cache, the nodes packed in rows."""
     model, device = b.model, b.device
-    shared = common_prefix_length(prompts) if len(prompts) > 1 else 0
-    shared = min(shared, min(len(p) for p in prompts) - 1)
-    shared = shared if shared >= MIN_SHARED_PREFIX else 0
-    tree = build_tree(prompts, shared)
+    tree = build_tree(sequences, shared)
     rows = pack(tree, row_tokens)
     width = max(len(row) for row in rows)
     ids = np.full((len(rows), width), b.pad_id, dtype=np.int64)
@@ -160,7 +193,7 @@ def tree_logits(b: HFRuntime, prompts: list[list[int]], row_tokens: int = ROW_TO
     ids, positions, allowed = map(torch.from_numpy, (ids, positions, allowed))
     cache = None
     if shared:
-        prefix = torch.tensor([prompts[0][:shared]], device=device)
+        prefix = torch.tensor([sequences[0][:shared]], device=device)
         cache = model(input_ids=prefix, use_cache=True).past_key_values
         cache.reorder_cache(torch.zeros(len(rows), dtype=torch.long, device=device))
     hidden = model.base_model(
@@ -170,8 +203,63 @@ def tree_logits(b: HFRuntime, prompts: list[list[int]], row_tokens: int = ROW_TO
         past_key_values=cache,
         use_cache=cache is not None,
     )[0]
-    spots = torch.tensor([where[end] for end in tree.ends], device=device)
-    return model.get_output_embeddings()(hidden[spots[:, 0], spots[:, 1]])
+    return Packed(tree, where, hidden)
+
+
+def tree_logits(b: HFRuntime, prompts: list[list[int]], row_tokens: int = ROW_TOKENS):
+    """(n, vocab) next-token logits after each prompt, over the packed prefix tree (module
+    docstring); the vocabulary projection only at the prompts' last tokens."""
+    shared = shared_length(prompts, min(len(p) for p in prompts) - 1)
+    packed = packed_pass(b, prompts, shared, row_tokens)
+    return b.model.get_output_embeddings()(packed.at(packed.tree.ends, b.device))
+
+
+def tree_continuation_logprobs(
+    b: HFRuntime,
+    prompts: list[list[int]],
+    continuations: list[list[int]],
+    row_tokens: int = ROW_TOKENS,
+) -> torch.Tensor:
+    """log p(continuation | prompt) summed over its tokens, one value per pair (float64),
+    over the packed tree of the prompt + continuation sequences: a prompt shared by several
+    continuations, and any prefix shared by several prompts, runs once; the vocabulary
+    projection only where a continuation token is read."""
+    sequences = [p + c for p, c in zip(prompts, continuations, strict=True)]
+    shared = shared_length(sequences, min(len(p) for p in prompts) - 1)
+    packed = packed_pass(b, sequences, shared, row_tokens)
+    tree = packed.tree
+    pairs, nodes, targets = [], [], []
+    for i, (prompt, continuation) in enumerate(zip(prompts, continuations, strict=True)):
+        chain, node = [], tree.ends[i]
+        while node >= 0:
+            chain.append(node)
+            node = tree.parents[node]
+        chain.reverse()  # the nodes at depths shared … len − 1
+        for j, token in enumerate(continuation):
+            pairs.append(i)
+            nodes.append(chain[len(prompt) + j - 1 - shared])
+            targets.append(token)
+    distinct = list(dict.fromkeys(nodes))
+    column = {node: k for k, node in enumerate(distinct)}
+    head = b.model.get_output_embeddings()(packed.at(distinct, b.device)).float()
+    logprobs = head.log_softmax(-1)
+    rows = torch.tensor([column[n] for n in nodes], device=b.device)
+    picked = logprobs[rows, torch.tensor(targets, device=b.device)].double()
+    sums = torch.zeros(len(prompts), dtype=torch.float64, device=b.device)
+    return sums.index_add(0, torch.tensor(pairs, device=b.device), picked)
+
+
+def packs(b: HFRuntime, prompts: list[list[int]]) -> bool:
+    """Whether ``b``'s model gives its plain logits over a packed prefix tree, compared with a
+    plain forward of each of a few prompts the first time it is asked (kept on ``b``)."""
+    if b.packed_tree is None:
+
+        def plain(sample: list[list[int]]) -> torch.Tensor:
+            rows = [torch.tensor([p], device=b.device) for p in sample]
+            return torch.cat([b.model(input_ids=row).logits[:, -1] for row in rows])
+
+        b.packed_tree = tree_works(b, prompts, plain)
+    return b.packed_tree
 
 
 def _additive(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
