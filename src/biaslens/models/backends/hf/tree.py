@@ -88,9 +88,9 @@ def subtree_sizes(tree: Tree) -> list[int]:
 def pack(tree: Tree, row_tokens: int = ROW_TOKENS) -> list[list[int]]:
     """Rows of nodes, each holding every ancestor of its nodes before them: the tree cut into
     units (runs of sibling subtrees of at most half a row with the path above them; a larger
-    subtree is cut at its children), the units dealt largest first to the shortest of as few rows as the
-    tokens need (longest-processing-time scheduling: the rows come out alike, and a batch's
-    padding is its longest row's); a path a row already holds is not repeated in it."""
+    subtree is cut at its children), the units dealt largest first to the shortest of as few
+    rows as the tokens need (longest-processing-time scheduling: the rows come out alike, and
+    a batch's padding is its longest row's); a path a row already holds is not repeated."""
     sizes = subtree_sizes(tree)
     limit = max(row_tokens // 2, 1)
     units: list[list[int]] = []
