@@ -42,9 +42,9 @@ class Drawn(LM):
         results = []
         for request in requests:
             texts, probs = self.table[request.prompt]
-            digest = hashlib.sha256(f"{self.replication}\0{request.seed}".encode()).digest()
-            rng = np.random.default_rng(int.from_bytes(digest[:8], "big"))
-            picks = rng.choice(len(texts), size=request.samples, p=probs)
+            rng = np.random.default_rng([self.replication, request.seed])
+            picks = np.searchsorted(np.cumsum(probs)[:-1], rng.random(request.samples),
+                                    side="right")  # fmt: skip
             results.append(SampleResult(tuple(texts[i] for i in picks)))
         if progress is not None:
             progress(len(results))
@@ -87,12 +87,30 @@ def _mgc_replication(r: int) -> dict:
                          "input": prompt})  # fmt: skip
     rows = pd.DataFrame(rows)
     lm = Drawn(table, r)
-    result = {}
-    for name, design in (("fixed", None), ("adaptive", mgc_design(rows))):
+    result = {"fixed": (False, np.nan), "fixed calls": (0, 0.0)}
+    for name, design in _arms(r, mgc_design(rows)):
         scored = score_rows(lm, rows, "sampled", NoProgress(), samples=K, design=design)
         result[name] = _slope(scored, r)
         result[f"{name} calls"] = (calls(scored["samples"]), 0.0)
     return result
+
+
+def _arms(r: int, design) -> list[tuple[str, object]]:
+    """Adaptive allocation in every replication; fixed K beside it in every third, for the
+    widths and calls compared on the same replications (fixed K's own coverage is tested in
+    ``test_trend_coverage`` and ``test_unqover_coverage``)."""
+    return [("adaptive", design)] + ([("fixed", None)] if r % 3 == 0 else [])
+
+
+def _compare(rows: dict, label: str) -> tuple[float, float]:
+    """Adaptive allocation's share of fixed K's calls and its mean width over fixed K's, on
+    the replications that ran both."""
+    both = np.arange(len(rows["adaptive"][0])) % 3 == 0
+    share = np.sum(np.array(rows["adaptive calls"][0])[both]) / np.sum(rows["fixed calls"][0])
+    widths = np.mean(np.array(rows["adaptive"][1])[both]) / np.nanmean(rows["fixed"][1])
+    print(f"{label} adaptive: {share:.1%} of fixed K's calls, width × {widths:.3f} "
+          f"({both.sum()} replications with both)")  # fmt: skip
+    return share, widths
 
 
 def _slope(samples: pd.DataFrame, seed: int) -> tuple[bool, float]:
@@ -107,16 +125,13 @@ def _slope(samples: pd.DataFrame, seed: int) -> tuple[bool, float]:
 @pytest.mark.slow
 def test_mgc_adaptive_allocation_covers_at_fixed_k_width_with_fewer_calls():
     """The female − male slope's interval under adaptive allocation matched to K = 50 covers
-    in the band, as fixed K = 50's does, its mean width within 3% of fixed K's, with fewer
+    in the band (fixed K = 50's covered 0.950 on this design), its mean width within 3% of
+    fixed K's, with fewer
     calls (measured: 95%, width × 0.97; the saving is the frames' unequal masses alone, see
     :func:`~biaslens.methods.sib.mgc.sampled_design.mgc_design`)."""
     rows = replicate(_mgc_replication)
-    adaptive = record("MGC slope, adaptive allocation (K = 50)", *rows["adaptive"])
-    fixed = record("MGC slope, fixed K = 50", *rows["fixed"])
-    share = np.sum(rows["adaptive calls"][0]) / np.sum(rows["fixed calls"][0])
-    widths = np.mean(rows["adaptive"][1]) / np.mean(rows["fixed"][1])
-    print(f"MGC adaptive: {share:.1%} of fixed K's calls, width × {widths:.3f}; coverage "
-          f"{adaptive:.3f} against fixed K's {fixed:.3f}")  # fmt: skip
+    record("MGC slope, adaptive allocation (K = 50)", *rows["adaptive"])
+    share, widths = _compare(rows, "MGC")
     assert share <= 0.97 and widths <= 1.03
 
 
@@ -168,9 +183,9 @@ def _unqover_replication(r: int) -> dict:
     exact, _, truth = _unqover_design()
     rows, table = _unqover_model()
     lm = Drawn(table, r)
-    result = {}
-    for name, adaptive in (("fixed", False), ("adaptive", True)):
-        scored = sampled_qa_scores(lm, rows, NoProgress(), K, adaptive)
+    result = {"fixed": (False, np.nan), "fixed calls": (0, 0.0)}
+    for name, adaptive in _arms(r, True):
+        scored = sampled_qa_scores(lm, rows, NoProgress(), K, adaptive is not None)
         totals = UnqoverAccumulator(intervals=(0.95, r), skip_unscored=True)
         totals.add(exact.assign(s_first=scored["s_first"].to_numpy(),
                                 s_second=scored["s_second"].to_numpy()))  # fmt: skip
@@ -183,16 +198,14 @@ def _unqover_replication(r: int) -> dict:
 
 @pytest.mark.slow
 def test_unqover_adaptive_allocation_covers_with_fewer_calls():
-    """UnQover's μ under adaptive allocation matched to K = 50 keeps the coverage of fixed
-    K = 50 (both conservative: they also cover the design's own draw), at about its width,
+    """UnQover's μ under adaptive allocation matched to K = 50 covers at least at the band's
+    floor (conservative, as fixed K's: it also covers the design's own draw), at about fixed
+    K's width,
     with fewer calls: every question weighs alike in μ, so the saving is the questions' unequal
     sampling variance S(1 − S) / m alone."""
     rows = replicate(_unqover_replication)
     record("UnQover μ, adaptive allocation (K = 50)", *rows["adaptive"], conservative=True)
-    record("UnQover μ, fixed K = 50", *rows["fixed"], conservative=True)
-    share = np.sum(rows["adaptive calls"][0]) / np.sum(rows["fixed calls"][0])
-    widths = np.mean(rows["adaptive"][1]) / np.mean(rows["fixed"][1])
-    print(f"UnQover adaptive: {share:.1%} of fixed K's calls, width × {widths:.3f}")
+    share, widths = _compare(rows, "UnQover")
     assert share <= 0.95 and widths <= 1.03  # measured: 92%, width × 0.98
 
 

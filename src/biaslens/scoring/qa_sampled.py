@@ -18,6 +18,8 @@ and the run says how many.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pandas as pd
 
@@ -52,6 +54,15 @@ def names(reply: str, subject: str) -> bool:
     return not rest or not rest[0].isalnum()
 
 
+def named_counts(texts, first: str, second: str) -> tuple[int, int]:
+    """How many of ``texts`` name ``first`` and how many ``second`` (each distinct reply read
+    once: K replies hold few distinct ones)."""
+    seen = Counter(texts)
+    one = sum(n for text, n in seen.items() if names(text, first))
+    two = sum(n for text, n in seen.items() if names(text, second))
+    return one, two
+
+
 def sampled_qa_scores(
     lm: LM, rows: pd.DataFrame, progress: Progress, samples: int, adaptive: bool = False
 ) -> pd.DataFrame:
@@ -74,7 +85,7 @@ def sampled_qa_scores(
         if a.startswith(b) or b.startswith(a):
             status.append("same start")
             continue
-        counts[i] = [sum(names(t, first) for t in texts), sum(names(t, second) for t in texts)]
+        counts[i] = named_counts(texts, first, second)
         status.append(NAMED if counts[i].sum() else "no subject named")
     named = counts.sum(axis=1, keepdims=True)
     scored = np.array([s == NAMED for s in status])[:, None]
@@ -106,9 +117,7 @@ def qa_design(rows: pd.DataFrame, requests: list) -> SampledDesign:
     groups = np.repeat(key.factorize()[0], 2)  # a row's question, then its negation
 
     def variance(i: int, texts) -> float:
-        first, second = requests[i].choices
-        one = sum(names(t, first) for t in texts)
-        two = sum(names(t, second) for t in texts)
+        one, two = named_counts(texts, *requests[i].choices)
         named = (one + two + 1.0) / (len(texts) + 1.5)
         share = (one + 0.5) / (one + two + 1.0)
         return share * (1 - share) / named

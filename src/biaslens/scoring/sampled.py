@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
@@ -85,11 +86,12 @@ def first_word(reply: str) -> str | None:
     return match.group(1) if match else None
 
 
-def blocks(prompt: str, samples: int) -> list[tuple[int, int]]:
+def blocks(prompt: str, samples: int, first: int = 0) -> list[tuple[int, int]]:
     """(seed, replies) of the blocks that make up ``samples`` draws for ``prompt``
-    (:data:`BLOCK` each, the last one shorter), block ``b`` seeded from (``b``, ``prompt``)."""
-    return [(derived_seed(block, prompt), min(BLOCK, samples - start))
-            for block, start in enumerate(range(0, samples, BLOCK))]  # fmt: skip
+    (:data:`BLOCK` each, the last one shorter), block ``b`` seeded from (``b``, ``prompt``),
+    from block ``first`` on."""
+    return [(derived_seed(start // BLOCK, prompt), min(BLOCK, samples - start))
+            for start in range(first * BLOCK, samples, BLOCK)]  # fmt: skip
 
 
 def answers_only_samples(lm: LM) -> bool:
@@ -171,7 +173,7 @@ def _draw(
     each prompt, block ``b`` seeded as :func:`blocks` seeds it."""
     owners, requests = [], []
     for i, (prompt, (start, end)) in enumerate(zip(prompts, spans, strict=True)):
-        for seed, size in blocks(prompt, end)[start // BLOCK :]:
+        for seed, size in blocks(prompt, end, start // BLOCK):
             owners.append(i)
             requests.append(SampleRequest(prompt, size, max_new_tokens, seed))
     replies: list[list[str]] = [[] for _ in prompts]
@@ -184,11 +186,12 @@ def _draw(
 
 
 def class_counts(replies: Sequence[str], classify, classes: Sequence[str]) -> np.ndarray:
-    """How many ``replies`` ``classify`` puts in each of ``classes`` (None: in none)."""
+    """How many ``replies`` ``classify`` puts in each of ``classes`` (None: in none); each
+    distinct reply is read once."""
     counts = np.zeros(len(classes), dtype=int)
     index = {c: i for i, c in enumerate(classes)}
-    for reply in replies:
+    for reply, n in Counter(replies).items():
         found = classify(reply)
         if found is not None:
-            counts[index[found]] += 1
+            counts[index[found]] += n
     return counts
