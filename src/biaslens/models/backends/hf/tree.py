@@ -251,7 +251,7 @@ def tree_continuation_logprobs(
 
 def packs(b: HFRuntime, prompts: list[list[int]]) -> bool:
     """Whether ``b``'s model gives its plain logits over a packed prefix tree, compared with a
-    plain forward of each of a few prompts the first time it is asked (kept on ``b``)."""
+    plain forward of each of two prompts the first time it is asked (kept on ``b``)."""
     if b.packed_tree is None:
 
         def plain(sample: list[list[int]]) -> torch.Tensor:
@@ -269,11 +269,12 @@ def _additive(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def tree_works(b: HFRuntime, prompts: list[list[int]], reference) -> bool:
-    """Whether the packed tree gives ``reference``'s logits (a plain way's) on up to four of
-    ``prompts``, to :data:`AGREEMENT` in log-probability."""
-    sample = prompts[:4]
-    if len(sample) < 2:
+    """Whether the packed tree gives ``reference``'s logits (a plain way's) on two of
+    ``prompts`` (the first and the last: two branches of one row, each of which must see its
+    own ancestors only, at their depths), to :data:`AGREEMENT` in log-probability."""
+    if len(prompts) < 2:
         return False
+    sample = [prompts[0], prompts[-1]]
     try:
         ours = tree_logits(b, sample, row_tokens=max(len(p) for p in sample))
     except Exception:  # an attention that refuses a 4-D mask or the index list
