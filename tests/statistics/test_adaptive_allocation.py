@@ -135,7 +135,7 @@ def test_mgc_adaptive_allocation_covers_at_fixed_k_width_with_fewer_calls():
     assert share <= 0.97 and widths <= 1.03
 
 
-# UnQover: a fixed design as in the coverage tests (6 subjects, 4 templates, 2 attributes), a
+# UnQover: a fixed design as in the coverage tests (5 subjects, 4 templates, 2 attributes), a
 # reply naming a subject with probability m, a fixed draw per subject pair and template from
 # 0.1 to 0.9 (some questions a model rarely answers with a name), and S the exact shares.
 @cache
@@ -143,7 +143,7 @@ def _unqover_design() -> tuple:
     from biaslens.metrics.unqover_stream import UnqoverAccumulator
     from tests.statistics.unqover_model import UnqoverModel
 
-    exact = UnqoverModel(attributes=2, spike=0.2).scores(6, 4, np.random.default_rng(2024))
+    exact = UnqoverModel(attributes=2, spike=0.2).scores(5, 4, np.random.default_rng(2024))
     total = exact["s_first"] + exact["s_second"]
     exact = exact.assign(s_first=exact["s_first"] / total, s_second=exact["s_second"] / total)
     pair = [" ".join(sorted(p)) + f" {t}" for p, t in
@@ -206,7 +206,7 @@ def test_unqover_adaptive_allocation_covers_with_fewer_calls():
     rows = replicate(_unqover_replication)
     record("UnQover μ, adaptive allocation (K = 50)", *rows["adaptive"], conservative=True)
     share, widths = _compare(rows, "UnQover")
-    assert share <= 0.95 and widths <= 1.03  # measured: 92%, width × 0.98
+    assert share <= 0.95 and widths <= 1.03  # measured: 91%, width × 1.01
 
 
 def test_the_allocation_matches_a_hand_worked_marginal_allocation():

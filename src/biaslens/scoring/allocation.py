@@ -104,7 +104,8 @@ def replies_per_input(
             added = np.clip(np.floor((k_top - block) / block) + 1, 0, most)
             return block * (1 + added)
 
-        low, high = np.log(c.max() / cap**2) - 5, np.log(c.max() * block) + 1
+        # at τ = e^low every input of c > 0 gets its cap; at e^high none gets a block more
+        low, high = np.log(c[c > 0].min() / (4 * cap**2)) - 1, np.log(c.max() * block) + 1
         for _ in range(100):  # bisection on log τ: the variance falls as τ falls
             middle = (low + high) / 2
             if (c / allocation(np.exp(middle))).sum() > target:
