@@ -164,9 +164,9 @@ def test_smollm2_generative_fine_tuning_end_to_end(tmp_path):
         learning_rates=[1e-4],
         epochs=[1],
         top_k=1,
-        dev_limit=2,
+        dev_limit=1,
         tests=["ethnicity/noniid_test"],
-        test_limit=2,
+        test_limit=1,
     )
     result = run_lei_train(settings, tmp_path / "run", data_dir=DATA)
     assert result.summary["settings"]["mode"] == "generative"

@@ -112,10 +112,10 @@ def test_lm_eval_gives_biaslens_lei_mu_on_smollm2(tmp_path):
     from tests.conftest import DATA
 
     folder = converted_smollm2()
-    [task] = export_tasks(("lei-eval",), tmp_path / "tasks", limit=2, data_dir=DATA)
+    [task] = export_tasks(("lei-eval",), tmp_path / "tasks", limit=1, data_dir=DATA)
     theirs = lm_eval_results(tmp_path, folder, task.name)
     ours = biaslens.run(
-        "lei-eval", "default", output=tmp_path / "run", domain="religion", limit=2, bootstrap=0,
+        "lei-eval", "default", output=tmp_path / "run", domain="religion", limit=1, bootstrap=0,
         data_dir=DATA, report=False, device="cpu",
     )  # fmt: skip
     table = pd.read_csv(ours.run_dir / "lei_mu.csv").set_index("set")
