@@ -232,7 +232,7 @@ def test_a_model_run_starts_at_a_poisoned_memo_and_revalidates_it(tiny_models, t
         for i in range(300)
     ]
     first = load_model(str(tiny_models["llama"]), BackendConfig(device="cpu"))
-    first.token_distribution(requests[:4])
+    first.token_distribution(requests)  # the same requests: sizes are kept per length bucket
     sizer = first.sizer(RequestType.TOKEN_DISTRIBUTION)
     key = sizer.memo_key(sizer.search.bucket)
     sizer.memo.put(key, 2)  # a size far too small, as if measured while the cores were busy

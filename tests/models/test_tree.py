@@ -41,23 +41,34 @@ MID_WORD = [  # a shared prefix that ends inside a word, and a prompt that is an
 PROMPTS = MGC + MID_WORD
 
 
+# (rows of at most, queries per attention block): rows only where blocks is None; tiny Llama
+# (grouped KV heads) runs biaslens's attention and so takes blocks, tiny GPT-2 keeps rows
+LAYOUTS = [(20, None), (256, None), (256, 3), (256, 64)]
+LAYOUT_IDS = ["rows-20", "rows-256", "blocks-3", "blocks-64"]
+
+
 @pytest.mark.parametrize("name", ["llama", "gpt2"])
-@pytest.mark.parametrize("row_tokens", [20, 256])
+@pytest.mark.parametrize(("row_tokens", "block_tokens"), LAYOUTS, ids=LAYOUT_IDS)
 @pytest.mark.parametrize("texts", [MGC, MID_WORD], ids=["mgc", "mid-word"])
-def test_tree_logits_equal_a_plain_forward_per_prompt(name, row_tokens, texts, tiny_backends):
+def test_tree_logits_equal_a_plain_forward_per_prompt(
+    name, row_tokens, block_tokens, texts, tiny_backends
+):
     """Every prompt's next-token log-probabilities as a plain forward of it alone gives them
     (to 1e-4; probabilities to 1e-6), whether the tree fits one row or is cut into rows of 20
-    tokens (paths carried into several rows, subtrees side by side), and as the level-wise
-    prefill gives them; the
-    prompts share a cached prefix of at least 8 tokens."""
+    tokens (paths carried into several rows, subtrees side by side), or runs as one sequence
+    with attention in blocks of 3 queries (blocks that start inside another prompt's branch)
+    or 64, and as the level-wise prefill gives them; the prompts share a cached prefix of at
+    least 8 tokens."""
     from biaslens.common.tokens import common_prefix_length
     from biaslens.models.backends.hf.prefix import prefill
+    from biaslens.models.backends.hf.tree import takes_blocks
 
     lm = tiny_backends[name]
+    assert takes_blocks(lm.model) == (name == "llama")
     prompts = lm.encode_prompts(texts)
     assert common_prefix_length(prompts) >= 8
     with torch.inference_mode():
-        packed = tree_logits(lm, prompts, row_tokens=row_tokens).log_softmax(-1)
+        packed = tree_logits(lm, prompts, row_tokens, block_tokens).log_softmax(-1)
         levels = prefill(lm, prompts).logits.log_softmax(-1)
         for row, ids in enumerate(prompts):
             plain = lm.model(input_ids=torch.tensor([ids])).logits[0, -1].log_softmax(-1)
@@ -115,8 +126,10 @@ def test_a_model_the_tree_does_not_fit_keeps_the_level_wise_prefill(tiny_models,
 
 
 @pytest.mark.parametrize("name", ["llama", "gpt2"])
-@pytest.mark.parametrize("row_tokens", [20, 256])
-def test_continuations_over_the_tree_equal_plain_full_sequences(name, row_tokens, tiny_backends):
+@pytest.mark.parametrize(("row_tokens", "block_tokens"), LAYOUTS, ids=LAYOUT_IDS)
+def test_continuations_over_the_tree_equal_plain_full_sequences(
+    name, row_tokens, block_tokens, tiny_backends
+):
     """log p(continuation | prompt), summed over its tokens: a plain forward of prompt +
     continuation alone, read at each continuation token (to 1e-5), for prompts with two or
     three continuations of one to three tokens, some prompts sharing a long prefix."""
@@ -129,7 +142,7 @@ def test_continuations_over_the_tree_equal_plain_full_sequences(name, row_tokens
     assert any(len(c) > 1 for _, c in pairs)
     with torch.inference_mode():
         got = tree_continuation_logprobs(lm, [p for p, _ in pairs], [c for _, c in pairs],
-                                         row_tokens=row_tokens)  # fmt: skip
+                                         row_tokens, block_tokens)  # fmt: skip
         for k, (prompt, continuation) in enumerate(pairs):
             ids = torch.tensor([prompt + continuation])
             logprobs = lm.model(input_ids=ids).logits[0].double().log_softmax(-1)

@@ -287,12 +287,17 @@ class BatchSizer:
         fn: Callable[[list[T]], list[R]],
         progress: Callable[[int], None] | None = None,
         keys: Sequence | None = None,
+        keys_first: bool = False,
     ) -> list[R]:
         """Apply ``fn`` to batches of ``items`` sorted by decreasing length (so that an
         out-of-memory error, if any, comes first), items of one length by ``keys`` if given,
-        and return results in the input order."""
+        and return results in the input order. ``keys_first`` sorts by ``keys`` alone: token
+        ids so sorted put whole prefix subtrees in one batch, for a job that pads nothing
+        between items (a packed prefix tree)."""
         if keys is None:
             order = sorted(range(len(items)), key=lambda i: -lengths[i])
+        elif keys_first:
+            order = sorted(range(len(items)), key=lambda i: keys[i])
         else:
             order = sorted(range(len(items)), key=lambda i: (-lengths[i], keys[i]))
         search = self._search_for(lengths) if self.auto and items else None

@@ -167,7 +167,8 @@ class LocalTokenizer:
         """For next-token requests with target words: prompt ids cut from the left to leave
         room for the longest target, and each target's ids (a target that tokenizes to nothing
         is refused)."""
-        targets = {t: self.encode_continuation(t) for r in requests for t in r.targets}
+        distinct = dict.fromkeys(t for r in requests for t in r.targets)  # each encoded once
+        targets = {t: self.encode_continuation(t) for t in distinct}
         empty = sorted(t for t, ids in targets.items() if not ids)
         if empty:
             raise BiaslensError(f"target words that tokenize to nothing: {empty}")

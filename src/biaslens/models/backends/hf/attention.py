@@ -8,12 +8,15 @@ heads directly (``enable_gqa=True``): the same numbers without the copy (SmolLM2
 ``copy_`` was 7% of the time). :func:`use_cpu_gqa` switches a loaded model to
 :func:`cpu_gqa_attention`, which handles that one case and hands every other one (GPU, no mask,
 one query token, position bias, soft-capping, dropout, a paged cache, gradients for
-fine-tuning) to transformers' own ``sdpa`` function unchanged.
+fine-tuning) to transformers' own ``sdpa`` function unchanged. It also runs a prefix tree's
+block attention (:mod:`.tree_blocks`) when the forward pass carries a block plan.
 """
 
 from __future__ import annotations
 
 import torch
+
+from biaslens.models.backends.hf.tree_blocks import PLAN, block_attention
 
 NAME = "biaslens_cpu_gqa"
 """The attention implementation's name in transformers' ``AttentionInterface``."""
@@ -34,6 +37,9 @@ def cpu_gqa_attention(
     (batch, q, heads, dim)."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
+    plan = kwargs.get(PLAN)
+    if plan is not None:  # a prefix tree run as one sequence (.tree_blocks)
+        return block_attention(query, key, value, plan, scaling), None
     groups = getattr(module, "num_key_value_groups", 1)
     special = any(
         kwargs.get(name) is not None for name in ("position_bias", "softcap", "cache")

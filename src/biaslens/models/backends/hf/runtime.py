@@ -129,10 +129,12 @@ class HFRuntime(LocalTokenizer):
         run: Callable[[list[T]], list[R]],
         progress: ProgressCallback | None,
         keys: Sequence | None = None,
+        keys_first: bool = False,
     ) -> list[R]:
         """Run ``run`` over length-sorted batches of ``items`` (results in input order);
-        ``keys`` order items of one length (token ids: prompts that share prefixes meet)."""
-        return self.sizer(request_type).run(items, lengths, run, progress, keys)
+        ``keys`` order items of one length (token ids: prompts that share prefixes meet), or
+        all items when ``keys_first`` (see :meth:`BatchSizer.run`)."""
+        return self.sizer(request_type).run(items, lengths, run, progress, keys, keys_first)
 
     def sizer(self, request_type: RequestType) -> BatchSizer:
         """The batch sizer of one request type (``auto`` sizes are measured per type and

@@ -19,7 +19,7 @@ from biaslens.common.tokens import MASK
 from biaslens.errors import BiaslensError
 from biaslens.models.backends.hf.forward import continuation_logprobs
 from biaslens.models.backends.hf.prefix import prefill
-from biaslens.models.backends.hf.tree import packs, tree_logits
+from biaslens.models.backends.hf.tree import added_tokens, packs, tree_logits
 from biaslens.models.base import ModelKind
 from biaslens.models.requests import (
     ChoiceLogprobsRequest,
@@ -56,7 +56,8 @@ def masked_target_ids(b: HFRuntime, requests) -> list[list[int | None]]:
                 f"a masked-LM request must contain {MASK} exactly once: {request.text!r}"
             )
     if b.fill_style == "sentinel":
-        ids = {t: b.encode_continuation(" " + t.lstrip()) for r in requests for t in r.targets}
+        distinct = dict.fromkeys(t for r in requests for t in r.targets)  # each encoded once
+        ids = {t: b.encode_continuation(" " + t.lstrip()) for t in distinct}
         target_id = {t: i[0] if len(i) == 1 and i[0] != b.tokenizer.unk_token_id else None
                      for t, i in ids.items()}  # fmt: skip
         _warn_not_single(b, [t for t, i in target_id.items() if i is None])
@@ -202,13 +203,16 @@ def _next_token_distribution(b: HFRuntime, requests, progress):
         ]
         return distribution_results(b, probs, [requests[i] for i in batch], single)
 
+    with torch.inference_mode():
+        tree = b.kind == ModelKind.CAUSAL and len(encoded) > 1 and packs(b, encoded)
     results = b.batched(
         RequestType.TOKEN_DISTRIBUTION,
         list(range(len(requests))),
-        [len(e) for e in encoded],
+        added_tokens(encoded) if tree else [len(e) for e in encoded],  # the work of each
         run,
         progress,
         keys=encoded,
+        keys_first=tree,  # a batch is then whole subtrees of the prompts' prefix tree
     )
     return _fill_multi_token_targets(b, requests, results, target_tokens)
 
@@ -279,4 +283,10 @@ def choice_logprobs(b: HFRuntime, requests, progress) -> list[ChoiceLogprobsResu
             results.append(ChoiceLogprobsResult(tuple(chunk), tuple(len(c) for c in choices[i])))
         return results
 
-    return b.batched(RequestType.CHOICE_LOGPROBS, items, lengths, run, progress)
+    with torch.inference_mode():
+        tree = b.kind == ModelKind.CAUSAL and len(prompts) > 1 and packs(b, prompts)
+    if tree:  # the tokens each request adds to its batch's tree
+        lengths = [a + sum(len(c) for c in choices[i]) for i, a in enumerate(added_tokens(prompts))]
+    return b.batched(
+        RequestType.CHOICE_LOGPROBS, items, lengths, run, progress, keys=prompts, keys_first=tree
+    )

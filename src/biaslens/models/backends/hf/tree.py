@@ -11,6 +11,8 @@ large for a row is split at its children, each part carrying its ancestors' few 
 Every node attends to the common prefix and to its own ancestors in its row, through a 4-D
 attention mask (SpecInfer's tree attention, Miao et al. 2024, §4.2), at position id = its depth:
 the same keys, values and positions as a plain forward of each prompt, so the same logits.
+Where the model runs biaslens's own attention function, the nodes run instead as one sequence,
+each once, with attention in blocks over the keys each block can see (:mod:`.tree_blocks`).
 
 The vocabulary projection runs on the prompts' last nodes only (the base model's output there,
 through the output embeddings). A model whose attention does not take a custom 4-D mask with
@@ -23,6 +25,7 @@ where they differ.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,6 +33,13 @@ import numpy as np
 import torch
 
 from biaslens.common.tokens import common_prefix_length
+from biaslens.models.backends.hf.attention import NAME as ATTENTION
+from biaslens.models.backends.hf.tree_blocks import (
+    BLOCK_TOKENS,
+    PLAN,
+    block_plan,
+    depth_first,
+)
 
 if TYPE_CHECKING:
     from biaslens.models.backends.hf.runtime import HFRuntime
@@ -38,6 +48,10 @@ ROW_TOKENS = 256
 """Tokens per packed row at most: the attention within a row grows with its square."""
 MIN_SHARED_PREFIX = 8
 """A batch-wide prefix shorter than this is packed with the rest rather than cached."""
+CHECK_BLOCK = 5
+"""Queries per attention block in :func:`tree_works` (small: blocks that start inside a path)."""
+EXTRA_ROWS = 3
+"""Row counts tried beyond the best so far when packing (:func:`pack`)."""
 AGREEMENT = 1e-4
 """The largest |Δ log p| over the vocabulary :func:`tree_works` accepts between the two ways."""
 
@@ -88,9 +102,11 @@ def subtree_sizes(tree: Tree) -> list[int]:
 def pack(tree: Tree, row_tokens: int = ROW_TOKENS) -> list[list[int]]:
     """Rows of nodes, each holding every ancestor of its nodes before them: the tree cut into
     units (runs of sibling subtrees of at most half a row with the path above them; a larger
-    subtree is cut at its children), the units dealt largest first to the shortest of as few
-    rows as the tokens need (longest-processing-time scheduling: the rows come out alike, and
-    a batch's padding is its longest row's); a path a row already holds is not repeated."""
+    subtree is cut at its children), the units dealt largest first to the shortest row
+    (longest-processing-time scheduling); a path a row already holds is not repeated. Of the
+    row counts from as few as the tokens need to :data:`EXTRA_ROWS` beyond the best found, the
+    one whose rows padded to the longest run the fewest tokens (few large units dealt to just
+    enough rows can leave one row long and the others short: all pay its length)."""
     sizes = subtree_sizes(tree)
     limit = max(row_tokens // 2, 1)
     units: list[list[int]] = []
@@ -120,39 +136,66 @@ def pack(tree: Tree, row_tokens: int = ROW_TOKENS) -> list[list[int]]:
 
     cut(tree.tops, [])
     units.sort(key=len, reverse=True)
-    count = max(1, -(-sum(map(len, units)) // row_tokens))
-    while True:
+    least = max(1, -(-sum(map(len, units)) // row_tokens))
+    best: list[list[int]] | None = None
+    for count in range(least, max(least, len(units)) + 1):
         rows = _deal(units, count)
-        if max(map(len, rows)) <= max(row_tokens, len(units[0])) or count >= len(units):
-            return rows
-        count += 1
+        if max(map(len, rows)) > max(row_tokens, len(units[0])):
+            continue
+        if best is None or _padded(rows) < _padded(best):
+            best = rows
+        elif count > len(best) + EXTRA_ROWS:
+            break
+    return best if best is not None else rows  # one unit per row: the most rows can do
+
+
+def _padded(rows: list[list[int]]) -> int:
+    """Tokens a batch of ``rows`` runs: each row padded to the longest."""
+    return len(rows) * max(map(len, rows))
 
 
 def _deal(units: list[list[int]], count: int) -> list[list[int]]:
     """``units`` (largest first) dealt each to the shortest of ``count`` rows."""
     rows: list[list[int]] = [[] for _ in range(count)]
     held: list[set[int]] = [set() for _ in range(count)]
+    shortest = [(0, r) for r in range(count)]  # a heap of (length, row)
     for unit in units:
-        r = min(range(count), key=lambda k: len(rows[k]))
+        _, r = heapq.heappop(shortest)
         added = [n for n in unit if n not in held[r]]
         rows[r].extend(added)
         held[r].update(added)
+        heapq.heappush(shortest, (len(rows[r]), r))
     return [row for row in rows if row]
 
 
 @dataclass
 class Packed:
-    """One packed pass: the tree, where each node's first copy sits (row, column) and the
-    base model's output there (rows, columns, hidden)."""
+    """One packed pass: the tree (below ``shared`` cached tokens), where each node's first
+    copy sits (row, column) and the base model's output there (rows, columns, hidden)."""
 
     tree: Tree
     where: dict[int, tuple[int, int]]
     hidden: torch.Tensor
+    shared: int
 
     def at(self, nodes: list[int], device) -> torch.Tensor:
         """The hidden states of ``nodes``, one row each."""
         spots = torch.tensor([self.where[n] for n in nodes], device=device)
         return self.hidden[spots[:, 0], spots[:, 1]]
+
+
+def added_tokens(sequences: list[list[int]]) -> list[int]:
+    """Tokens each sequence adds to the prefix tree of those before it in sorted order (its
+    length less its common prefix with the one just before): a batch's work on the tree."""
+    order = sorted(range(len(sequences)), key=lambda i: sequences[i])
+    added = [0] * len(sequences)
+    previous: list[int] = []
+    for i in order:
+        sequence, same = sequences[i], 0
+        while same < min(len(sequence), len(previous)) and sequence[same] == previous[same]:
+            same += 1
+        added[i], previous = max(1, len(sequence) - same), sequence
+    return added
 
 
 def shared_length(sequences: list[list[int]], keep: int) -> int:
@@ -164,12 +207,31 @@ def shared_length(sequences: list[list[int]], keep: int) -> int:
 
 
 def packed_pass(
-    b: HFRuntime, sequences: list[list[int]], shared: int, row_tokens: int = ROW_TOKENS
+    b: HFRuntime,
+    sequences: list[list[int]],
+    shared: int,
+    row_tokens: int = ROW_TOKENS,
+    block_tokens: int | None = BLOCK_TOKENS,
 ) -> Packed:
-    """Run the prefix tree of ``sequences`` below their first ``shared`` tokens (module
-    docstring): the common prefix once as a cache, the nodes packed in rows."""
+    """Run the prefix tree of ``sequences`` (module docstring): as one sequence with block
+    attention where the model takes it (:mod:`.tree_blocks`; not if ``block_tokens`` is None),
+    the common prefix in it (a pass of its own would run a few tokens at a time, slowly); else
+    the first ``shared`` tokens once as a cache, the nodes below packed in rows of
+    ``row_tokens``."""
     model, device = b.model, b.device
+    if block_tokens and takes_blocks(model):
+        tree = build_tree(sequences, 0)
+        order = depth_first(tree.children, tree.tops)
+        plan = block_plan(tree.parents, order, 0, block_tokens)
+        hidden = model.base_model(
+            input_ids=torch.tensor([[tree.tokens[n] for n in order]], device=device),
+            position_ids=torch.tensor([[tree.depths[n] for n in order]], device=device),
+            use_cache=False,
+            **{PLAN: plan},
+        )[0]
+        return Packed(tree, {node: (0, i) for i, node in enumerate(order)}, hidden, 0)
     tree = build_tree(sequences, shared)
+    cache = _prefix_cache(b, sequences[0][:shared])
     rows = pack(tree, row_tokens)
     width = max(len(row) for row in rows)
     ids = np.full((len(rows), width), b.pad_id, dtype=np.int64)
@@ -191,10 +253,7 @@ def packed_pass(
                 allowed[r, 0, i, shared + local[parent] + 1 :] = False
             allowed[r, 0, i, shared + i] = True
     ids, positions, allowed = map(torch.from_numpy, (ids, positions, allowed))
-    cache = None
-    if shared:
-        prefix = torch.tensor([sequences[0][:shared]], device=device)
-        cache = model(input_ids=prefix, use_cache=True).past_key_values
+    if cache is not None:
         cache.reorder_cache(torch.zeros(len(rows), dtype=torch.long, device=device))
     hidden = model.base_model(
         input_ids=ids.to(device),
@@ -203,14 +262,32 @@ def packed_pass(
         past_key_values=cache,
         use_cache=cache is not None,
     )[0]
-    return Packed(tree, where, hidden)
+    return Packed(tree, where, hidden, shared)
 
 
-def tree_logits(b: HFRuntime, prompts: list[list[int]], row_tokens: int = ROW_TOKENS):
+def _prefix_cache(b: HFRuntime, prefix: list[int]):
+    """The key/value cache of the batch's common prefix (None if there is none)."""
+    if not prefix:
+        return None
+    ids = torch.tensor([prefix], device=b.device)
+    return b.model.base_model(input_ids=ids, use_cache=True).past_key_values
+
+
+def takes_blocks(model) -> bool:
+    """Whether ``model`` runs biaslens's attention function, which takes a block plan."""
+    return getattr(model.config, "_attn_implementation", None) == ATTENTION
+
+
+def tree_logits(
+    b: HFRuntime,
+    prompts: list[list[int]],
+    row_tokens: int = ROW_TOKENS,
+    block_tokens: int | None = BLOCK_TOKENS,
+):
     """(n, vocab) next-token logits after each prompt, over the packed prefix tree (module
     docstring); the vocabulary projection only at the prompts' last tokens."""
     shared = shared_length(prompts, min(len(p) for p in prompts) - 1)
-    packed = packed_pass(b, prompts, shared, row_tokens)
+    packed = packed_pass(b, prompts, shared, row_tokens, block_tokens)
     return b.model.get_output_embeddings()(packed.at(packed.tree.ends, b.device))
 
 
@@ -219,6 +296,7 @@ def tree_continuation_logprobs(
     prompts: list[list[int]],
     continuations: list[list[int]],
     row_tokens: int = ROW_TOKENS,
+    block_tokens: int | None = BLOCK_TOKENS,
 ) -> torch.Tensor:
     """log p(continuation | prompt) summed over its tokens, one value per pair (float64),
     over the packed tree of the prompt + continuation sequences: a prompt shared by several
@@ -226,8 +304,8 @@ def tree_continuation_logprobs(
     projection only where a continuation token is read."""
     sequences = [p + c for p, c in zip(prompts, continuations, strict=True)]
     shared = shared_length(sequences, min(len(p) for p in prompts) - 1)
-    packed = packed_pass(b, sequences, shared, row_tokens)
-    tree = packed.tree
+    packed = packed_pass(b, sequences, shared, row_tokens, block_tokens)
+    tree, shared = packed.tree, packed.shared
     pairs, nodes, targets = [], [], []
     for i, (prompt, continuation) in enumerate(zip(prompts, continuations, strict=True)):
         chain, node = [], tree.ends[i]
@@ -270,13 +348,15 @@ def _additive(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 def tree_works(b: HFRuntime, prompts: list[list[int]], reference) -> bool:
     """Whether the packed tree gives ``reference``'s logits (a plain way's) on two of
-    ``prompts`` (the first and the last: two branches of one row, each of which must see its
-    own ancestors only, at their depths), to :data:`AGREEMENT` in log-probability."""
+    ``prompts`` (the first and the last: two branches of one row, or of blocks of
+    :data:`CHECK_BLOCK` queries, each of which must see its own ancestors only, at their
+    depths), to :data:`AGREEMENT` in log-probability."""
     if len(prompts) < 2:
         return False
     sample = [prompts[0], prompts[-1]]
     try:
-        ours = tree_logits(b, sample, row_tokens=max(len(p) for p in sample))
+        longest = max(len(p) for p in sample)
+        ours = tree_logits(b, sample, row_tokens=longest, block_tokens=CHECK_BLOCK)
     except Exception:  # an attention that refuses a 4-D mask or the index list
         return False
     theirs = reference(sample)
