@@ -87,12 +87,34 @@ def _mgc_replication(r: int) -> dict:
                          "input": prompt})  # fmt: skip
     rows = pd.DataFrame(rows)
     lm = Drawn(table, r)
-    result = {"fixed": (False, np.nan), "fixed calls": (0, 0.0)}
+    result = {
+        "fixed": (False, np.nan),
+        "fixed calls": (0, 0.0),
+        "bound": (_bound(table, True), 0.0),
+    }
     for name, design in _arms(r, mgc_design(rows)):
         scored = score_rows(lm, rows, "sampled", NoProgress(), samples=K, design=design)
         result[name] = _slope(scored, r)
         result[f"{name} calls"] = (calls(scored["samples"]), 0.0)
     return result
+
+
+def _bound(table: dict, mgc: bool) -> float:
+    """The least share of fixed K's calls with which any allocation keeps the sampling
+    variance of an equal-weight estimate over these prompts, their reply variances known
+    (Neyman's optimum, worked here afresh): (Σσ)² / (n Σσ²), σ² of one reply's value, 1 for
+    a first subject or a female pronoun, −1 for a second subject or a male one, and 0 else
+    (for UnQover a question's share S = p₁ / (p₁ + p₂) has σ² ∝ S (1 − S) / (p₁ + p₂))."""
+    sd = []
+    for _, probs in table.values():
+        first, second = probs[0], probs[1]
+        if mgc:  # 1[female] − 1[male]
+            sd.append(np.sqrt(first + second - (first - second) ** 2))
+        else:
+            named = first + second
+            sd.append(np.sqrt(first / named * (second / named) / named))
+    sd = np.array(sd)
+    return float(sd.sum() ** 2 / (len(sd) * (sd**2).sum()))
 
 
 def _arms(r: int, design) -> list[tuple[str, object]]:
@@ -108,8 +130,10 @@ def _compare(rows: dict, label: str) -> tuple[float, float]:
     both = np.arange(len(rows["adaptive"][0])) % 3 == 0
     share = np.sum(np.array(rows["adaptive calls"][0])[both]) / np.sum(rows["fixed calls"][0])
     widths = np.mean(np.array(rows["adaptive"][1])[both]) / np.nanmean(rows["fixed"][1])
+    bound = np.mean(rows["bound"][0])
     print(f"{label} adaptive: {share:.1%} of fixed K's calls, width × {widths:.3f} "
-          f"({both.sum()} replications with both)")  # fmt: skip
+          f"({both.sum()} replications with both); no allocation keeps the variance with "
+          f"fewer than {bound:.1%} (reply variances known)")  # fmt: skip
     return share, widths
 
 
@@ -183,7 +207,11 @@ def _unqover_replication(r: int) -> dict:
     exact, _, truth = _unqover_design()
     rows, table = _unqover_model()
     lm = Drawn(table, r)
-    result = {"fixed": (False, np.nan), "fixed calls": (0, 0.0)}
+    result = {
+        "fixed": (False, np.nan),
+        "fixed calls": (0, 0.0),
+        "bound": (_bound(table, False), 0.0),
+    }
     for name, adaptive in _arms(r, True):
         scored = sampled_qa_scores(lm, rows, NoProgress(), K, adaptive is not None)
         totals = UnqoverAccumulator(intervals=(0.95, r), skip_unscored=True)
@@ -247,3 +275,14 @@ def test_siblings_variances_leave_the_input_out():
 
     got = sibling_variances(np.array([0, 0, 0, 1]), np.array([1.0, 2.0, 6.0, 10.0]))
     assert list(got) == [4.0, 3.5, 1.5, 3.0]
+
+
+def test_the_least_share_with_known_variances_by_hand():
+    """a = (0, 1, 2, 3), σ² = (1, 1, 1, 4): a·σ = (0, 1, 2, 6), so (Σaσ)² / (n Σa²σ²) =
+    81 / (4 · 41); below the 55% the whole-block allocation above reaches on the same inputs."""
+    from biaslens.scoring.allocation import neyman_share
+
+    share = neyman_share(np.array([0.0, 1, 2, 3]), np.array([1.0, 1, 1, 4]))
+    assert share == pytest.approx(81 / 164)
+    assert share < 110 / 200
+    assert neyman_share(np.ones(7), np.full(7, 3.0)) == pytest.approx(1.0)

@@ -121,7 +121,16 @@ def least_share(grid: Sequence[float]) -> float:
     over ``grid`` (equal-variance cells) keeps fixed K's variance: (Σ|c|)² / (n Σc²), c the
     centred grid (Neyman allocation's optimum)."""
     c = np.asarray(grid, float) - np.mean(grid)
-    return float(np.abs(c).sum() ** 2 / (len(c) * (c**2).sum()))
+    return neyman_share(np.abs(c), np.ones(len(c)))
+
+
+def neyman_share(weights: np.ndarray, variances: np.ndarray) -> float:
+    """The least share of fixed K's replies that keeps one estimate's sampling variance
+    Σ a_i² σ_i² / k_i at fixed K's, were every σ_i known and k_i any positive number:
+    (Σ a_i σ_i)² / (n Σ a_i² σ_i²), at k_i ∝ a_i σ_i (Cochran §5.5). No allocation rule does
+    better on that estimate; a pilot floor, whole blocks and estimated σ_i only add to it."""
+    spread = np.asarray(weights, float) * np.sqrt(np.asarray(variances, float))
+    return float(spread.sum() ** 2 / (len(spread) * (spread**2).sum()))
 
 
 @dataclass(frozen=True)
