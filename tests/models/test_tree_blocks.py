@@ -25,16 +25,30 @@ def test_the_plan_of_a_small_tree_by_hand():
     order = depth_first(children, [0, 5])
     assert order == [0, 1, 2, 3, 4, 5, 6]
     plan = block_plan(parents, order, shared=2, block_tokens=3)
-    assert plan.keys.tolist() == [
+    assert len(plan.groups) == 1  # 5 to 7 keys: one width step
+    assert [plan.block(b)[0].tolist() for b in range(3)] == [
         [0, 1, 2, 3, 4, 0, 0],
         [0, 1, 2, 3, 5, 6, 7],
         [0, 1, 7, 8, 0, 0, 0],
     ]
-    assert plan.mask[:, 0].tolist() == [
+    assert [plan.block(b)[1].tolist() for b in range(3)] == [
         [[T, T, T, F, F, F, F], [T, T, T, T, F, F, F], [T, T, T, T, T, F, F]],
         [[T, T, T, T, T, F, F], [T, T, T, F, F, T, F], [T, T, F, F, F, F, T]],
         [[T, T, T, T, F, F, F], [T, T, T, T, F, F, F], [T, T, T, T, F, F, F]],
     ]
+
+
+def test_blocks_of_unlike_key_counts_attend_apart():
+    """A chain of 100 nodes in blocks of 16: block b's path holds 16·b nodes, so it needs
+    16·b + 16 keys; rounded up to steps of 32 the seven blocks fall in four groups, each
+    holding only the keys its widest block needs."""
+    parents = [-1] + list(range(99))
+    children = [[n + 1] for n in range(99)] + [[]]
+    plan = block_plan(parents, depth_first(children, [0]), shared=0, block_tokens=16)
+    assert [g.blocks.tolist() for g in plan.groups] == [[0, 1], [2, 3], [4, 5], [6]]
+    assert [g.keys.shape[1] for g in plan.groups] == [32, 64, 96, 112]
+    keys, mask = plan.block(6)  # nodes 96–99: the path 0–95, then themselves
+    assert keys[mask[3]].tolist() == list(range(100))
 
 
 def _random_tree(rng: np.random.Generator, nodes: int) -> tuple[list[int], list[list[int]]]:
@@ -67,7 +81,8 @@ def test_each_query_sees_the_cache_and_its_own_ancestors_only(seed, block):
             want.add(shared + at[walk])
             walk = parents[walk]
         b, q = divmod(i, block)
-        seen = set(plan.keys[b][plan.mask[b, 0, q]].tolist())
+        keys, mask = plan.block(b)
+        seen = set(keys[mask[q]].tolist())
         assert seen == want, (seed, block, node)
 
 

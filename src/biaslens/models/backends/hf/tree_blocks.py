@@ -30,16 +30,38 @@ PLAN = "biaslens_tree_blocks"
 """The keyword argument that carries a :class:`BlockPlan` to the attention function."""
 
 
-@dataclass(frozen=True)
-class BlockPlan:
-    """Per block of queries: ``keys`` (blocks, keys), indices into the cache's keys (the
-    shared prefix, then the sequence); ``mask`` (blocks, 1, queries, keys), which key each query
-    sees. The sequence's last query repeats to fill the last block."""
+WIDTH_STEP = 32
+"""Blocks whose key counts round up to the same multiple of this attend in one call (a block
+deep in a long prompt sees a long path; the others are not padded to it)."""
 
+
+@dataclass(frozen=True)
+class BlockGroup:
+    """Blocks of alike key counts: their numbers ``blocks``; ``keys`` (blocks, keys), indices
+    into the cache's keys (the shared prefix, then the sequence); ``mask`` (blocks, 1, queries,
+    keys), which key each query sees."""
+
+    blocks: torch.Tensor
     keys: torch.Tensor
     mask: torch.Tensor
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """The blocks of ``queries`` queries over a sequence of ``length``, in groups of alike key
+    counts. The sequence's last query repeats to fill the last block."""
+
+    groups: tuple[BlockGroup, ...]
     queries: int
     length: int
+
+    def block(self, number: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """One block's keys and (queries, keys) mask."""
+        for group in self.groups:
+            spot = (group.blocks == number).nonzero()
+            if len(spot):
+                return group.keys[spot[0, 0]], group.mask[spot[0, 0], 0]
+        raise IndexError(number)
 
 
 def depth_first(children: list[list[int]], tops: list[int]) -> list[int]:
@@ -90,7 +112,16 @@ def block_plan(
                     at[parent] >= start) else True  # fmt: skip
             row[q, column[node]] = True
         row[stop - start :] = row[stop - start - 1]  # the filling queries: the last one again
-    return BlockPlan(torch.from_numpy(keys), torch.from_numpy(mask), block_tokens, n)
+    needed = shared + np.array([len(p) for p in paths]) + block_tokens
+    steps = -(-needed // WIDTH_STEP)
+    groups = []
+    for step in np.unique(steps):
+        members = np.flatnonzero(steps == step)
+        cut = min(width, int(step) * WIDTH_STEP)  # every key a member sees lies below it
+        groups.append(BlockGroup(torch.from_numpy(members),
+                                 torch.from_numpy(keys[members, :cut]),
+                                 torch.from_numpy(mask[members, :, :, :cut])))  # fmt: skip
+    return BlockPlan(tuple(groups), block_tokens, n)
 
 
 def block_attention(
@@ -102,19 +133,23 @@ def block_attention(
 ) -> torch.Tensor:
     """Attention of one sequence ``query`` (1, heads, n, dim) over ``key``/``value`` (1, key
     heads, shared + n, dim), block by block (:class:`BlockPlan`); (1, n, heads, dim) out."""
-    blocks, size, n = plan.keys.shape[0], plan.queries, plan.length
+    size, n = plan.queries, plan.length
+    blocks = -(-n // size)
     spots = torch.arange(blocks * size, device=query.device).clamp_(max=n - 1)
-    q = query[0][:, spots].unflatten(1, (blocks, size)).transpose(0, 1)
-    keys = plan.keys.to(query.device)
-    k = key[0][:, keys].transpose(0, 1)
-    v = value[0][:, keys].transpose(0, 1)
-    out = torch.nn.functional.scaled_dot_product_attention(
-        q,
-        k,
-        v,
-        attn_mask=plan.mask.to(query.device),
-        scale=scaling,
-        enable_gqa=q.shape[1] != k.shape[1],
-    )  # (blocks, heads, size, dim)
-    out = out.transpose(1, 2).reshape(blocks * size, out.shape[1], out.shape[3])
-    return out[:n].unsqueeze(0)
+    queries = query[0][:, spots].unflatten(1, (blocks, size)).transpose(0, 1)
+    heads, dim = query.shape[1], query.shape[3]
+    out = query.new_empty(blocks, size, heads, dim)
+    for group in plan.groups:
+        members, keys = group.blocks.to(query.device), group.keys.to(query.device)
+        k = key[0][:, keys].transpose(0, 1)
+        v = value[0][:, keys].transpose(0, 1)
+        attended = torch.nn.functional.scaled_dot_product_attention(
+            queries[members],
+            k,
+            v,
+            attn_mask=group.mask.to(query.device),
+            scale=scaling,
+            enable_gqa=heads != k.shape[1],
+        )  # (members, heads, size, dim)
+        out[members] = attended.transpose(1, 2)
+    return out.reshape(blocks * size, heads, dim)[:n].unsqueeze(0)
