@@ -188,6 +188,13 @@ def next_token_logits(b: HFRuntime, prompts: list[list[int]]) -> torch.Tensor:
     return out.logits[:, -1]
 
 
+def _runs_tree(b: HFRuntime, prompts: list[list[int]]) -> bool:
+    """Whether ``prompts`` run as their prefix tree (:mod:`.tree`): their batches are then
+    whole subtrees (token order), sized by the tokens each prompt adds."""
+    with torch.inference_mode():
+        return b.kind == ModelKind.CAUSAL and len(prompts) > 1 and packs(b, prompts)
+
+
 def _next_token_distribution(b: HFRuntime, requests, progress):
     encoded, target_tokens = b.encode_with_targets(requests)
 
@@ -203,8 +210,7 @@ def _next_token_distribution(b: HFRuntime, requests, progress):
         ]
         return distribution_results(b, probs, [requests[i] for i in batch], single)
 
-    with torch.inference_mode():
-        tree = b.kind == ModelKind.CAUSAL and len(encoded) > 1 and packs(b, encoded)
+    tree = _runs_tree(b, encoded)
     results = b.batched(
         RequestType.TOKEN_DISTRIBUTION,
         list(range(len(requests))),
@@ -283,8 +289,7 @@ def choice_logprobs(b: HFRuntime, requests, progress) -> list[ChoiceLogprobsResu
             results.append(ChoiceLogprobsResult(tuple(chunk), tuple(len(c) for c in choices[i])))
         return results
 
-    with torch.inference_mode():
-        tree = b.kind == ModelKind.CAUSAL and len(prompts) > 1 and packs(b, prompts)
+    tree = _runs_tree(b, prompts)
     if tree:  # the tokens each request adds to its batch's tree
         lengths = [a + sum(len(c) for c in choices[i]) for i, a in enumerate(added_tokens(prompts))]
     return b.batched(
