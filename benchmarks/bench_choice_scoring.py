@@ -11,6 +11,10 @@ choices (log p(choice | prompt) summed over the choice's tokens). Approaches:
 * lm-evaluation-harness 0.4.13 ``HFLM.loglikelihood`` (the same model folder, fp32) at batch
   sizes 8, 32 and ``auto``.
 
+biaslens (``auto`` and 32) and lm-eval at batch 32 run in ``--repeats`` rounds (A B C A B C …),
+their medians compared; the other approaches run once. Before every run the fp32 matmul peak is
+measured again, so that each run's useful FLOP/s is read against the machine as it was then.
+
 Prints questions/s, biaslens's speed-up over each, and agreement (max |Δ log p| against
 biaslens). Goal: biaslens ``auto`` ≥ 1.5× lm-eval's best batch size.
 
@@ -56,39 +60,51 @@ def full_sequences(lm, requests, batch_size: int) -> list[float]:
     return out
 
 
-def biaslens_scores(model: str, batch_size, requests) -> tuple[float, list[float], object]:
-    lm = load_model(model, BackendConfig(device="cpu", batch_size=batch_size))
-    lm.choice_logprobs(requests[:2])  # load and warm up (sizes the probe does not count)
-    lm.sizers.clear()
-    seconds, results = harness.timed(lambda: lm.choice_logprobs(requests))
-    return seconds, [s for r in results for s in r.logprobs], lm
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="default")
     parser.add_argument("--paragraphs", type=int, default=102)
     parser.add_argument("--lei-dir", type=Path, default=SHARED)
     parser.add_argument("--no-lm-eval", action="store_true")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds of the timed approaches")
     args = parser.parse_args()
-    peak = harness.start()
+    harness.start()
 
-    probe = load_model(args.model, BackendConfig(device="cpu"))
+    auto = load_model(args.model, BackendConfig(device="cpu", batch_size="auto"))
+    fixed = load_model(args.model, BackendConfig(device="cpu", batch_size=32))
     rows = lei.read_split(lei.split_path("religion/noniid_test", args.lei_dir))
-    requests = generative_requests(probe, rows.head(args.paragraphs))
+    requests = generative_requests(auto, rows.head(args.paragraphs))
     n = len(requests)
-    print(f"{probe.identity.name}: {n} questions, 2 choices each")
+    print(f"{auto.identity.name}: {n} questions, 2 choices each")
+    for lm in (auto, fixed):
+        lm.choice_logprobs(requests[:2])  # load and warm up (sizes the probe does not count)
 
-    auto_s, reference, lm = biaslens_scores(args.model, "auto", requests)
+    def fresh_auto():  # each run starts unmeasured: its size probe is timed too
+        harness.forget_batch_sizes(auto)
+        return auto.choice_logprobs(requests)
+
+    approaches = {"auto": fresh_auto, "fixed": lambda: fixed.choice_logprobs(requests)}
+    theirs, lm_eval = None, None
+    pairs = [(r.prompt, c) for r in requests for c in r.choices]
+    if not args.no_lm_eval and harness.lm_eval_available():
+        lm_eval = harness.lm_eval_model(harness.model_folder(args.model), 32)
+        harness.lm_eval_loglikelihood(lm_eval, pairs[:4])  # warm-up
+        theirs = harness.ForwardCounter(lm_eval.model)
+        approaches["lm-eval"] = lambda: (
+            theirs.reset(), harness.lm_eval_loglikelihood(lm_eval, pairs))[1]  # fmt: skip
+    timings = harness.alternate(approaches, args.repeats)
+
     from biaslens.models.requests import RequestType
 
-    chosen = lm.sizer(RequestType.CHOICE_LOGPROBS).size
-    table = [harness.Row(f"biaslens, batch auto (settled at {chosen})", n, auto_s)]
-    fixed_s, fixed, _ = biaslens_scores(args.model, 32, requests)
-    table.append(
-        harness.Row("biaslens, batch 32", n, fixed_s, harness.max_abs_difference(fixed, reference))
-    )
-    script_s, script = harness.timed(lambda: full_sequences(lm, requests, 32))
+    chosen = auto.sizer(RequestType.CHOICE_LOGPROBS).size
+    reference = [s for r in timings["auto"].result for s in r.logprobs]
+    rounds = f"median of {args.repeats}"
+    table = [harness.Row(f"biaslens, batch auto (fresh each run; {rounds}; last at {chosen})",
+                         n, timings["auto"].median)]  # fmt: skip
+    scores = [s for r in timings["fixed"].result for s in r.logprobs]
+    table.append(harness.Row(f"biaslens, batch 32 ({rounds})", n, timings["fixed"].median,
+                             harness.max_abs_difference(scores, reference)))  # fmt: skip
+    script_s, script = harness.timed(lambda: full_sequences(auto, requests, 32))
     table.append(
         harness.Row(
             "transformers script, full sequences, batch 32",
@@ -97,35 +113,35 @@ def main() -> None:
             harness.max_abs_difference(script, reference),
         )
     )
-    per_token, per_row = harness.flop_rates(lm.model)
-    prompts, choices = lm.encode_choice_requests(requests)
+    per_token, per_row = harness.flop_rates(auto.model)
+    prompts, choices = auto.encode_choice_requests(requests)
     sequences = [p + c for p, row in zip(prompts, choices, strict=True) for c in row]
-    useful = per_token * harness.trie_tokens(sequences) + per_row * sum(
+    timings["auto"].flops = per_token * harness.trie_tokens(sequences) + per_row * sum(
         len(c) for row in choices for c in row
     )
-    shares = [("biaslens, batch auto, useful work (shared prompts once)", useful, auto_s)]
-    if not args.no_lm_eval and harness.lm_eval_available():
-        pairs = [(r.prompt, c) for r in requests for c in r.choices]
-        folder = harness.model_folder(args.model)
-        for batch in (8, 32, "auto"):
-            model = harness.lm_eval_model(folder, batch)
+    shares = [("biaslens, batch auto, useful work (shared prompts once)", timings["auto"])]
+    if lm_eval is not None:
+        timings["lm-eval"].flops = per_token * theirs.tokens + per_row * theirs.rows
+        table.append(harness.Row(f"lm-eval HFLM.loglikelihood, batch 32 ({rounds})", n,
+                                 timings["lm-eval"].median,
+                                 harness.max_abs_difference(timings["lm-eval"].result,
+                                                            reference)))  # fmt: skip
+        shares.append(("lm-eval batch 32, on the work it runs", timings["lm-eval"]))
+        lm_eval = None  # its memory back before the next lm-eval model loads
+        for batch in (8, "auto"):  # once each: the slower settings
+            model = harness.lm_eval_model(harness.model_folder(args.model), batch)
             harness.lm_eval_loglikelihood(model, pairs[:4])  # warm-up
-            theirs = harness.ForwardCounter(model.model)
-            seconds, scores = harness.timed(lambda m=model: harness.lm_eval_loglikelihood(m, pairs))
-            shares.append((f"lm-eval batch {batch}, on the work it runs",
-                           per_token * theirs.tokens + per_row * theirs.rows, seconds))  # fmt: skip
+            once = harness.alternate(
+                {"run": lambda m=model: harness.lm_eval_loglikelihood(m, pairs)}, 1
+            )["run"]
+            worst = harness.max_abs_difference(once.result, reference)
             table.append(
-                harness.Row(
-                    f"lm-eval HFLM.loglikelihood, batch {batch}",
-                    n,
-                    seconds,
-                    harness.max_abs_difference(scores, reference),
-                )
+                harness.Row(f"lm-eval HFLM.loglikelihood, batch {batch}", n, once.median, worst)
             )
             del model
     harness.print_table("LEI generative choice scoring", "questions", table)
-    for label, flops, seconds in shares:
-        harness.print_share(label, flops, seconds, peak)
+    for label, timing in shares:
+        harness.print_repeated_share(label, timing)
 
 
 if __name__ == "__main__":

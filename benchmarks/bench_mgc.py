@@ -15,6 +15,10 @@ paper's gendered target words. Two modes:
 * the paper code's approach, one ``generate(max_new_tokens=20, output_scores=True)`` call per
   prompt, on a subset (different work: shown because it is what the published numbers cost).
 
+biaslens and lm-eval run in ``--repeats`` rounds (A B A B …), their medians compared; the
+others run once. Before every run the fp32 matmul peak is measured again, so that each run's
+useful FLOP/s is read against the machine as it was then.
+
 **Paper** (up to 20 greedy steps with the top-5 at every step):
 
 * biaslens ``generate``: its own greedy loop continuing from the shared-prefix KV cache;
@@ -305,77 +309,93 @@ def exact_mode(args, lm, texts, counter, peak):
     per_token, per_row = harness.flop_rates(lm.model)
     nominal = per_token * sum(len(p) for p in prompts) + per_row * n
 
-    counter.reset()
-    seconds, results = harness.timed(lambda: lm.token_distribution(requests))
+    def biaslens_run():  # auto starts unmeasured in every run: its size probe is timed too
+        if lm.config.options.batch_size == "auto":
+            harness.forget_batch_sizes(lm)
+        counter.reset()
+        return lm.token_distribution(requests)
+
+    approaches = {"biaslens": biaslens_run}
+    lm_eval, theirs = None, None
+    pairs = [(text, target) for text in texts[:subset] for target in targets]
+    if not args.no_baselines and not args.no_lm_eval and harness.lm_eval_available():
+        lm_eval = harness.lm_eval_model(harness.model_folder(args.model), 32)
+        harness.lm_eval_loglikelihood(lm_eval, pairs[:4])  # warm-up
+        theirs = harness.ForwardCounter(lm_eval.model)
+        approaches["lm-eval"] = lambda: (
+            theirs.reset(), harness.lm_eval_loglikelihood(lm_eval, pairs))[1]  # fmt: skip
+    timings = harness.alternate(approaches, args.repeats, args.device)
+    ours = timings["biaslens"]
+    results, seconds = ours.result, ours.median
     reference = [list(r.target_probs) for r in results]
     executed = per_token * counter.tokens + per_row * counter.rows
+    ours.flops = per_token * harness.trie_tokens(prompts) + per_row * n
     chosen = lm.sizer(RequestType.TOKEN_DISTRIBUTION)
     settled = f"settled at {chosen.size}" if chosen.settled else f"probing, at {chosen.size}"
     if lm.config.options.batch_size != "auto":
         settled = "fixed"
-    table = [harness.Row(f"biaslens, batch {lm.config.options.batch_size} ({settled})", n, seconds)]
+    rounds = f"median of {args.repeats}"
+    fresh = "fresh each run, " if lm.config.options.batch_size == "auto" else ""
+    table = [harness.Row(f"biaslens, batch {lm.config.options.batch_size} ({fresh}{rounds}; "
+                         f"last {settled})", n, seconds)]  # fmt: skip
     if args.compare_attention:
         table.append(transformers_sdpa_row(lm, requests, reference))
     if args.no_baselines:
         harness.print_table(f"MGC exact mode, {n} prompt-A prompts", "prompts", table)
+        harness.print_repeated_share("biaslens, useful work (shared prefixes once)", ours)
         if not args.no_ceiling:
             print_ceiling(lm, requests, seconds, executed, peak)
         return results, seconds
 
     counter.reset()
-    seconds, script = harness.timed(lambda: script_exact(lm, prompts, target_ids, 64))
+    script_s, script = harness.timed(lambda: script_exact(lm, prompts, target_ids, 64))
     script_flops = per_token * counter.tokens + per_row * counter.rows
     table.append(
         harness.Row(
             "transformers script, batch 64, logits_to_keep=1",
             n,
-            seconds,
+            script_s,
             harness.max_abs_difference(harness.flat(script), harness.flat(reference)),
         )
     )
-    lm_eval_work = None
-    if not args.no_lm_eval and harness.lm_eval_available():
-        model = harness.lm_eval_model(harness.model_folder(args.model), 32)
-        pairs = [(text, target) for text in texts[:subset] for target in targets]
-        harness.lm_eval_loglikelihood(model, pairs[:4])  # warm-up
-        theirs = harness.ForwardCounter(model.model)
-        seconds, logprobs = harness.timed(lambda: harness.lm_eval_loglikelihood(model, pairs))
-        lm_eval_work = (per_token * theirs.tokens + per_row * theirs.rows, seconds)
+    if lm_eval is not None:
+        timings["lm-eval"].flops = per_token * theirs.tokens + per_row * theirs.rows
         table.append(
             harness.Row(
-                f"lm-eval loglikelihood per (prompt, target), batch 32 ({subset} prompts)",
+                f"lm-eval loglikelihood per (prompt, target), batch 32 ({subset} prompts, "
+                f"{rounds})",
                 subset,
-                seconds,
+                timings["lm-eval"].median,
                 harness.max_abs_difference(
-                    [math.exp(x) for x in logprobs], harness.flat(reference[:subset])
+                    [math.exp(x) for x in timings["lm-eval"].result],
+                    harness.flat(reference[:subset]),
                 ),
             )
         )
-        del model
-    seconds, _ = harness.timed(lambda: paper_code(lm, prompts[:subset]))
+        lm_eval = None  # its memory back before the paper code runs
+    paper_s, _ = harness.timed(lambda: paper_code(lm, prompts[:subset]))
     label = f"paper code: generate(20) per prompt ({subset} prompts)"
-    table.append(harness.Row(label, subset, seconds))
+    table.append(harness.Row(label, subset, paper_s))
     harness.print_table(f"MGC exact mode, {n} prompt-A prompts", "prompts", table)
-    biaslens_s = table[0].seconds
     print(
-        f"  biaslens executed {executed / biaslens_s / 1e9:.1f} GFLOP/s = "
-        f"{executed / biaslens_s / peak:.0%} of the matmul peak; nominal (every prompt in "
-        f"full) {nominal / biaslens_s / 1e9:.1f} GFLOP/s = {nominal / biaslens_s / peak:.0%}; "
-        f"shared prefixes cut the work run by {nominal / executed:.1f}x"
+        f"  biaslens executed {executed / seconds / 1e9:.1f} GFLOP/s = "
+        f"{executed / seconds / peak:.0%} of the matmul peak; nominal (every prompt in "
+        f"full) {nominal / seconds / 1e9:.1f} GFLOP/s = {nominal / seconds / peak:.0%}; "
+        f"shared prefixes cut the work run by {nominal / executed:.1f}x (median run, against "
+        "the peak measured at the start)"
     )
     print(
-        f"  script executed {script_flops / table[1].seconds / 1e9:.1f} GFLOP/s = "
-        f"{script_flops / table[1].seconds / peak:.0%} of the matmul peak"
+        f"  script executed {script_flops / script_s / 1e9:.1f} GFLOP/s = "
+        f"{script_flops / script_s / peak:.0%} of the matmul peak"
     )
-    useful = per_token * harness.trie_tokens(prompts) + per_row * n
-    harness.print_share("biaslens, useful work (shared prefixes once)", useful, biaslens_s, peak)
-    if lm_eval_work is not None:
-        harness.print_share(
-            "lm-eval, on the work it runs (every pair in full)", *lm_eval_work, peak
+    harness.print_repeated_share("biaslens, useful work (shared prefixes once)", ours)
+    if "lm-eval" in timings:
+        harness.print_repeated_share(
+            "lm-eval, on the work it runs (every pair in full)", timings["lm-eval"]
         )
     if not args.no_ceiling:
-        print_ceiling(lm, requests, biaslens_s, executed, peak)
-    return results, biaslens_s
+        print_ceiling(lm, requests, seconds, executed, peak)
+    return results, seconds
 
 
 def paper_mode(args, lm, texts) -> None:
@@ -423,6 +443,9 @@ def main() -> None:
     parser.add_argument("--no-lm-eval", action="store_true")
     parser.add_argument("--no-baselines", action="store_true", help="biaslens only (e.g. bf16)")
     parser.add_argument("--batch-size", default="auto", help="biaslens's batch size")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="rounds of biaslens and lm-eval (exact mode)"
+    )
     parser.add_argument(
         "--compare-attention",
         action="store_true",

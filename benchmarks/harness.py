@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import platform
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
@@ -48,6 +49,16 @@ def fresh_batch_memo() -> None:
 
     batch_memo.MEMO_FILE = f"bench-batch-sizes-{os.getpid()}.json"
     atexit.register(lambda: (cache_root() / batch_memo.MEMO_FILE).unlink(missing_ok=True))
+
+
+def forget_batch_sizes(lm) -> None:
+    """Make the next ``--batch-size auto`` call of ``lm`` start unmeasured again: its sizers
+    and this process's size memo (:func:`fresh_batch_memo`) cleared."""
+    from biaslens.common.paths import cache_root
+    from biaslens.models.runtime import batch_memo
+
+    (cache_root() / batch_memo.MEMO_FILE).unlink(missing_ok=True)
+    lm.sizers.clear()
 
 
 def set_batch_size(lm, batch_size: int | str) -> None:
@@ -214,6 +225,56 @@ def print_share(label: str, flops: float, seconds: float, peak: float) -> None:
     """One line: ``label``'s FLOP/s and its share of the fp32 matmul peak measured in the run."""
     print(f"  {label}: {flops / seconds / 1e9:.1f} GFLOP/s = {flops / seconds / peak:.0%} of "
           f"the fp32 matmul peak ({peak / 1e9:.0f} GFLOP/s, this run)")  # fmt: skip
+
+
+@dataclass
+class Repeated:
+    """One approach timed in several rounds: each run's seconds, the fp32 matmul peak measured
+    just before it (a neighbour on a shared machine slows both alike), the FLOPs of its work,
+    and its first result."""
+
+    seconds: list[float]
+    peaks: list[float]
+    flops: float = 0.0
+    result: object = None
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    def shares(self) -> list[float]:
+        return [self.flops / s / p for s, p in zip(self.seconds, self.peaks, strict=True)]
+
+
+def alternate(
+    approaches: dict[str, Callable[[], object]], repeats: int, device: str = "cpu"
+) -> dict[str, Repeated]:
+    """Each approach run ``repeats`` times in rounds (A B A B …), so that a slow spell of the
+    machine falls on all of them alike; before each run the fp32 matmul peak is measured again.
+    The caller sets each one's ``flops``."""
+    timings = {name: Repeated([], []) for name in approaches}
+    for _ in range(repeats):
+        for name, run in approaches.items():
+            peak = matmul_peak(device=device, repeats=3)
+            seconds, result = timed(run, device)
+            timing = timings[name]
+            timing.seconds.append(seconds)
+            timing.peaks.append(peak)
+            if timing.result is None:
+                timing.result = result
+    return timings
+
+
+def print_repeated_share(label: str, timing: Repeated) -> None:
+    """One line: ``label``'s median share of the fp32 matmul peak over its runs (each against
+    the peak measured just before it), with the range."""
+    shares, rates = timing.shares(), [timing.flops / s for s in timing.seconds]
+    range_ = f" ({min(shares):.0%}–{max(shares):.0%})" if len(shares) > 1 else ""
+    print(f"  {label}: {statistics.median(rates) / 1e9:.1f} GFLOP/s, "
+          f"{statistics.median(shares):.0%}{range_} of the fp32 matmul peak, median of "
+          f"{len(shares)} run{'s' * (len(shares) > 1)}, each against the peak measured just "
+          f"before it ({min(timing.peaks) / 1e9:.0f}–{max(timing.peaks) / 1e9:.0f} "
+          "GFLOP/s)")  # fmt: skip
 
 
 # ---------------------------------------------------------------------- lm-evaluation-harness

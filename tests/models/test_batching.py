@@ -7,6 +7,7 @@ from biaslens.models.runtime.batching import (
     WARM_UP_SIZE,
     BatchSizeMemo,
     BatchSizer,
+    Warmth,
     length_bucket,
     start_size,
 )
@@ -242,6 +243,28 @@ def test_a_model_run_starts_at_a_poisoned_memo_and_revalidates_it(tiny_models, t
     search = again.sizer(RequestType.TOKEN_DISTRIBUTION).search
     assert search.remembered == 2 and search.revalidated
     assert {2, 4} <= set(search.rates)  # the remembered size and its neighbour were measured
+
+
+def test_only_a_models_first_batch_is_an_untimed_warm_up(tmp_path):
+    """The warm-up pays one-time costs of the model, not of a search: once the model has run a
+    batch (any request type or length: one Warmth per model, shared by its sizers), a new
+    search times its first full batch. A model of its own warms up again."""
+    clock = FakeClock(CPU_SHAPE)
+    memo = BatchSizeMemo(tmp_path / "sizes.json")
+    warmth = Warmth()
+    first = BatchSizer("auto", memo, KEY, clock, warmth=warmth)
+    seen, fn = recording(clock)
+    first.run(list(range(20)), [L] * 20, fn)
+    assert seen == [WARM_UP_SIZE, 8, 8] and warmth.done
+    assert first.search.measures == {8: pytest.approx([100.0 * L] * 2)}  # warm-up untimed
+    seen.clear()
+    other = BatchSizer("auto", memo, "model|cpu|float32|choice_logprobs", clock, warmth=warmth)
+    other.run(list(range(16)), [L] * 16, fn)
+    assert seen == [8, 8]  # no warm-up: both batches timed
+    assert other.search.measures == {8: pytest.approx([100.0 * L] * 2)}
+    seen.clear()
+    BatchSizer("auto", memo, "other model|cpu", clock).run(list(range(12)), [L] * 12, fn)
+    assert seen == [WARM_UP_SIZE, 8]
 
 
 def test_work_that_ends_before_settling_leaves_its_best_size_as_a_starting_point(tmp_path):

@@ -32,6 +32,7 @@ import gc
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from biaslens.models.options import BatchSize
@@ -43,10 +44,10 @@ R = TypeVar("R")
 START_TOKENS = 2048
 """A fresh search starts at the power of two nearest this many tokens per batch (e.g. 32
 prompts of 64 tokens): smaller batches are rarely the fastest on any device, and each size
-below the best costs the search its slowest batches. The first batch also warms the model up
-and is not timed."""
+below the best costs the search its slowest batches. A model's first batch is an untimed
+warm-up (:class:`Warmth`)."""
 WARM_UP_SIZE = 4
-"""The first batch of a run warms the model up and is not timed: a few requests, so that the
+"""The first batch a model runs warms it up and is not timed: a few requests, so that the
 progress count moves within seconds (a first batch of 256 prompts sat at 0 for minutes)."""
 AUTO_FIRST_SIZE = 8
 """The size reported before any request was seen."""
@@ -122,7 +123,6 @@ class SizeSearch:
         self.first_size = self.size
         self.settled = False
         self.stable = True
-        self.warmed = False
         self.going_up = True
         self.measures: dict[int, list[float]] = {}  # tokens/s by size, every full batch timed
         self.confirmed = False
@@ -225,12 +225,24 @@ def _best_other(rates: dict[int, float], size: int) -> float:
     return max(others) if others else 0.0
 
 
+@dataclass
+class Warmth:
+    """Whether a model has run a batch in this process. Its one-time costs (lazy set-up, the
+    first allocations, a backend's once-per-model checks) are then paid, so a search of any
+    request type or length starts timing from its first batch; before that, the first batch
+    is a small untimed warm-up (:data:`WARM_UP_SIZE`). One per loaded model, shared by its
+    sizers."""
+
+    done: bool = False
+
+
 class BatchSizer:
     """Holds the batch size of one request type of one model.
 
     A fixed size is used as given. ``"auto"`` searches per length bucket (:class:`SizeSearch`,
     module doc); an out-of-memory error halves the size and settles. ``memo`` and ``key``
-    remember settled sizes across runs; ``clock`` is injectable for tests.
+    remember settled sizes across runs; ``clock`` is injectable for tests; ``warmth`` is the
+    model's (:class:`Warmth`), shared by its sizers.
     """
 
     def __init__(
@@ -240,7 +252,9 @@ class BatchSizer:
         key: str = "",
         clock: Callable[[], float] = time.perf_counter,
         max_size: int = AUTO_MAX_SIZE,
+        warmth: Warmth | None = None,
     ) -> None:
+        self.warmth = warmth if warmth is not None else Warmth()
         self.auto = batch_size == "auto"
         self.fixed = None if self.auto else batch_size
         self.memo, self.key, self.clock, self.max_size = memo, key, clock, max_size
@@ -306,7 +320,8 @@ class BatchSizer:
         start = 0
         while start < len(order):
             size = search.size if search is not None else self.size
-            if search is not None and not search.warmed:  # untimed: small, so progress moves
+            warm = self.warmth.done
+            if search is not None and not warm:  # untimed: small, so progress moves
                 size = min(size, WARM_UP_SIZE)
             index = order[start : start + size]
             began = self.clock()
@@ -323,14 +338,13 @@ class BatchSizer:
             for i, output in zip(index, outputs, strict=True):
                 results[i] = output
             start += len(index)
+            self.warmth.done = True
             if progress is not None:
                 progress(len(index))
-            if search is not None and not search.settled and len(index) == size:
-                if search.warmed:
-                    search.observe(sum(lengths[i] for i in index), elapsed)
-                    if search.settled:
-                        self._remember(search)
-                search.warmed = True
+            if search is not None and not search.settled and len(index) == size and warm:
+                search.observe(sum(lengths[i] for i in index), elapsed)
+                if search.settled:
+                    self._remember(search)
         if search is not None and not search.settled:
             self._remember_provisionally(search)
         return results  # type: ignore[return-value]

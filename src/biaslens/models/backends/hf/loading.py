@@ -16,6 +16,7 @@ import torch
 from biaslens.errors import BiaslensError
 from biaslens.models.backends.hf.attention import use_cpu_gqa
 from biaslens.models.backends.hf.checkpoint import check_finite_weights, check_loaded_tensors
+from biaslens.models.backends.hf.cpu_memory import keep_freed_memory
 from biaslens.models.base import ModelIdentity, ModelKind
 from biaslens.models.checkpoints.local import (
     load_or_refuse,
@@ -160,6 +161,8 @@ def load_parts(checkpoint: CheckpointRef, config: BackendConfig | None = None):
     check_chat(tokenizer, kind, options, checkpoint.name)
     model.to(device).eval()
     use_cpu_gqa(model)
+    if device.type == "cpu":
+        keep_freed_memory()  # activations reused from batch to batch, not faulted back in
     identity = ModelIdentity(
         name=checkpoint.name,
         kind=kind,

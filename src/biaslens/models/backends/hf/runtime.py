@@ -23,6 +23,7 @@ from biaslens.models.runtime.batching import (
     AUTO_MAX_SIZE_CPU,
     BatchSizeMemo,
     BatchSizer,
+    Warmth,
 )
 from biaslens.models.runtime.tokenization import LocalTokenizer, encode_causal_prompts
 
@@ -104,6 +105,8 @@ class HFRuntime(LocalTokenizer):
         self.config = config
         self.device = next(model.parameters()).device
         self.sizers: dict[RequestType, BatchSizer] = {}
+        self.warmth = Warmth()
+        """Whether this model has run a batch (its sizers then time from their first)."""
         if tokenizer.pad_token_id is None:
             # Causal tokenizers often have no pad token; padded positions are masked anyway.
             tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
@@ -152,7 +155,7 @@ class HFRuntime(LocalTokenizer):
             memo = BatchSizeMemo() if self.config.options.batch_size == "auto" else None
             limit = AUTO_MAX_SIZE_CPU if self.device.type == "cpu" else AUTO_MAX_SIZE
             self.sizers[request_type] = BatchSizer(
-                self.config.options.batch_size, memo, key, max_size=limit
+                self.config.options.batch_size, memo, key, max_size=limit, warmth=self.warmth
             )
         return self.sizers[request_type]
 

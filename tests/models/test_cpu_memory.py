@@ -1,0 +1,34 @@
+"""Keeping freed activation memory on a CPU (:mod:`biaslens.models.backends.hf.cpu_memory`):
+the glibc settings it asks for, read against ``malloc.h``, through an injected C library (the
+real one is process-wide and differs between machines)."""
+
+from __future__ import annotations
+
+from biaslens.models.backends.hf.cpu_memory import keep_freed_memory
+
+
+class FakeLibc:
+    """Records ``mallopt`` calls and answers ``answer`` (glibc: 1 taken, 0 refused)."""
+
+    def __init__(self, answer: int = 1) -> None:
+        self.calls: list[tuple[int, int]] = []
+        self.answer = answer
+
+    def mallopt(self, parameter: int, value: int) -> int:
+        self.calls.append((parameter, value))
+        return self.answer
+
+
+def test_it_fixes_the_mmap_threshold_at_glibcs_ceiling_and_stops_trimming():
+    """malloc.h: M_TRIM_THRESHOLD is -1, M_MMAP_THRESHOLD -3; glibc's ceiling of its adjusted
+    mmap threshold on 64-bit systems is 4 * 1024 * 1024 * sizeof(long) = 32 MiB; the trim
+    threshold is a C int, at most 2**31 - 1."""
+    libc = FakeLibc()
+    assert keep_freed_memory(libc) is True
+    assert libc.calls == [(-3, 4 * 1024 * 1024 * 8), (-1, 2**31 - 1)]
+
+
+def test_a_refused_setting_is_reported_and_the_second_is_not_asked():
+    libc = FakeLibc(answer=0)
+    assert keep_freed_memory(libc) is False
+    assert libc.calls == [(-3, 32 * 2**20)]
