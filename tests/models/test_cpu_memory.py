@@ -32,3 +32,36 @@ def test_a_refused_setting_is_reported_and_the_second_is_not_asked():
     libc = FakeLibc(answer=0)
     assert keep_freed_memory(libc) is False
     assert libc.calls == [(-3, 32 * 2**20)]
+
+
+def test_on_glibc_a_batchs_activation_comes_from_the_heap_and_stays_there():
+    """The real effect, where the C library is glibc (Linux CI): after the settings, a 20 MB
+    tensor is served from the heap (no new mapping while it lives), and freeing it does not
+    shrink the heap, so the next batch reuses that memory instead of faulting it in again."""
+    import ctypes
+
+    import pytest
+    import torch
+
+    from biaslens.models.backends.hf.cpu_memory import glibc
+
+    libc = glibc()
+    if libc is None or not hasattr(libc, "mallinfo2"):
+        pytest.skip("the C library is not glibc ≥ 2.33")
+
+    class Mallinfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+            "fordblks", "keepcost")]  # fmt: skip
+
+    libc.mallinfo2.restype = Mallinfo2
+    assert keep_freed_memory() is True
+    size = 20 * 2**20
+    before = libc.mallinfo2()
+    activation = torch.ones(size // 4)
+    during = libc.mallinfo2()
+    assert during.hblkhd - before.hblkhd < size  # not a mapping of its own
+    del activation
+    after = libc.mallinfo2()
+    assert after.arena >= during.arena  # the heap kept the freed block
+    assert after.fordblks >= size

@@ -1,17 +1,19 @@
 """Keep freed activation memory in the process while a model runs on a CPU.
 
-glibc's malloc gives memory back to the system whenever the free space at the top of its heap
-passes a threshold, and serves blocks above another threshold by ``mmap`` (both adjusted as it
-goes). A forward pass of a batch frees its activations at the end and allocates them again on
-the next batch, so on a CPU every batch faults its activation memory back in, page by page:
-a 34 MB product into a fresh tensor takes 8.9 ms against 1.5 ms when the heap keeps its memory
-(measured on a 2-core AMD EPYC). On choice scoring of 128 questions per batch (SmolLM2, about
-5,400 tokens in one sequence) that is 10% of the batch's time: 6.9–7.0 s against 6.2–6.4 s.
+glibc's malloc serves blocks above a threshold by ``mmap`` and gives the top of its heap back to
+the system when more than another threshold of it is free; it adjusts both as it goes. A
+forward pass frees its activations at the end of a batch and allocates them again on the next,
+and under glibc's own adjustment much of that memory still goes back to the system and is
+faulted in again, page by page, on the next batch. Choice scoring of 128 questions per batch
+(SmolLM2 on a 2-core AMD EPYC, about 5,400 tokens in one sequence) took 6.9–7.3 s a batch under
+glibc's defaults and 6.2–6.7 s with :func:`keep_freed_memory`.
 
-:func:`keep_freed_memory` fixes the ``mmap`` threshold at glibc's own ceiling (32 MiB on 64-bit
-systems) and stops trimming the heap. The process then keeps the memory its largest batch
-needed (it would hold it again at the next batch anyway) instead of returning it between
-batches. Other allocators (musl, macOS, Windows) are left as they are.
+:func:`keep_freed_memory` fixes the ``mmap`` threshold at glibc's ceiling (32 MiB on 64-bit
+systems) and stops trimming the heap. Both are needed: setting either one turns off glibc's
+adjustment of the other, and each alone was slower than the defaults (9.4 s and 7.7 s a batch
+on the same work). The process then keeps the memory its largest batch needed, which it would
+take again at the next batch anyway, instead of returning it between batches. Other allocators
+(musl, macOS, Windows) are left as they are.
 """
 
 from __future__ import annotations
