@@ -34,6 +34,14 @@ def test_a_refused_setting_is_reported_and_the_second_is_not_asked():
     assert libc.calls == [(-3, 32 * 2**20)]
 
 
+def test_biaslens_keep_cpu_memory_0_leaves_malloc_alone(monkeypatch):
+    """A program that embeds biaslens can keep malloc's own settings: nothing is asked."""
+    monkeypatch.setenv("BIASLENS_KEEP_CPU_MEMORY", "0")
+    libc = FakeLibc()
+    assert keep_freed_memory(libc) is False
+    assert libc.calls == []
+
+
 def test_on_glibc_a_batchs_activation_comes_from_the_heap_and_stays_there():
     """The real effect, where the C library is glibc (Linux CI): after the settings, a 20 MB
     tensor is served from the heap (no new mapping while it lives), and freeing it does not

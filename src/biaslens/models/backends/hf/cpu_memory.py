@@ -13,13 +13,15 @@ systems) and stops trimming the heap. Both are needed: setting either one turns 
 adjustment of the other, and each alone was slower than the defaults (9.4 s and 7.7 s a batch
 on the same work). The process then keeps the memory its largest batch needed, which it would
 take again at the next batch anyway, instead of returning it between batches. Other allocators
-(musl, macOS, Windows) are left as they are.
+(musl, macOS, Windows) are left as they are, and so is malloc when ``BIASLENS_KEEP_CPU_MEMORY=0``
+(a program that embeds biaslens and wants memory back between batches).
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
@@ -29,6 +31,9 @@ MMAP_THRESHOLD = 32 * 2**20
 (``DEFAULT_MMAP_THRESHOLD_MAX`` on 64-bit systems); larger ones are mapped apart."""
 NEVER_TRIM = 2**31 - 1
 """The largest trim threshold ``mallopt`` takes (a C int): 2 GiB of free heap before trimming."""
+
+OPT_OUT_ENV = "BIASLENS_KEEP_CPU_MEMORY"
+"""Set to 0 to leave malloc's settings alone."""
 
 _applied: bool | None = None
 
@@ -48,9 +53,12 @@ def glibc():
 
 def keep_freed_memory(libc=None) -> bool:
     """Once per process: allocations below :data:`MMAP_THRESHOLD` from the heap, and the heap
-    never trimmed (module doc). Returns whether glibc took both settings; ``libc`` is
-    injectable for tests (anything with ``mallopt(parameter, value) -> int``)."""
+    never trimmed (module doc), unless ``BIASLENS_KEEP_CPU_MEMORY=0``. Returns whether glibc
+    took both settings; ``libc`` is injectable for tests (anything with
+    ``mallopt(parameter, value) -> int``)."""
     global _applied
+    if os.environ.get(OPT_OUT_ENV, "1").strip() == "0":
+        return False
     if libc is not None:
         return _set(libc)
     if _applied is None:
