@@ -44,20 +44,18 @@ def fresh_batch_memo() -> None:
     a memo file of this process's own, removed at exit."""
     import atexit
 
-    from biaslens.common.paths import cache_root
     from biaslens.models.runtime import batch_memo
 
     batch_memo.MEMO_FILE = f"bench-batch-sizes-{os.getpid()}.json"
-    atexit.register(lambda: (cache_root() / batch_memo.MEMO_FILE).unlink(missing_ok=True))
+    atexit.register(lambda: batch_memo.BatchSizeMemo().path.unlink(missing_ok=True))
 
 
 def forget_batch_sizes(lm) -> None:
     """Make the next ``--batch-size auto`` call of ``lm`` start unmeasured again: its sizers
     and this process's size memo (:func:`fresh_batch_memo`) cleared."""
-    from biaslens.common.paths import cache_root
-    from biaslens.models.runtime import batch_memo
+    from biaslens.models.runtime.batch_memo import BatchSizeMemo
 
-    (cache_root() / batch_memo.MEMO_FILE).unlink(missing_ok=True)
+    BatchSizeMemo().path.unlink(missing_ok=True)
     lm.sizers.clear()
 
 
