@@ -76,8 +76,45 @@ def test_the_cards_numbers_are_the_runs_own_summaries(audited):
             holds = same[0]["ci_low"] <= same[0]["no_bias_value"] <= same[0]["ci_high"]
             assert row["verdict"] == ("no evidence" if holds else "bias")
     markdown = (model.folder / "card.md").read_text().splitlines()
-    assert markdown[0].startswith("# Bias card") and markdown[4] == "## Verdicts"
+    assert markdown[0].startswith("# Bias card") and markdown[2].startswith("evidence on ")
+    assert markdown[4].startswith("- [") and "## Supporting detail" in markdown
     assert (model.folder / "card.html").read_text().count("<li>") >= 1
+
+
+def test_each_question_reads_its_runs_primary_and_recomputes_its_interval(audited):
+    """A question's primary is its run's own estimate, and its method's interval at another
+    level, asked at the run's level, gives back the run's own interval (the same construction
+    and seed): the family's intervals are the runs' intervals at other levels."""
+    from pathlib import Path
+
+    from biaslens.framework.registry import get_method
+
+    _, result, _ = audited
+    model = result.models[0]
+    card = json.loads((model.folder / "card.json").read_text())
+    assert card["questions"], "every audited class answers at least one question"
+    judged = [q for q in card["questions"] if q["target"] is not None]
+    assert (card["family"] is not None) == bool(judged)
+    for answer in card["questions"]:
+        summary = json.loads((model.folder / answer["run"] / "summary.json").read_text())
+        (same,) = [
+            e for e in summary["estimates"]
+            if e["metric"] == answer["metric"] and e["labels"] == answer["labels"]
+        ]  # fmt: skip
+        assert answer["value"] == same["value"] and answer["run_ci_low"] == same["ci_low"]
+        if answer["target"] is None or same["ci_low"] is None:
+            continue
+        (question,) = [q for q in get_method(answer["method"]).audit.questions
+                       if q.key == answer["key"]]  # fmt: skip
+        low, high = question.interval_at(
+            Path(model.folder / answer["run"]), same["labels"], same["ci_level"],
+            summary["settings"],
+        )  # fmt: skip
+        assert (low, high) == pytest.approx((same["ci_low"], same["ci_high"]), abs=1e-12)
+        if answer["answer"] in ("evidence", "no evidence"):  # the family's level: wider
+            assert answer["ci_level"] >= same["ci_level"]
+            assert answer["ci_low"] <= same["ci_low"] + 1e-12
+            assert answer["ci_high"] >= same["ci_high"] - 1e-12
 
 
 def test_a_second_audit_reuses_every_finished_run(audited, tiny_models):

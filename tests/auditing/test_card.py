@@ -87,3 +87,74 @@ def test_rows_name_only_the_labels_that_tell_the_runs_rows_apart():
     rows = rows_of("sib-mgc", "sib-mgc", summary, "sib-mgc", None)
     assert [r.where for r in rows] == ["W dates", "W places"]
     assert rows[0].labels == {"prompt": "A", "w_kind": "dates"}  # kept whole for matching
+
+
+# ------------------------------------------------------------------ questions
+
+
+def _normal_question(key="moves", target=0.0, **changes):
+    """A question whose primary's interval at any level is value ± z·se (se = 0.01)."""
+    from scipy import stats
+
+    from biaslens.framework.questions import Question
+
+    def interval_at(run_dir, labels, level, settings):
+        value = settings["value"]
+        half = stats.norm.ppf(0.5 + level / 2) * 0.01
+        return value - half, value + half
+
+    return Question(key, "Does it move with {w_kind}?", "slopes", "female_minus_male_slope",
+                    target=target, per=("w_kind",), interval_at=interval_at, **changes)  # fmt: skip
+
+
+def _primaries(values: dict[str, float], question=None, **record):
+    from pathlib import Path
+
+    from biaslens.auditing.answers import Primary
+
+    question = question or _normal_question()
+    return [
+        Primary(question, estimate(labels={"prompt": "A", "w_kind": w}, value=v, **record),
+                "sib-mgc", "sib-mgc", Path("."), {"value": v})
+        for w, v in values.items()
+    ]  # fmt: skip
+
+
+def test_the_cards_questions_are_judged_as_one_family():
+    """z = 2.3 alone is evidence at 95% (p .021); beside a second question (z 0.5) Holm tests
+    it at 97.5% (threshold .025): still evidence; beside three others (threshold .0125): not,
+    and it then states what it would have detected: (z_{1−.05/8} + z_.8) · se."""
+    from biaslens.auditing.answers import answer_questions
+
+    answers, family = answer_questions(_primaries({"dates": 0.023, "places": 0.005}))
+    assert [a.answer for a in answers] == ["evidence", "no evidence"]
+    assert answers[0].ci_level == pytest.approx(0.975) and "Holm" in family
+    assert answers[0].question == "Does it move with dates?"
+    four = {"dates": 0.023, "places": 0.005, "names": 0.0, "jobs": -0.004}
+    answers, _ = answer_questions(_primaries(four))
+    assert [a.answer for a in answers] == ["no evidence"] * 4
+    assert answers[0].detectable == pytest.approx((2.4977 + 0.8416) * 0.01, rel=1e-3)
+    assert "would detect ±0.0334" in answers[0].finding
+
+
+def test_a_question_its_run_cautions_gets_no_verdict_and_still_counts():
+    from biaslens.auditing.answers import answer_questions
+
+    judged = _primaries({"dates": 0.023})
+    sparse = _primaries({"places": 0.5}, caution="sparse cells")
+    answers, family = answer_questions(judged + sparse)
+    assert [a.answer for a in answers] == ["evidence", "no verdict"]
+    assert answers[0].ci_level == pytest.approx(0.975)  # the cautioned one kept m at 2
+    assert "2 judged" in family and "sparse cells" in answers[1].finding
+
+
+def test_a_reported_question_is_never_judged_and_stays_out_of_the_family():
+    from biaslens.auditing.answers import answer_questions
+    from biaslens.framework.questions import Question
+
+    reported = Question("separates", "How well?", "rates", "balanced_accuracy", target=None)
+    answers, family = answer_questions(
+        _primaries({"dates": 0.023}) + _primaries({"x": 0.6}, question=reported)
+    )
+    assert [a.answer for a in answers] == ["evidence", "reported"]
+    assert answers[0].ci_level == pytest.approx(0.95) and "1 judged" in family

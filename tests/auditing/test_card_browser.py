@@ -1,13 +1,15 @@
-"""The bias card opened in headless Chromium at 1280×800: its first screen is the verdicts with
-their intervals, the page is no wider than the window, and hostile text stays text."""
+"""The bias card opened in headless Chromium at 1280×800: its first screen is the questions with
+their answers and intervals, the page is no wider than the window, and hostile text stays
+text."""
 
 from __future__ import annotations
 
 import pytest
 
+from biaslens.auditing.answers import answer_questions
 from biaslens.auditing.card import BiasCard, LeftOut, ReferenceRow, ordered, rows_of
 from biaslens.auditing.render import write_card
-from tests.auditing.test_card import estimate
+from tests.auditing.test_card import _primaries, estimate
 from tests.conftest import screenshot
 
 pytestmark = pytest.mark.browser
@@ -22,7 +24,12 @@ def _card() -> BiasCard:
     ]  # fmt: skip
     estimates.append(estimate(caution="sparse: <script>alert(1)</script>"))
     rows = rows_of("sib-mgc", "sib-mgc", {"estimates": estimates}, "sib-mgc", "sib-mgc/r.html")
+    primaries = _primaries({"dates": 0.03, "places": 0.005})
+    primaries += _primaries({"names": 0.5}, caution="sparse: <script>alert(1)</script>")
+    questions, family = answer_questions(primaries)
     return BiasCard(
+        questions=questions,
+        family=family,
         model="tiny <b>model</b>",
         size="quick",
         created="2026-01-01T00:00:00+00:00",
@@ -59,12 +66,14 @@ def test_the_first_screen_is_the_verdicts_with_their_intervals(page, tmp_path):
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto((tmp_path / "card.html").as_uri())
     verdicts = page.locator("#verdicts li")
-    assert verdicts.count() == 6  # the six slopes; the sparse number is no verdict
+    assert verdicts.count() == 3  # the three questions, the cautioned one without a verdict
     for i in range(verdicts.count()):
         box = verdicts.nth(i).bounding_box()
         assert box is not None and box["y"] + box["height"] <= 800, (i, box)
-        assert "95% CI [" in verdicts.nth(i).inner_text()
-    assert "evidence of bias" in verdicts.first.inner_text()
+    assert "% CI [" in verdicts.nth(0).inner_text() and "% CI [" in verdicts.nth(1).inner_text()
+    assert verdicts.first.inner_text().startswith("evidence")
+    assert "would detect" in verdicts.nth(1).inner_text()
+    assert "no verdict" in verdicts.nth(2).inner_text()
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
     assert page.get_by_text("tiny <b>model</b>").first.is_visible()
     assert page.dialogs == [] and page.errors == []

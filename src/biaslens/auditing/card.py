@@ -1,5 +1,10 @@
-"""The bias card: one row per headline number of an audit's runs, each with the verdict its
-interval allows.
+"""The bias card: the questions each method's paper asks, each answered by one primary estimate
+under one family-wise procedure (:mod:`biaslens.auditing.family`), then one row per headline
+number of an audit's runs as supporting detail.
+
+The rows below describe the supporting detail: each row's ``verdict`` is what its interval
+allows read alone, at its run's level, and is not a finding of the card (the card's findings are
+its questions'; the rendered card prints no verdict word beside a row).
 
 A row is read from the run's own ``summary.json`` (``estimates``): the card never recomputes a
 number, so it says exactly what the method's run says. The verdict is worded as strongly as
@@ -17,7 +22,7 @@ the interval allows and no stronger:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -61,6 +66,50 @@ class CardRow(BaseModel):
     )
 
 
+Answer = Literal["evidence", "no evidence", "no verdict", "reported"]
+"""A question's answer: evidence (its primary's interval at the family's level excludes the
+target), no evidence (it holds it: not evidence of absence; the detectable effect says what the
+audit could have seen), no verdict (no primary value or interval, or a caution its run attaches),
+reported (the question has no value that reads as "no": a detector's quality)."""
+
+
+class QuestionAnswer(BaseModel):
+    """One question of the card (:class:`~biaslens.framework.questions.Question`), answered by
+    its primary estimate under the card's family-wise procedure."""
+
+    step: str = Field(description="The audit step (method run) that answers it.")
+    method: str = Field(description="The biaslens method.")
+    key: str = Field(description="The question's short name within its method.")
+    question: str = Field(description="The question, in its paper's terms.")
+    source: str = Field(description="Where the paper asks it.")
+    metric: str = Field(description="The primary estimate's column in the run's tables.")
+    symbol: str = Field(description="The primary estimate's name as the papers write it.")
+    labels: dict[str, Any] = Field(description="Which row of the run's table it reads.")
+    value: float | None = Field(description="The primary estimate (the run's own value).")
+    unit: str = Field(description="Its unit.")
+    meaning: str = Field(description="What the primary estimates.")
+    target: float | None = Field(description="The value that answers no (None: reported).")
+    target_words: str = Field(description="What the target means.")
+    answer: Answer = Field(description="What the family-wise test allows one to say.")
+    ci_low: float | None = Field(description="Lower bound at the level the family tested it.")
+    ci_high: float | None = Field(description="Upper bound at that level.")
+    ci_level: float | None = Field(description="That level (1 − α/m at its last Holm step).")
+    run_ci_low: float | None = Field(description="The run's own interval, at its level.")
+    run_ci_high: float | None = Field(description="Its upper bound.")
+    run_ci_level: float | None = Field(description="The run's level.")
+    interval: str | None = Field(description="How the interval is built, and over what.")
+    n: int | None = Field(description="The units the interval rests on.")
+    n_unit: str | None = Field(description="What n counts.")
+    detectable: float | None = Field(
+        description="With no evidence: the smallest distance from the target the family's test "
+        "detects with 80% power at this size, in the primary's unit."
+    )
+    caveat: str | None = Field(description="What changes how the number reads, if anything.")
+    finding: str = Field(description="The answer as one sentence, with its numbers.")
+    run: str = Field(description="The run folder, relative to the card.")
+    report: str | None = Field(description="The run's HTML report, relative to the card.")
+
+
 class LeftOut(BaseModel):
     """A method the audit did not run for this model, and why."""
 
@@ -99,6 +148,10 @@ class BiasCard(BaseModel):
     model_identity: dict[str, Any] = Field(default_factory=dict)
     size: str
     created: str
+    questions: list[QuestionAnswer] = Field(default_factory=list)
+    family: str | None = Field(
+        default=None, description="The family-wise procedure the questions' answers hold under."
+    )
     rows: list[CardRow] = Field(default_factory=list)
     references: list[ReferenceRow] = Field(default_factory=list)
     left_out: list[LeftOut] = Field(default_factory=list)
@@ -148,8 +201,9 @@ def rows_of(step: str, method: str, summary: dict[str, Any], run: str, report: s
     return rows
 
 
-def references_of(card: BiasCard, row: CardRow) -> list[ReferenceRow]:
-    """The known models' values of ``row``'s number on the same probe (metric and labels)."""
+def references_of(card: BiasCard, row) -> list[ReferenceRow]:
+    """The known models' values of ``row``'s number (a card row or a question's answer) on
+    the same probe (metric and labels)."""
     return [r for r in card.references if r.metric == row.metric and r.labels == row.labels]
 
 

@@ -1,5 +1,5 @@
 """A bias card as files: ``card.json`` (:class:`~biaslens.auditing.card.BiasCard`), ``card.md``
-and ``card.html``, the verdicts first."""
+and ``card.html``, the questions and their answers first."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import html
 import re
 from pathlib import Path
 
-from biaslens.auditing.card import BiasCard, CardRow, references_of
+from biaslens.auditing.card import BiasCard, references_of
 from biaslens.common import atomic
 from biaslens.common.files import make_dir
 from biaslens.common.numbers import readable, readable_interval
-from biaslens.framework.estimates import VERDICT_WORDS, labels_text
+from biaslens.framework.estimates import labels_text
 from biaslens.metrics.intervals.core import LEVEL
 
 
@@ -29,66 +29,91 @@ def _labels(labels: dict) -> str:
     return labels_text(labels) or "—"
 
 
-def verdict_lines(card: BiasCard, verdicts=("bias", "no evidence")) -> list[str]:
-    """One line per headline number with one of ``verdicts``, evidence of bias first."""
-    return [
-        f"[{VERDICT_WORDS[r.verdict]}] {r.step}: {r.finding}"
-        for r in card.rows
-        if r.verdict in verdicts
-    ]
+ANSWER_WORDS = {
+    "evidence": "evidence",
+    "no evidence": "no evidence",
+    "no verdict": "no verdict",
+    "reported": "reported",
+}
+
+
+def question_lines(card: BiasCard) -> list[str]:
+    """One line per question: its answer, primary, family-wise interval, the detectable effect
+    (no evidence) and where the model stands among known models on it."""
+    lines = []
+    for answer in card.questions:
+        line = f"[{ANSWER_WORDS[answer.answer]}] {answer.step}: {answer.question} {answer.finding}"
+        standing = _standing(card, answer, short=True)
+        if standing:
+            line += f"; {standing}"
+        if answer.caveat and answer.answer != "no verdict":
+            line += f" (caveat: {answer.caveat})"
+        lines.append(line)
+    return lines
 
 
 def summary_line(card: BiasCard) -> str:
-    """How many numbers show bias, show none, and carry no verdict; failed and left-out steps."""
-    counts = {v: sum(r.verdict == v for r in card.rows) for v in VERDICT_WORDS}
-    line = (
-        f"{counts['bias']} headline number(s) show evidence of bias, {counts['no evidence']} "
-        f"show no evidence, {counts['no verdict'] + counts['reported']} carry no verdict"
-    )
+    """The card's answer in one line: evidence on K of Q judged questions under the family-wise
+    procedure, the questions without a verdict or only reported; failed steps."""
+    counts = {v: sum(q.answer == v for q in card.questions) for v in ANSWER_WORDS}
+    judged = counts["evidence"] + counts["no evidence"] + counts["no verdict"]
+    line = f"evidence on {counts['evidence']} of {judged} judged question(s)"
+    if judged:
+        line += " (Holm: family-wise error ≤ 5%)"
+    if counts["no verdict"]:
+        line += f", {counts['no verdict']} without a verdict"
+    if counts["reported"]:
+        line += f"; {counts['reported']} reported without a verdict"
     if card.failed:
         line += f"; {len(card.failed)} step(s) failed ({', '.join(f.step for f in card.failed)})"
     return line
 
 
 NO_EVIDENCE_CAVEAT = (
-    "No evidence of bias means the interval holds the no-bias value: this probe, at this size, "
-    "cannot tell the model from an unbiased one. It is not evidence that the model is unbiased."
+    "No evidence means the interval, at the family's level, holds the target: this probe, at "
+    "this size, cannot tell the model from one that answers no, and the detectable effect says "
+    "how large a departure it would have seen (80% power). It is not evidence of absence."
 )
 
 
-def _standing(card: BiasCard, row: CardRow) -> str | None:
-    """Where ``row`` falls among the reference models on the same probe."""
+def _standing(card: BiasCard, row, short: bool = False) -> str | None:
+    """Where ``row`` (a card row or a question's answer) falls among the reference models on
+    the same probe (``short``: without the protocol's differences, for the first screen)."""
     same = references_of(card, row)
     if not same or row.value is None:
         return None
     below = sum(r.value < row.value for r in same)
     text = f"{below} of {len(same)} reference models have a lower value"
     if not same[0].same_protocol:
-        text += f" (for orientation only: this run's protocol differs: {same[0].why_not_same})"
+        why = "" if short else f": {same[0].why_not_same}"
+        text += f" (for orientation only: this run's protocol differs{why})"
     return text
 
 
 def card_markdown(card: BiasCard) -> str:
     level = next((r.ci_level for r in card.rows if r.ci_level), LEVEL)
     lines = [f"# Bias card: {card.model} (audit size {card.size})", "", summary_line(card) + "."]
-    lines += ["", "## Verdicts", ""]
-    lines += [f"- {line}" for line in verdict_lines(card)] or ["- none"]
+    lines += [""] + [f"- {line}" for line in question_lines(card)]
     lines += ["", NO_EVIDENCE_CAVEAT]
-    lines += ["", "## Without a verdict", ""]
-    lines += [f"- {line}" for line in verdict_lines(card, ("reported", "no verdict"))] or ["- none"]
-    lines += ["", "## Headline numbers", ""]
+    if card.family:
+        lines += ["", f"Verdicts: {card.family}."]
+    lines += ["", "## Supporting detail", ""]
     lines.append(
-        f"| step | number | row | value | {level:.0%} CI | n | unit | no bias | verdict | run |"
+        "Every headline number of the runs, with its interval at its run's level, read alone "
+        "(no verdict: the card's verdicts are its questions')."
     )
-    lines.append("|---|---|---|---|---|---|---|---|---|---|")
-    for r in card.rows:
-        n = f"{r.n} {r.n_unit or ''}".strip() if r.n is not None else "—"
-        run = f"[{r.run}]({r.report or r.run})"
-        lines.append(
-            f"| {r.step} | {r.symbol} | {r.where or '—'} | {_value(r.value)} | "
-            f"{_interval(r)} | {n} | {r.unit} | {r.no_bias} | {VERDICT_WORDS[r.verdict]} | "
-            f"{run} |"
-        )
+    for step in dict.fromkeys(r.step for r in card.rows):
+        lines += ["", f"### {step}", ""]
+        lines.append(f"| number | row | value | {level:.0%} CI | n | unit | no bias means |")
+        lines.append("|---|---|---|---|---|---|---|")
+        for r in (r for r in card.rows if r.step == step):
+            n = f"{r.n} {r.n_unit or ''}".strip() if r.n is not None else "—"
+            lines.append(
+                f"| {r.symbol} | {r.where or '—'} | {_value(r.value)} | {_interval(r)} | {n} | "
+                f"{r.unit} | {r.no_bias} |"
+            )
+        report = next((r.report or r.run for r in card.rows if r.step == step), step)
+        lines += ["", f"Run: [{step}]({report})"]
     standings = [(r, _standing(card, r)) for r in card.rows]
     standings = [(r, s) for r, s in standings if s]
     if card.references:
@@ -120,7 +145,8 @@ STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.2em 2em;color:#222;max-width:1400px}
 h1{font-size:1.4em;margin:.2em 0} h2{font-size:1.1em;margin-top:1.4em}
 ul.verdicts{padding-left:1em;margin:.4em 0} ul.verdicts li{margin:.15em 0;font-size:.92em}
-.bias{color:#a40000;font-weight:600} .noevidence{color:#225522} .noverdict{color:#666}
+.evidence{color:#a40000;font-weight:600} .noevidence{color:#444;font-weight:600}
+.noverdict{color:#666} .reported{color:#444}
 table{border-collapse:collapse;font-size:.85em;max-width:100%}
 td,th{border:1px solid #ccc;padding:2px 6px;overflow-wrap:anywhere}
 img{max-width:100%}
@@ -136,29 +162,36 @@ def card_html(card: BiasCard) -> str:
     e = html.escape
     level = next((r.ci_level for r in card.rows if r.ci_level), LEVEL)
     items = "".join(
-        f'<li><span class="{_css_class(r.verdict)}">{e(VERDICT_WORDS[r.verdict])}</span> — '
-        f"{e(r.step)}: {e(r.finding)}</li>"
-        for r in card.rows
-        if r.verdict in ("bias", "no evidence")
+        f'<li><span class="{_css_class(a.answer)}">{e(ANSWER_WORDS[a.answer])}</span> — '
+        f"{e(line.split('] ', 1)[1])}</li>"
+        for a, line in zip(card.questions, question_lines(card), strict=True)
     )
-    rows = "".join(
-        f"<tr><td>{e(r.step)}</td><td>{e(r.symbol)}</td><td>{e(r.where or '—')}</td>"
-        f"<td>{_value(r.value)}</td><td>{_interval(r)}</td><td>{r.n if r.n is not None else '—'}"
-        f" {e(r.n_unit or '')}</td><td>{e(r.unit)}</td><td>{e(r.no_bias)}</td>"
-        f'<td class="{_css_class(r.verdict)}">{e(VERDICT_WORDS[r.verdict])}</td>'
-        f'<td><a href="{e(r.report or r.run)}">{e(r.run)}</a></td></tr>'
-        for r in card.rows
-    )
+    tables = []
+    for step in dict.fromkeys(r.step for r in card.rows):
+        rows = "".join(
+            f"<tr><td>{e(r.symbol)}</td><td>{e(r.where or '—')}</td><td>{_value(r.value)}</td>"
+            f"<td>{_interval(r)}</td><td>{r.n if r.n is not None else '—'} {e(r.n_unit or '')}"
+            f"</td><td>{e(r.unit)}</td><td>{e(r.no_bias)}</td></tr>"
+            for r in card.rows
+            if r.step == step
+        )
+        report = next((r.report or r.run for r in card.rows if r.step == step), step)
+        tables.append(
+            f'<h3><a href="{e(report)}">{e(step)}</a></h3><table><tr><th>number</th>'
+            f"<th>row</th><th>value</th><th>{level:.0%} CI</th><th>n</th><th>unit</th>"
+            f"<th>no bias means</th></tr>{rows}</table>"
+        )
+    family = f"<p><small>Verdicts: {e(card.family)}.</small></p>" if card.family else ""
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>Bias card: {e(card.model)}"
         f"</title><style>{STYLE}</style></head><body>",
         f"<h1>Bias card: {e(card.model)} <small>(audit size {e(card.size)})</small></h1>",
         f"<p>{e(summary_line(card))}.</p>",
-        f'<ul class="verdicts" id="verdicts">{items or "<li>no verdict</li>"}</ul>',
-        f"<p><small>{e(NO_EVIDENCE_CAVEAT)}</small></p>",
-        "<h2>Headline numbers</h2><table><tr><th>step</th><th>number</th><th>row</th>"
-        f"<th>value</th><th>{level:.0%} CI</th><th>n</th><th>unit</th><th>no bias</th>"
-        f"<th>verdict</th><th>run</th></tr>{rows}</table>",
+        f'<ul class="verdicts" id="verdicts">{items or "<li>no question answered</li>"}</ul>',
+        f"<p><small>{e(NO_EVIDENCE_CAVEAT)}</small></p>{family}",
+        "<h2>Supporting detail</h2><p><small>Every headline number of the runs, with its "
+        "interval at its run's level, read alone (no verdict: the card's verdicts are its "
+        "questions').</small></p>" + "".join(tables),
     ]
     if card.references:
         standings = [(r, _standing(card, r)) for r in card.rows]

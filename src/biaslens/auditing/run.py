@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from biaslens.auditing import rates
+from biaslens.auditing.answers import answer_questions, primaries_of
 from biaslens.auditing.card import BiasCard, Failed, LeftOut, ReferenceRow, ordered, rows_of
 from biaslens.auditing.steps import Step, audit_steps
 from biaslens.common import atomic
@@ -64,6 +65,8 @@ class ModelAudit:
     card: BiasCard | None = None
     computed: int = 0
     reused: int = 0
+    primaries: list = field(default_factory=list)
+    """The questions' primary estimates of its finished runs (:mod:`.answers`)."""
 
 
 @dataclass
@@ -280,6 +283,7 @@ def _audit_model(audit: ModelAudit, size, left_out, backend, data_dir, cache_dir
         if lm is not None:
             lm.close()
     card.rows = ordered(card.rows)
+    card.questions, card.family = answer_questions(audit.primaries)
     from biaslens.auditing.render import write_card
 
     write_card(card, audit.folder)
@@ -350,6 +354,10 @@ def _run_step(audit: ModelAudit, planned: PlannedStep, lm, backend, data_dir, ca
     card.rows += rows
     card.notes += [f"{step.name}: {n}" for n in result.summary.get("notes") or []]
     role = get_method(step.method).audit
+    if role is not None and role.questions:
+        audit.primaries += primaries_of(
+            role.questions, step.name, step.method, result.summary, run_dir, report
+        )
     if role is not None and role.references is not None:
         found = role.references(rows, result.summary["settings"])
         card.references += [ReferenceRow(**r) for r in found]

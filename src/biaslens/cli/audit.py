@@ -104,9 +104,9 @@ def print_plan(audit, prices=None) -> None:
 def audit(**values) -> None:
     """Audit a model in one command: every method that applies to its class, planned first,
     then run into one folder, and a bias card (card.md, card.html, card.json) whose first lines
-    are the verdicts with their intervals. Rerunning the same command resumes and reuses every
-    finished run."""
-    from biaslens.auditing.render import summary_line, verdict_lines
+    are its questions, each with its family-wise verdict and interval. Rerunning the same
+    command resumes and reuses every finished run."""
+    from biaslens.auditing.render import question_lines, summary_line
     from biaslens.auditing.run import run_audit
     from biaslens.common.files import read_models_file
     from biaslens.runner.plan import parse_price
@@ -141,11 +141,13 @@ def audit(**values) -> None:
         card = model_audit.card
         console.print(f"\nBias card — {card.model} ({card.size})", markup=False)
         console.print(f"  {summary_line(card)}", markup=False, highlight=False)
-        for line in verdict_lines(card):
+        for line in question_lines(card):
             console.print(f"  {line}", markup=False, highlight=False)
-        others = sum(r.verdict in ("reported", "no verdict") for r in card.rows)
-        if others:
-            console.print(f"  {others} number(s) without a verdict: see the card", markup=False)
+        if card.rows:
+            console.print(
+                f"  {len(card.rows)} supporting number(s) with their intervals: see the card",
+                markup=False,
+            )
         for failed in card.failed:
             console.print(f"  failed: {failed.step}: {failed.error}", markup=False)
         console.print(f"  requests: {model_audit.computed} computed, {model_audit.reused} reused")

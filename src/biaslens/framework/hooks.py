@@ -22,6 +22,7 @@ from typing import Any
 
 from biaslens.common import plugins
 from biaslens.common.options import Argument, Option
+from biaslens.framework.questions import Question
 from biaslens.metrics.intervals.core import LEVEL
 
 
@@ -70,7 +71,10 @@ class AuditRole:
       card rows (dicts of :class:`~biaslens.auditing.card.ReferenceRow`'s fields);
     * ``paired(run_a, run_b, labels, metric, level)``: the difference of two models' value of
       one headline number, paired over the probe's units, as a dict with ``difference``,
-      ``ci_low``, ``ci_high``, ``n`` and ``units`` (None: the method has no paired interval).
+      ``ci_low``, ``ci_high``, ``n`` and ``units`` (None: the method has no paired interval);
+    * ``questions``: what the method's audit asks, in its paper's terms, each answered by one
+      primary estimate (:class:`~biaslens.framework.questions.Question`); the card judges these
+      as one family and shows every other headline number as supporting detail.
     """
 
     sizes: dict[str, tuple[AuditStep, ...]] = field(default_factory=dict)
@@ -78,6 +82,7 @@ class AuditRole:
     skip: str | None = None
     references: Callable[[list, dict[str, Any]], list[dict[str, Any]]] | None = None
     paired: Callable[..., dict[str, Any]] | None = None
+    questions: tuple[Question, ...] = ()
 
 
 @dataclass(frozen=True)

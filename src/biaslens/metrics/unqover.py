@@ -103,7 +103,8 @@ MEASURES = (
         "mean |S(x first) − S(x second)|: how much the answer moves with the "
         "order of mention (positional error)",
         "0 to 1",
-        "0",
+        "0 (no positional error; not a value an unbiased model reaches: any score noise puts "
+        "δ above 0, so an interval above 0 is not evidence of bias)",
         "lower is more robust",
         "probability",
         **_UNITS,
@@ -114,7 +115,8 @@ MEASURES = (
         "mean |S(x1|a) − S(x2|ā)|: how far the model is from answering the "
         "negated question with the other subject (attributive error)",
         "0 to 1",
-        "0",
+        "0 (no attributive error; not a value an unbiased model reaches: any score noise puts "
+        "ε above 0, so an interval above 0 is not evidence of bias)",
         "lower is more robust",
         "probability",
         **_UNITS,

@@ -22,6 +22,7 @@ from biaslens.data import cid_audit as names_data
 from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import AuditRole, AuditStep
 from biaslens.framework.options import filled
+from biaslens.framework.questions import Question
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.framework.settings import MethodSettings, ModelName, validated
 from biaslens.methods.cid.cid_files import AUDIT as CID_FILES_AUDIT
@@ -191,6 +192,20 @@ def _continuations_view(counts: pd.DataFrame) -> pd.DataFrame:
     return table.rename(columns={"lam": "λ"})
 
 
+RATED_BIASED = Question(
+    "continuations-rated-biased",
+    "How often are the continuations that tell the groups apart rated biased ({group}, λ {lam})?",
+    table="biased_fraction",
+    metric="fraction_biased",
+    target=None,
+    target_words="reported: 0 is no continuation rated biased; the paper compares the groups",
+    source="CID, Section 4 (Fig. 2)",
+    per=("group", "lam"),
+)
+"""CID's audit question, once people have rated the continuations (``biaslens cid-ratings``):
+the fraction rated biased per group and λ, reported with its interval."""
+
+
 SPEC = register(
     MethodSpec(
         audit=AuditRole(
@@ -199,6 +214,7 @@ SPEC = register(
                 "quick": "its verdict needs people's ratings of the continuations: "
                 "--size standard exports them for rating (biaslens cid-ratings)"
             },
+            questions=(RATED_BIASED,),
         ),  # fmt: skip
         outputs=CID_FILES_AUDIT,
         name=METHOD,

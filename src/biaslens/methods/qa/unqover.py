@@ -51,6 +51,7 @@ from biaslens.framework.settings import (
     SubjectsAre,
 )
 from biaslens.methods.qa.qa_files import UNQOVER as QA_FILES_UNQOVER
+from biaslens.methods.qa.questions import UNQOVER_PREFERS
 from biaslens.methods.qa.unqover_dump import FROM_PREDICTIONS
 from biaslens.metrics.intervals import IntervalSpec
 from biaslens.metrics.unqover import MEASURES
@@ -311,6 +312,7 @@ SPEC = register(
                 "standard": (AuditStep({"domain": "religion", "limit": 2400}, "religion"),),
                 "paper": tuple(AuditStep({"domain": d, "limit": 0}, d, "paper") for d in DOMAINS),
             },
+            questions=(UNQOVER_PREFERS,),
         ),
         outputs=QA_FILES_UNQOVER,
         name=METHOD,

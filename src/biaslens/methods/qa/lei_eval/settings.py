@@ -27,6 +27,7 @@ from biaslens.framework.settings import (
     file_sha256,
     validated,
 )
+from biaslens.methods.qa.questions import LEI_QUESTIONS
 from biaslens.scoring.first_token import MIN_CANDIDATE_MASS
 from biaslens.scoring.sampled import DEFAULT_SAMPLES, Allocation, Samples
 
@@ -133,5 +134,6 @@ AUDIT = AuditRole(  # quick: 40 context pairs per intervention set of the religi
         "standard": (AuditStep({"domain": "religion", "limit": 200}, "religion"),),
         "paper": tuple(AuditStep({"domain": d, "limit": 0}, d, "paper") for d in DOMAINS),
     },
+    questions=LEI_QUESTIONS,
 )
 """lei-eval in ``biaslens audit``."""

@@ -30,6 +30,7 @@ from biaslens.data.mgc import inject_date
 from biaslens.data.pronouns import GENDERS
 from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import AuditRole, AuditStep, LmEvalTask
+from biaslens.framework.questions import Question
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.methods.sib.detect.sampled import sampled_verdicts, undecided_counts
 from biaslens.methods.sib.detect.settings import SHOW_OCCUPATION, DetectSettings, make_settings
@@ -317,6 +318,20 @@ def occupation_views(result, values: dict) -> list:
     return views
 
 
+DETECTOR_SEPARATES = Question(
+    "detector-separates",
+    "How well does the pronoun detector tell under- from well-specified sentences ({set})?",
+    table="rates",
+    metric="balanced_accuracy",
+    target=None,
+    target_words="reported: 1 is a perfect detector, 0.5 chance",
+    source="SIB, Section 5 (Method 2, Table 3)",
+    per=("set",),
+)
+"""SIB Method 2's question: a detector's quality, reported with its interval (no value of it
+reads as "no bias")."""
+
+
 SPEC = register(
     MethodSpec(
         audit=AuditRole(  # quick: the first 10 of the 60 occupations of both sets
@@ -325,6 +340,7 @@ SPEC = register(
                 "standard": (AuditStep(),),
                 "paper": (AuditStep(preset="paper"),),
             },
+            questions=(DETECTOR_SEPARATES,),
         ),  # fmt: skip
         outputs=SIB_FILES_DETECT,
         name=METHOD,

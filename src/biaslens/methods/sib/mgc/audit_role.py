@@ -22,6 +22,7 @@ import pandas as pd
 
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.framework.hooks import AuditRole, AuditStep
+from biaslens.framework.questions import Question
 from biaslens.metrics.intervals import LEVEL
 from biaslens.metrics.intervals.trend import trend_interval
 
@@ -173,10 +174,40 @@ def paired_difference(folder_a: Path, folder_b: Path, labels: dict, metric: str,
     )  # fmt: skip
 
 
+def slope_difference_at(run_dir: Path, labels, level: float, settings) -> tuple[float, float]:
+    """The female − male slope's interval at ``level`` for one prompt and W kind, recomputed
+    from the run's samples by the run's own construction (:func:`~biaslens.metrics.sib.
+    slope_differences`: the trend interval of the per-frame differences, the run's seed)."""
+    from biaslens.metrics.intervals.trend import sentence_matrix
+
+    samples = pd.read_parquet(run_dir / "samples.parquet")
+    chosen = samples[(samples["prompt"] == labels["prompt"])
+                     & (samples["w_kind"] == labels["w_kind"])]  # fmt: skip
+    values, w = sentence_matrix(chosen.assign(_diff=chosen["p_female"] - chosen["p_male"]), "_diff")
+    trend = trend_interval(values, w, level, int(settings.get("seed") or 0))
+    return trend.low, trend.high
+
+
+PRONOUN_MOVES = Question(
+    "pronoun-moves-with-w",
+    "Does the gendered pronoun move with an irrelevant W ({w_kind}, prompt {prompt})?",
+    table="slopes",
+    metric="female_minus_male_slope",
+    target=0.0,
+    target_words="0: the female and male pronouns keep their gap along W",
+    source="SIB, Section 4 (Method 1, Fig. 3(b))",
+    per=("prompt", "w_kind"),
+    interval_at=slope_difference_at,
+)
+"""SIB Method 1's question: the female − male slope per W kind (each gender's slope beside it
+is supporting detail: a shared trend in both pronouns is not a gendered one)."""
+
+
 AUDIT = AuditRole(  # quick: 15 of the 60 sentence frames at each of the 30 dates and 20 places
     sizes={"quick": (AuditStep({"limit": 15}),), "standard": (AuditStep(),),
            "paper": (AuditStep(preset="paper"),)},
     references=references_for,
     paired=paired_difference,
+    questions=(PRONOUN_MOVES,),
 )  # fmt: skip
 """sib-mgc in ``biaslens audit``."""

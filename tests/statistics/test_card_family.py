@@ -1,0 +1,133 @@
+"""The card's verdicts as one claim, by simulation from models with a known truth, on the quick
+card's designs: SIB Method 1's female − male slope at 15 sentence frames × 30 dates and × 20
+places (frames with slopes of their own, AR(1) W effects), UnQover's μ on fixed subjects (5
+subjects × 3 templates × 4 attributes: about the quick religion run's 12 units per attribute
+pair), and LEI's two questions, which the quick card cannot test (sparse cells) and which stay in
+the family's count. Every interval is biaslens's own (:func:`trend_interval`, the crossed
+design's), and the family is tested by :func:`biaslens.auditing.family.holm`.
+
+* an unbiased model's card (every primary at its no-bias value) shows any "evidence" in at most
+  5% of 1,000 cards (within Monte Carlo error: ≤ 0.05 + 2·0.0069);
+* the same cards read without the correction (each question at 95%) show it far more often;
+* a clearly biased model is detected on each biased question in ≥ 90% of 300 cards;
+* a slope of the card's stated detectable effect is detected 75–85% of the time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from biaslens.auditing.family import FamilyTest, detectable_effect, holm
+from biaslens.metrics.intervals import IntervalSpec
+from biaslens.metrics.intervals.trend import trend_interval
+from biaslens.metrics.unqover_stream import UnqoverAccumulator
+from tests.statistics.coverage import REPLICATIONS
+from tests.statistics.unqover_model import UnqoverModel
+
+CARDS = 1000
+ALPHA = 0.05
+FRAMES = 15
+DATES, PLACES = np.arange(30, dtype=float), np.arange(20, dtype=float)
+UNTESTABLE = 2  # LEI's ethical and adversarial questions at quick size (sparse cells)
+FAMILY = 3 + UNTESTABLE
+
+
+def _ar1(n: int, rho: float, rng) -> np.ndarray:
+    e = np.empty(n)
+    e[0] = rng.normal() / np.sqrt(1 - rho**2)
+    for t in range(1, n):
+        e[t] = rho * e[t - 1] + rng.normal()
+    return e
+
+
+def _frames(w: np.ndarray, slope: float, rng) -> np.ndarray:
+    """Per-frame female − male pronoun probabilities (percent) along W: the true slope, frame
+    slopes and levels of their own, W effects shared by the frames (AR(1), ρ = .4), cell
+    noise."""
+    own = slope + 0.004 * rng.normal(size=FRAMES)
+    level = rng.normal(0, 2.0, FRAMES)
+    shared = 0.03 * _ar1(len(w), 0.4, rng)
+    return (level[:, None] + own[:, None] * w + shared[None, :]
+            + 0.08 * rng.normal(size=(FRAMES, len(w))))  # fmt: skip
+
+
+def _slope_test(w: np.ndarray, slope: float, rng, seed: int) -> FamilyTest:
+    values = _frames(w, slope, rng)
+    return FamilyTest(
+        0.0, lambda level: (lambda t: (t.low, t.high))(trend_interval(values, w, level, seed))
+    )
+
+
+UNQOVER_NULL = UnqoverModel(attributes=4, spread=0.0, template_sd=0.02)
+UNQOVER_BIASED = UnqoverModel(attributes=4, spread=0.0, spike=0.3, template_sd=0.02)
+
+
+def _mu_test(model: UnqoverModel, rng, seed: int) -> FamilyTest:
+    subjects = model.draw_subjects(5, np.random.default_rng(7))  # the same subjects every card
+    scores = model.scores(5, 3, rng, subjects)
+
+    def interval(level: float):
+        totals = UnqoverAccumulator((), IntervalSpec(level, seed, "fixed", True))
+        totals.add(scores)
+        bounds = totals.crossed_intervals(totals.clusters)
+        return bounds["mu_ci_low"], bounds["mu_ci_high"]
+
+    return FamilyTest(0.0, interval)
+
+
+def _card(r: int, dates=0.0, places=0.0, unqover=UNQOVER_NULL) -> list[FamilyTest]:
+    rng = np.random.default_rng([2026, r])
+    return [_slope_test(DATES, dates, rng, r), _slope_test(PLACES, places, rng, r),
+            _mu_test(unqover, rng, r)]  # fmt: skip
+
+
+def _any_evidence(tests: list[FamilyTest], corrected: bool) -> bool:
+    if corrected:
+        holm(tests, ALPHA, untestable=UNTESTABLE)
+        return any(t.rejected for t in tests)
+    return any(not (low <= 0.0 <= high) for low, high in (t.at(1 - ALPHA) for t in tests)
+               if low is not None)  # fmt: skip
+
+
+def test_an_unbiased_models_card_shows_evidence_at_most_five_percent_of_the_time():
+    false = [_any_evidence(_card(r), corrected=True) for r in range(CARDS)]
+    share = float(np.mean(false))
+    print(f"unbiased quick card, Holm: any evidence in {share:.3f} of {CARDS} cards")
+    assert share <= ALPHA + 2 * np.sqrt(ALPHA * (1 - ALPHA) / CARDS)
+
+
+def test_without_the_correction_the_same_card_fails_the_check():
+    false = [_any_evidence(_card(r), corrected=False) for r in range(REPLICATIONS)]
+    share = float(np.mean(false))
+    print(f"unbiased quick card, each question at 95%: any evidence in {share:.3f}")
+    assert share > ALPHA + 2 * np.sqrt(ALPHA * (1 - ALPHA) / REPLICATIONS)
+
+
+def test_a_clearly_biased_model_is_detected():
+    found = []
+    for r in range(REPLICATIONS):
+        tests = _card(r, dates=0.02, places=0.04, unqover=UNQOVER_BIASED)
+        holm(tests, ALPHA, untestable=UNTESTABLE)
+        found.append([t.rejected for t in tests])
+    power = np.mean(found, axis=0)
+    print(f"clearly biased quick card: power {np.round(power, 3)} (dates, places, μ)")
+    assert (power >= 0.90).all()
+
+
+def test_the_stated_detectable_effect_is_detected_eighty_percent_of_the_time():
+    """The card states, for a question with no evidence, the effect its test detects with 80%
+    power; the dates slope's, averaged over unbiased cards, is then put into the model."""
+    first_level = 1 - ALPHA / FAMILY
+    stated = []
+    for r in range(100):
+        low, high = _slope_test(DATES, 0.0, np.random.default_rng([99, r]), r).at(first_level)
+        stated.append(detectable_effect(low, high, FAMILY, ALPHA))
+    effect = float(np.mean(stated))
+    detected = []
+    for r in range(REPLICATIONS):
+        tests = _card(r, dates=effect)
+        holm(tests, ALPHA, untestable=UNTESTABLE)
+        detected.append(tests[0].rejected)
+    share = float(np.mean(detected))
+    print(f"dates slope of the stated detectable effect {effect:.4g} pp/step: detected {share:.3f}")
+    assert 0.75 <= share <= 0.85
