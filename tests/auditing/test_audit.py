@@ -124,6 +124,9 @@ def test_a_second_audit_reuses_every_finished_run(audited, tiny_models):
     assert again.models[0].reused > 0
     first, second = result.models[0].card, again.models[0].card
     assert [r.finding for r in first.rows] == [r.finding for r in second.rows]
+    assert [q.finding for q in first.questions] == [q.finding for q in second.questions]
+    ran = {r.step for r in first.rows}
+    assert ran and all(p.finished for p in again.models[0].plan if p.step.name in ran)
 
 
 def test_a_folder_of_another_audit_is_refused_in_one_line(audited, tiny_models):
@@ -131,6 +134,9 @@ def test_a_folder_of_another_audit_is_refused_in_one_line(audited, tiny_models):
     with pytest.raises(BiaslensError, match="holds an audit of other settings .*size"):
         audit(str(tiny_models[name]), size="standard", output=result.folder, data_dir=DATA,
               dry_run=False, methods=None)  # fmt: skip
+    # before any planning, and with --dry-run too: a planner would fail on this model name
+    with pytest.raises(BiaslensError, match="holds an audit of other settings"):
+        audit("no/such-model-anywhere", output=result.folder, data_dir=DATA, dry_run=True)
 
 
 def test_a_model_that_fails_to_load_is_recorded_and_the_others_go_on(tiny_models, tmp_path):
@@ -142,4 +148,6 @@ def test_a_model_that_fails_to_load_is_recorded_and_the_others_go_on(tiny_models
     broken, good = result.models
     assert broken.card.rows == [] and (broken.card.failed or broken.card.left_out)
     assert good.card.rows and not good.card.failed
-    assert (result.folder / "comparison.md").is_file()
+    comparison = (result.folder / "comparison.md").read_text()
+    assert comparison.index("## Questions") < comparison.index("# Supporting detail")
+    assert "prefer some subject regardless of the question" in comparison

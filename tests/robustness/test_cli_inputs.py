@@ -106,13 +106,17 @@ def test_report_rejects_bad_counts_and_paths(monkeypatch, capsys, tmp_path):
     ids=["under a file", "a file", "unwritable"],
 )
 def test_output_paths_that_cannot_hold_a_run(output, monkeypatch, capsys, tmp_path):
+    import matplotlib.pyplot as plt
+
     (tmp_path / "a-file").write_text("mine")
+    open_before = len(plt.get_fignums())
     code, _, err = run_cli(
         monkeypatch, capsys, "run", "sib-toy", "--n", "200", "-o", str(output(tmp_path))
     )
     lines = message_lines(err)
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error:"), err
     assert (tmp_path / "a-file").read_text() == "mine"
+    assert len(plt.get_fignums()) == open_before  # the run's figures are closed, not leaked
 
 
 def test_input_file_options_given_a_folder(monkeypatch, capsys, tmp_path, tiny_models):

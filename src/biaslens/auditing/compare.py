@@ -94,6 +94,35 @@ def _paired_of(method: str):
     return role.paired if role is not None else None
 
 
+def question_lines(audits) -> list[str]:
+    """The cards' questions across models: one table per question, each model's answer under
+    its own card's family-wise procedure, its primary and interval at that family's level, and
+    the detectable effect where there is no evidence."""
+    answers: dict[tuple, dict[str, object]] = {}
+    for audit in audits:
+        for answer in audit.card.questions if audit.card else []:
+            key = (answer.step, answer.key, tuple(sorted(answer.labels.items())))
+            answers.setdefault(key, {})[audit.model] = answer
+    lines = ["## Questions", ""] if answers else []
+    for by_model in answers.values():
+        first = next(iter(by_model.values()))
+        lines += [f"### {first.step}: {first.question}", ""]
+        lines += [
+            "| model | answer | value | CI (family-wise) | would detect |",
+            "|---|---|---|---|---|",
+        ]
+        for model, a in by_model.items():
+            ci = (f"{a.ci_level:.2%} {readable_interval(a.ci_low, a.ci_high)}"
+                  if a.ci_low is not None and a.ci_level is not None else "—")  # fmt: skip
+            value = readable(a.value) if a.value is not None else "—"
+            detect = f"±{readable(a.detectable)}" if a.detectable is not None else "—"
+            lines.append(f"| {model} | {a.answer} | {value} | {ci} | {detect} |")
+        lines.append("")
+    if answers:
+        lines += ["Each model's answers hold as a family on its own card (Holm).", ""]
+    return lines
+
+
 def write_comparison(folder: Path, audits) -> Path:
     """``comparison.md`` and ``comparison.csv`` in the audit's folder; the Markdown's path."""
     values: dict[tuple, dict[str, object]] = {}
@@ -101,16 +130,17 @@ def write_comparison(folder: Path, audits) -> Path:
     for audit in audits:
         for row in audit.card.rows if audit.card else []:
             values.setdefault(_key(row), {})[audit.model] = row
-    records, lines = [], ["# Across models", ""]
+    records, lines = [], ["# Across models", ""] + question_lines(audits)
+    lines += ["# Supporting detail", ""]
     for key, by_model in values.items():
         step, metric, labels = key
         first = next(iter(by_model.values()))
         lines += [f"## {step}: {first.symbol} ({first.where or 'all'})", ""]
-        lines += ["| model | value | CI | n | verdict |", "|---|---|---|---|---|"]
+        lines += ["| model | value | CI | n |", "|---|---|---|---|"]
         for model, row in by_model.items():
             ci = readable_interval(row.ci_low, row.ci_high) if row.ci_low is not None else "—"
             value = readable(row.value) if row.value is not None else "—"
-            lines.append(f"| {model} | {value} | {ci} | {row.n} | {row.verdict} |")
+            lines.append(f"| {model} | {value} | {ci} | {row.n} |")
             records.append({"step": step, "metric": metric, "labels": dict(labels),
                             "model": model, "value": row.value, "ci_low": row.ci_low,
                             "ci_high": row.ci_high, "ci_level": row.ci_level,

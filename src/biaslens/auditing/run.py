@@ -46,6 +46,8 @@ class PlannedStep:
     left_out: str | None = None
     not_counted: str | None = None
     seconds: float | None = None
+    finished: bool = False
+    """The step's run is already in the audit's folder: it is read back, not run again."""
 
     @property
     def tokens(self) -> int | None:
@@ -102,6 +104,16 @@ def _asked(models, size, methods, steps: list[Step], backend: BackendConfig) -> 
 
 def _claim_folder(folder: Path, asked: dict[str, Any]) -> None:
     """Open ``folder`` for this audit: a new folder, or one holding the very same audit."""
+    _check_folder(folder, asked)
+    path = folder / AUDIT_FILE
+    if not path.is_file():
+        make_dir(folder, "audit folder")
+        atomic.write_json(path, asked)
+
+
+def _check_folder(folder: Path, asked: dict[str, Any]) -> None:
+    """Refuse ``folder`` unless it is new, empty or holds the very same audit (checked before
+    any planning, and by ``--dry-run`` too, which writes nothing)."""
     path = folder / AUDIT_FILE
     if path.is_file():
         try:
@@ -117,18 +129,22 @@ def _claim_folder(folder: Path, asked: dict[str, Any]) -> None:
         return
     if folder.is_dir() and any(p.name != LOCK_FILE for p in folder.iterdir()):
         raise BiaslensError(f"{folder} is not empty and holds no audit: give another --output")
-    make_dir(folder, "audit folder")
-    atomic.write_json(path, asked)
 
 
 def plan_steps(
-    model: str, steps: list[Step], backend: BackendConfig, data_dir, progress: Progress
+    model: str,
+    steps: list[Step],
+    backend: BackendConfig,
+    data_dir,
+    progress: Progress,
+    folder: Path | None = None,
 ) -> list[PlannedStep]:
     """Each step counted without loading the model (:func:`biaslens.runner.plan_method`); a
     step the method refuses for this model (its class, missing data) is left out with the
     method's own reason. A served model's planner knows the model only by its name (not
     whether its endpoint returns log-probabilities): its refusals leave the step uncounted, and
-    the loaded model decides (:func:`refusal`)."""
+    the loaded model decides (:func:`refusal`). A step whose run is already finished in the
+    model's audit ``folder`` is planned as finished (it is read back, not counted again)."""
     from biaslens.models.registry import get_backend
     from biaslens.runner import plan_method
 
@@ -136,6 +152,9 @@ def plan_steps(
     plannable = local or get_backend(backend.backend).plan()
     planned = []
     for step in steps:
+        if folder is not None and (folder / step.name / "summary.json").is_file():
+            planned.append(PlannedStep(step, seconds=0.0, finished=True))
+            continue
         if not plannable:
             planned.append(PlannedStep(step, not_counted="the backend has no planner"))
             continue
@@ -181,16 +200,18 @@ def run_audit(
     models = distinct_models(models, progress)
     steps, left_out = audit_steps(size, list(methods) if methods else None)
     folder = Path(output) if output is not None else default_folder(models, size)
+    asked = atomic.json_safe(_asked(models, size, methods, steps, backend))
+    _check_folder(folder, asked)  # a folder of another audit is refused before any work
     audits = []
     for model in models:
         audit = ModelAudit(model, folder / safe_name(model))
-        audit.plan = plan_steps(model, steps, backend, data_dir, progress)
+        audit.plan = plan_steps(model, steps, backend, data_dir, progress, audit.folder)
         audits.append(audit)
         if on_plan is not None:
             on_plan(audit)
     if dry_run:
         return AuditResult(folder, audits)
-    _claim_folder(folder, atomic.json_safe(_asked(models, size, methods, steps, backend)))
+    _claim_folder(folder, asked)
     lock = RunLock(folder)  # a second audit of this folder at once stops in one line
     lock.acquire()
     try:

@@ -76,6 +76,10 @@ def print_plan(audit, prices=None) -> None:
                          "time": "—", "status": "left out (below)"})  # fmt: skip
             reasons.append(f"  {planned.step.name}: {short_reason(planned.left_out)}")
             continue
+        if planned.finished:
+            rows.append({"step": planned.step.name, "requests": "—", "tokens": "—",
+                         "time": "—", "status": "finished (read back)"})  # fmt: skip
+            continue
         rows.append(
             {
                 "step": planned.step.name,

@@ -174,13 +174,19 @@ def _load(name: str, backend: BackendConfig) -> LM:
 def _write_outputs(spec, store: RunStore, out, settings, base, backend, cached):
     """Tables, samples, figures and ``summary.json`` of a finished body; the plots' paths and
     the summary."""
-    out.tables = {name: store.labelled(table) for name, table in out.tables.items()}
-    for name, table in out.tables.items():
-        store.write_table(name, table)
-    for name, table in out.samples.items():
-        if not isinstance(table, Path):  # a Path: streamed into the run folder already
-            store.write_samples(table, name)
-    plots = [write_figure(store, name, figure) for name, figure in out.figures.items()]
+    import matplotlib.pyplot as plt
+
+    try:
+        out.tables = {name: store.labelled(table) for name, table in out.tables.items()}
+        for name, table in out.tables.items():
+            store.write_table(name, table)
+        for name, table in out.samples.items():
+            if not isinstance(table, Path):  # a Path: streamed into the run folder already
+                store.write_samples(table, name)
+        plots = [write_figure(store, name, figure) for name, figure in out.figures.items()]
+    finally:  # a run that cannot be written leaves no figure open in the process
+        for figure in out.figures.values():
+            plt.close(figure)
     provenance: dict[str, Any] = {}
     if base is not None:
         provenance = {
