@@ -324,3 +324,14 @@ def pytest_sessionfinish(session, exitstatus) -> None:
         reporter.ensure_newline()
         reporter.write_line(f"tests wrote into the source tree: {', '.join(left)}", red=True)
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(autouse=True)
+def _no_figure_left_open():
+    """Each test starts with no pyplot figure open: figures a test leaves open would otherwise
+    pile up in its worker until matplotlib's more-than-20 warning breaks another test's
+    one-line output check."""
+    yield
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        pyplot.close("all")
