@@ -72,18 +72,14 @@ def answer_questions(
     """Every primary's answer, and the family-wise procedure's sentence (None: nothing
     judged). A judged question whose primary cannot be tested (no value, no interval, a
     caution) answers "no verdict" and still counts in the family."""
-    judged = [p for p in primaries if p.question.judged]
-    tests: dict[int, FamilyTest] = {}
-    for index, primary in enumerate(judged):
-        if _why_not_judged(primary.record) is None:
-            tests[index] = FamilyTest(primary.question.target, primary.interval)
-    family = len(judged)
-    holm(list(tests.values()), alpha, untestable=family - len(tests))
-    position = {id(p): i for i, p in enumerate(judged)}
-    answers = [
-        _answer(p, tests.get(position[id(p)]) if id(p) in position else None, family, alpha)
+    family = sum(p.question.judged for p in primaries)
+    tests = {
+        id(p): FamilyTest(p.question.target, p.interval)
         for p in primaries
-    ]
+        if p.question.judged and _why_not_judged(p.record) is None
+    }
+    holm(list(tests.values()), alpha, untestable=family - len(tests))
+    answers = [_answer(p, tests.get(id(p)), family, alpha) for p in primaries]
     return answers, (procedure(family, alpha) if family else None)
 
 
