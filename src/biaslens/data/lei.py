@@ -198,6 +198,43 @@ def stratified_keys(
     return table[table[unit].isin(set(chosen))].reset_index(drop=True)
 
 
+def cell_filling_keys(
+    table: pd.DataFrame, units: int, by: tuple[str, ...] = (), key: str = "pair_key", seed: int = 0
+) -> pd.DataFrame:
+    """Keep context pairs (rows sharing ``key``) until every (subject, attribute) cell of each
+    stratum ``by`` holds ``units`` distinct subject pair × template units, or all it has.
+
+    μ and η average C over each cell's units before taking a maximum or a sign, so a draw of
+    random context pairs that leaves most cells with one unit makes them noise (the sparse
+    caution); this draw spreads the same budget so that every cell is read. Keys are visited in
+    a seeded random order and one is kept where it adds a new unit to a cell still short of
+    ``units``: which contexts are kept depends on the design alone, never on a score."""
+    if units < 1:
+        raise BiaslensError(f"--per-cell must be at least 1, got {units}")
+    keys = table.drop_duplicates(key)[[key, *by, "first", "second", "template", "attribute"]]
+    low = keys[["first", "second"]].min(axis=1).astype(str)
+    high = keys[["first", "second"]].max(axis=1).astype(str)
+    unit_of = (low + "|" + high + "|" + keys["template"].astype(str)).to_numpy()
+    order = np.random.default_rng(seed).permutation(len(keys))
+    stratum = keys[list(by)].astype(str).agg("|".join, axis=1) if by else pd.Series("", keys.index)
+    strata, firsts, seconds = (
+        stratum.to_numpy(),
+        keys["first"].to_numpy(),
+        keys["second"].to_numpy(),
+    )
+    attributes, names = keys["attribute"].to_numpy(), keys[key].to_numpy()
+    held: dict[tuple, set[str]] = {}
+    chosen = set()
+    for i in order:
+        cells = [(strata[i], subject, attributes[i]) for subject in (firsts[i], seconds[i])]
+        sets = [held.setdefault(cell, set()) for cell in cells]
+        if any(len(s) < units and unit_of[i] not in s for s in sets):
+            chosen.add(names[i])
+            for s in sets:
+                s.add(unit_of[i])
+    return table[table[key].isin(chosen)].reset_index(drop=True)
+
+
 def disjoint_split(
     table: pd.DataFrame,
     by: str,

@@ -9,6 +9,8 @@ any domain. Optional QA utility: EM/F1 on a SQuAD-format file.
 
 ``limit`` keeps about that many context pairs (the two subject orders of a key stay together),
 stratified by intervention type and category so every type and category stays represented.
+``per_cell`` instead keeps context pairs until every (subject, attribute) cell of each set holds
+that many subject pair × template units: μ and η then read every cell (the audit's quick draw).
 """
 
 from __future__ import annotations
@@ -66,6 +68,18 @@ def _pair_key(table: pd.DataFrame) -> pd.Series:
     )
 
 
+def _drawn(table: pd.DataFrame, settings: LeiEvalSettings, strata: tuple[str, ...]):
+    """The context pairs ``--limit`` (stratified by ``strata``) or ``--per-cell`` (every
+    (subject, attribute) cell of each intervention type filled) keeps; all without either."""
+    if settings.per_cell is not None:
+        return lei.cell_filling_keys(
+            table, settings.per_cell, ("intervention_type",), "pair_key", settings.seed
+        )
+    if settings.limit is not None:
+        return lei.stratified_keys(table, settings.limit, strata, "pair_key", settings.seed)
+    return table
+
+
 def build_rows(
     settings: LeiEvalSettings,
     lei_dir: Path | None,
@@ -78,10 +92,7 @@ def build_rows(
     path = split_file or lei.split_path(f"{settings.domain}/{settings.split}", lei_dir)
     split = lei.read_split(path)
     split["pair_key"] = _pair_key(split)
-    if settings.limit is not None:
-        split = lei.stratified_keys(
-            split, settings.limit, ("intervention_type", "category"), "pair_key", settings.seed
-        )
+    split = _drawn(split, settings, ("intervention_type", "category"))
     parts = [lei.without_interventions(split), split]
     absent = ""
     answers = specified_answers(settings, specified_sentences is not None)
@@ -114,10 +125,7 @@ def build_rows(
             specified["intervention_type"].isin([f"specified-{a}" for a in answers])
         ]
         specified["pair_key"] = _pair_key(specified)
-        if settings.limit is not None:
-            specified = lei.stratified_keys(
-                specified, settings.limit, ("template",), "pair_key", settings.seed
-            )
+        specified = _drawn(specified, settings, ("template",))
         parts.append(specified)
     else:
         if settings.specified_answers:
@@ -227,14 +235,20 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
     rows, specified_absent = build_rows(
         settings, lei_dir, settings.split_file, settings.specified_sentences
     )
-    if settings.limit:
+    if settings.limit or settings.per_cell:
         per_set = ", ".join(
             f"{n} {name}" for name, n in rows.groupby("set", sort=False).size().items()
         )
+        how = (
+            f"--limit {settings.limit}: context pairs drawn per set, stratified"
+            if settings.limit
+            else f"--per-cell {settings.per_cell}: context pairs drawn until every (subject, "
+            f"attribute) cell of each set holds {settings.per_cell} subject pair × template units"
+        )
         note(
             ctx.progress,
-            f"--limit {settings.limit}: context pairs drawn per set, stratified → {len(rows):,} "
-            f"contexts ({per_set}), each asked with its question and its negation",
+            f"{how} → {len(rows):,} contexts ({per_set}), each asked with its question and its "
+            "negation",
         )
     qa = read_squad(settings.qa_file) if settings.qa_file is not None else None
     if qa is not None and settings.qa_limit is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal, get_args
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from biaslens.common.options import FLAG, Flag
 from biaslens.data import lei
@@ -70,6 +70,13 @@ class LeiEvalSettings(MethodSettings):
     span_adjustment: Annotated[SpanAdjustment, Flag(switch=("--head-words", "articles"))] = "none"
     qa_order: QaOrder = "question-first"
     limit: Limit = Field(default=None, description="Context pairs, stratified (seeded; 0: all).")
+    per_cell: Annotated[int | None, FLAG] = Field(
+        default=None,
+        ge=1,
+        description="Instead of --limit: draw context pairs until every (subject, attribute) "
+        "cell of each set holds this many subject pair × template units (seeded), so that μ "
+        "and η read every cell.",
+    )
     seed: RandomSeed = 0
     ci_level: CiLevel
     bootstrap: Replicates = 1000
@@ -97,6 +104,12 @@ class LeiEvalSettings(MethodSettings):
         "sample.",
     )
     qa_file: QaFile = None
+
+    @model_validator(mode="after")
+    def _one_draw(self):
+        if self.limit is not None and self.per_cell is not None:
+            raise ValueError("--limit and --per-cell are two ways to draw a subset: give one")
+        return self
 
 
 def make_settings(
@@ -128,10 +141,10 @@ def make_settings(
     return validated(LeiEvalSettings, values)
 
 
-AUDIT = AuditRole(  # quick: 40 context pairs per intervention set of the religion split
+AUDIT = AuditRole(  # quick: 4 units in every (subject, attribute) cell of each religion set
     sizes={
-        "quick": (AuditStep({"domain": "religion", "limit": 40}, "religion"),),
-        "standard": (AuditStep({"domain": "religion", "limit": 200}, "religion"),),
+        "quick": (AuditStep({"domain": "religion", "per_cell": 4}, "religion"),),
+        "standard": (AuditStep({"domain": "religion"}, "religion"),),
         "paper": tuple(AuditStep({"domain": d, "limit": 0}, d, "paper") for d in DOMAINS),
     },
     questions=LEI_QUESTIONS,
