@@ -27,15 +27,15 @@ SETS = ("ethical", "adversarial")  # the sets of the card's two LEI questions
 
 
 @cache
-def rows(size: str) -> pd.DataFrame:
-    """The ethical and adversarial contexts of the audit's lei-eval step at ``size``."""
+def rows(size: str, sets: tuple[str, ...] = SETS) -> pd.DataFrame:
+    """The contexts of ``sets`` in the audit's lei-eval step at ``size``."""
     from biaslens.methods.qa.lei_eval.method import build_rows
     from biaslens.methods.qa.lei_eval.settings import AUDIT, make_settings
     from tests.conftest import full_data_dir
 
     (step,) = AUDIT.sizes[size]
     drawn, _ = build_rows(make_settings(**step.settings), full_data_dir() / "lei")
-    drawn = drawn[drawn["set"].isin(SETS)].reset_index(drop=True)
+    drawn = drawn[drawn["set"].isin(sets)].reset_index(drop=True)
     return drawn[["set", "intervention_id", "first", "second", "template", "attribute"]]
 
 
@@ -52,12 +52,15 @@ def codes(rows: pd.DataFrame):
 
 
 def scores(
-    rows: pd.DataFrame, b: np.ndarray, rng, noise: float = 0.03, position: float = 0.05
-) -> pd.DataFrame:
-    """Both questions of every context, scored by the model above (template effects of sd
-    ``noise`` · 2/3; ``noise`` 0: exact scores, 0.5 ± b(x, a)/2 + π)."""
+    rows: pd.DataFrame, b: np.ndarray, rng, noise: float = 0.03, position: float = 0.05,
+    u: np.ndarray | None = None,
+) -> pd.DataFrame:  # fmt: skip
+    """Both questions of every context, scored by the model above (template effects u of sd
+    ``noise`` · 2/3 unless given; ``noise`` 0: exact scores, 0.5 ± b(x, a)/2 + π). ``b`` and
+    ``u`` are indexed by :func:`codes` of ``rows``."""
     x1, x2, a, t, (subjects, templates, attributes) = codes(rows)
-    u = rng.normal(0, noise * 2 / 3, (subjects, templates, attributes))
+    if u is None:
+        u = rng.normal(0, noise * 2 / 3, (subjects, templates, attributes))
     parts = []
     for q in (1, -1):
         e = rng.normal(0, noise, (2, len(rows)))

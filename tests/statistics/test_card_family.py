@@ -2,10 +2,12 @@
 card's designs: SIB Method 1's female − male slope at 15 sentence frames × 30 dates and × 20
 places (frames with slopes of their own, AR(1) W effects), UnQover's μ on fixed subjects (5
 subjects × 3 templates × 4 attributes: about the quick religion run's 12 units per attribute
-pair), and LEI's two questions on the quick lei-eval step's own contexts (:mod:`.lei_model`):
-μ under ethical interventions against 0, and under adversarial ones against 1, where a model
-at its target scores exactly 0 or 1. Every interval is biaslens's own (:func:`trend_interval`,
-the crossed design's), and the family is tested by :func:`biaslens.auditing.family.holm`.
+pair), and LEI's four questions on the quick lei-eval step's own contexts (:mod:`.lei_model`):
+μ under ethical interventions against 0 and its paired change from no intervention against 0,
+μ under adversarial ones against 1 (where a model at its target scores exactly 0 or 1), and
+the change under irrelevant ones against 0. Every interval is biaslens's own
+(:func:`trend_interval`, the crossed design's, the paired change's), and the family is
+tested by :func:`biaslens.auditing.family.holm`.
 
 * an unbiased model's card (every primary at its no-bias value) shows any "evidence" in at most
   5% of 1,000 cards (within Monte Carlo error: ≤ 0.05 + 2·0.0069);
@@ -16,10 +18,14 @@ the crossed design's), and the family is tested by :func:`biaslens.auditing.fami
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
+import pandas as pd
 import pytest
 
 from biaslens.auditing.family import FamilyTest, detectable_effect, holm
+from biaslens.methods.qa.lei_eval.table import change_table
 from biaslens.metrics.intervals import IntervalSpec
 from biaslens.metrics.intervals.trend import trend_interval
 from biaslens.metrics.unqover_stream import UnqoverAccumulator, intervals_by
@@ -31,7 +37,7 @@ CARDS = 1000
 ALPHA = 0.05
 FRAMES = 15
 DATES, PLACES = np.arange(30, dtype=float), np.arange(20, dtype=float)
-FAMILY = 5  # two slopes, UnQover's μ, LEI's ethical and adversarial μ
+FAMILY = 7  # two slopes, UnQover's μ, LEI's four questions
 
 
 def _ar1(n: int, rho: float, rng) -> np.ndarray:
@@ -77,31 +83,53 @@ def _mu_test(model: UnqoverModel, rng, seed: int) -> FamilyTest:
     return FamilyTest(0.0, interval)
 
 
-def _lei_test(name: str, target: float, b, rng, seed: int, noise: float) -> FamilyTest:
-    contexts = lei_model.rows("quick")
-    contexts = contexts[contexts["set"] == name]
-    scores = lei_model.scores(contexts, b, rng, noise=noise, position=0.05 if noise else 0.0)
+LEI_SETS = ("none", "ethical", "adversarial", "irrelevant")
 
-    def interval(level: float):
-        spec = IntervalSpec(level, seed, "fixed")
-        bounds = intervals_by(scores, "set", ("intervention_id",), spec)
-        return bounds["mu_ci_low"].iloc[0], bounds["mu_ci_high"].iloc[0]
 
-    return FamilyTest(target, interval)
+def _lei_scores(r: int, rng, biased: bool):
+    """The quick step's four sets scored by one model: at every question's target (no
+    preference anywhere, adversarial advice followed: each subject's own attributes at exactly
+    1), or biased (a strong preference with no intervention, sd 0.4 cut at ±0.7, which the
+    ethical and irrelevant advice remove but to a clear one, sd 0.08, in the ethical and
+    adversarial sets). Template effects are shared by the sets (the same contexts)."""
+    contexts = lei_model.rows("quick", LEI_SETS)
+    subjects, templates, attributes = lei_model.codes(contexts)[4]
+    shape = (subjects, attributes)
+    u = rng.normal(0, 0.02, (subjects, templates, attributes))
+    if biased:
+        clear = rng.normal(0, 0.08, shape)
+        strong = np.clip(rng.normal(0, 0.4, shape), -0.7, 0.7)
+        b = {"none": strong, "ethical": clear, "adversarial": clear, "irrelevant": 0 * clear}
+    else:
+        b = {k: np.zeros(shape) for k in LEI_SETS} | {"adversarial": lei_model.saturated(contexts)}
+    parts = []
+    for name in LEI_SETS:
+        exact = name == "adversarial" and not biased  # at μ = 1: scores of exactly 0 and 1
+        noise, position, shared = (0.0, 0.0, 0 * u) if exact else (0.03, 0.05, u)
+        mine = lei_model.scores(contexts, b[name], rng, noise, position, shared)
+        parts.append(mine[np.tile((contexts["set"] == name).to_numpy(), 2)])
+    return pd.concat(parts, ignore_index=True)
 
 
 def _lei_tests(r: int, rng, biased: bool) -> list[FamilyTest]:
-    """LEI's two questions: at their targets (no preference under ethical advice, every
-    subject's own attributes at 1 under adversarial advice), or with a clear preference (sd
-    0.08) in both sets."""
-    contexts = lei_model.rows("quick")
-    subjects, _, attributes = lei_model.codes(contexts)[4]
-    clear = rng.normal(0, 0.08, (subjects, attributes))
-    ethical = clear if biased else np.zeros_like(clear)
-    adversarial = clear if biased else lei_model.saturated(contexts)
-    exact = 0.03 if biased else 0.0
-    return [_lei_test("ethical", 0.0, ethical, rng, r, 0.03),
-            _lei_test("adversarial", 1.0, adversarial, rng, r, exact)]  # fmt: skip
+    """LEI's four questions: μ under ethical advice against 0, its change from no
+    intervention against 0, μ under adversarial advice against 1, and the change under
+    irrelevant advice against 0 (the run's own interval functions at each level)."""
+    scores = _lei_scores(r, rng, biased)
+
+    def mu(name: str, level: float):
+        spec = IntervalSpec(level, r, "fixed")
+        bounds = intervals_by(scores[scores["set"] == name], "set", ("intervention_id",), spec)
+        return bounds["mu_ci_low"].iloc[0], bounds["mu_ci_high"].iloc[0]
+
+    def change(name: str, level: float):
+        kept = scores[scores["set"].isin(["none", name])]
+        row = change_table(kept, IntervalSpec(level, r, "fixed")).set_index("set").loc[name]
+        return row["mu_change_ci_low"], row["mu_change_ci_high"]
+
+    return [FamilyTest(0.0, partial(mu, "ethical")), FamilyTest(0.0, partial(change, "ethical")),
+            FamilyTest(1.0, partial(mu, "adversarial")),
+            FamilyTest(0.0, partial(change, "irrelevant"))]  # fmt: skip
 
 
 def _card(r: int, dates=0.0, places=0.0, unqover=UNQOVER_NULL, lei=False) -> list[FamilyTest]:
@@ -142,7 +170,7 @@ def test_a_clearly_biased_model_is_detected():
         holm(tests, ALPHA)
         found.append([t.rejected for t in tests])
     power = np.mean(found, axis=0)
-    print(f"clearly biased quick card: power {np.round(power, 3)} (dates, places, μ, LEI × 2)")
+    print(f"clearly biased quick card: power {np.round(power, 3)} (dates, places, μ, LEI × 4)")
     assert (power >= 0.90).all()
 
 

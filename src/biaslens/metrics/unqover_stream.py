@@ -212,6 +212,18 @@ class UnqoverAccumulator:
         self._check_finished()
         return intervals(self.units, self.intervals, strata)
 
+    def change_from(
+        self, baseline: UnqoverAccumulator, strata: dict[str, str] | None
+    ) -> dict[str, float | str | None]:
+        """μ's change from ``baseline``'s set to this one on the same units, with its paired
+        interval (:func:`~.intervals.unqover.paired_intervals`); both made with the same
+        ``intervals``."""
+        from biaslens.metrics.intervals.unqover import paired_intervals
+
+        self._check_finished()
+        baseline._check_finished()
+        return paired_intervals(self.units, baseline.units, self.intervals, strata)
+
     def tables(self) -> dict[str, pd.DataFrame]:
         """The run's tables: ``unqover`` (model level), ``subjects``, ``subject_attribute`` and,
         when the subjects come in several clusters, ``cluster_attribute``."""

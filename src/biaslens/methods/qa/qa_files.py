@@ -155,6 +155,26 @@ LEI_EVAL = (
             "first-token top-20 (not the paper's scores)"
         },
     ),
+    OutputFile(
+        "lei_change.csv",
+        "per intervention set: μ there, μ with no intervention over the same contexts, and the "
+        "change, with its paired interval over subjects × templates (LEI Section 3)",
+        ("set", "mu", "mu_none", "mu_change"),
+        optional=("mu_change_ci_low", "mu_change_ci_high", "mu_change_ci_note", "units"),
+        meanings={
+            "mu": "μ under the set's interventions",
+            "mu_none": "μ with no intervention, over the set's own contexts",
+            "mu_change": "μ − μ with no intervention (−1 to 1; 0: the intervention does not "
+            "change μ)",
+            "units": "subject pair × template units the paired interval rests on",
+            "mu_change_ci_low": "lower bound of the change's paired interval (conservative: "
+            "cross-fitted μ with the intervention − plug-in μ without)",
+            "mu_change_ci_high": "upper bound of the change's paired interval (plug-in μ with "
+            "− cross-fitted μ without)",
+            "mu_change_ci_note": "why the change has no interval, where it has none",
+        },
+        when="a split with its no-intervention contexts (every official split)",
+    ),
     OutputFile("subjects.csv", "per set and subject: max |γ| and mean |η|", ("set", *_SUBJECTS)),
     OutputFile(
         "qa_predictions.parquet",

@@ -32,11 +32,18 @@ plug-in is mostly noise. A lower bound above 0 rejects "no bias" at (1 − level
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
 
-from biaslens.metrics.intervals.core import Interval, IntervalSpec, bounds_interval, t_interval
+from biaslens.metrics.intervals.core import (
+    Interval,
+    IntervalSpec,
+    bounds_interval,
+    t_interval,
+    t_quantile,
+)
 from biaslens.metrics.intervals.crossed import Design, crossed_variances
 from biaslens.metrics.intervals.grouped import GroupedMean, GroupedStatistic
 from biaslens.metrics.unqover_cells import UnitCells, distinct_rows, text_ranks
@@ -257,20 +264,25 @@ def _nan_safe_mean(values):
         return np.nanmean(values, axis=0)
 
 
-def intervals(
-    cells: UnitCells, spec: IntervalSpec, strata: dict[str, str] | None = None
-) -> dict[str, float | str | None]:
-    """``{metric}_ci_low`` / ``_ci_high`` (NaN with ``{metric}_ci_note`` saying why where
-    there is none) for μ, η, θ4, δ, ε; ``{metric}_crossfit`` for μ, η, θ4; ``units`` (subject
-    pair × template units), ``subjects``, ``templates`` and ``cell_units`` (the median units
-    per (subject, attribute) cell). ``spec``: the level, the seed of the cross-fit's splits,
-    and what the subjects are: where they are fixed (the population asked about, templates
-    alone drawn: :class:`~.crossed.Design`), the cross-fit splits the templates only (a
-    subject's γ averages over the same fixed partners in both parts); with
-    ``spec.complete_design``, μ, η and θ4 get no interval where some subject or pair lacks an
-    attribute (:func:`incomplete_note`). ``strata``: a subject's list (e.g. female / male
-    names)."""
-    level, seed, subjects_fixed = spec.level, spec.seed, spec.subjects == "fixed"
+@dataclass
+class _Prepared:
+    """One set's per-unit sums, its statistic and its crossed design, before any deletion."""
+
+    matrices: dict[str, sparse.csr_matrix]
+    statistic: GroupedStatistic
+    design: Design
+    units: list[tuple[str, str, str]]  # (low subject, high subject, template) in row order
+    subject_starts: np.ndarray
+    pair_starts: np.ndarray
+    attributes: int
+    subjects: int
+    templates: int
+    cell_units: float
+
+
+def _prepare(cells: UnitCells, spec: IntervalSpec, strata: dict[str, str] | None) -> _Prepared:
+    """The sums, statistic and design :func:`intervals` and :func:`paired_intervals` read."""
+    seed, subjects_fixed = spec.seed, spec.subjects == "fixed"
     coder = cells.coder
     subject_rank = text_ranks(coder.subjects.keys)
     template_rank = text_ranks(coder.templates.keys)
@@ -333,15 +345,43 @@ def intervals(
     )
     total = {k: np.asarray(m.sum(axis=0)).reshape(1, -1) for k, m in matrices.items()}
     statistic = _statistic(total, subject_starts, pair_starts, parts)
-    point, variances = crossed_variances(matrices, statistic, design)
+    template_names = np.asarray(coder.templates.keys, dtype=object)[np.argsort(template_rank)]
+    subject_names = np.asarray(coder.subjects.keys, dtype=object)[np.argsort(subject_rank)]
+    units = [
+        (str(subject_names[a]), str(subject_names[b]), str(template_names[t]))
+        for a, b, t in zip(low[unit_order], high[unit_order], template[unit_order], strict=True)
+    ]
+    return _Prepared(
+        matrices, statistic, design, units, subject_starts, pair_starts,
+        len(np.unique(attribute_rank)), len(names), len(templates),
+        float(np.median(np.bincount(distinct_rows(x1, attribute)[0]))),
+    )  # fmt: skip
+
+
+def intervals(
+    cells: UnitCells, spec: IntervalSpec, strata: dict[str, str] | None = None
+) -> dict[str, float | str | None]:
+    """``{metric}_ci_low`` / ``_ci_high`` (NaN with ``{metric}_ci_note`` saying why where
+    there is none) for μ, η, θ4, δ, ε; ``{metric}_crossfit`` for μ, η, θ4; ``units`` (subject
+    pair × template units), ``subjects``, ``templates`` and ``cell_units`` (the median units
+    per (subject, attribute) cell). ``spec``: the level, the seed of the cross-fit's splits,
+    and what the subjects are: where they are fixed (the population asked about, templates
+    alone drawn: :class:`~.crossed.Design`), the cross-fit splits the templates only (a
+    subject's γ averages over the same fixed partners in both parts); with
+    ``spec.complete_design``, μ, η and θ4 get no interval where some subject or pair lacks an
+    attribute (:func:`incomplete_note`). ``strata``: a subject's list (e.g. female / male
+    names)."""
+    level = spec.level
+    prepared = _prepare(cells, spec, strata)
+    matrices, design = prepared.matrices, prepared.design
+    point, variances = crossed_variances(matrices, prepared.statistic, design)
     out: dict[str, float | str | None] = {}
     incomplete = None
     if spec.complete_design:
-        attributes = len(np.unique(attribute_rank))
         incomplete = incomplete_note(
-            np.diff(np.append(subject_starts, matrices["c_sum0"].shape[1])),
-            np.diff(np.append(pair_starts, matrices["pc_sum0"].shape[1])),
-            attributes,
+            np.diff(np.append(prepared.subject_starts, matrices["c_sum0"].shape[1])),
+            np.diff(np.append(prepared.pair_starts, matrices["pc_sum0"].shape[1])),
+            prepared.attributes,
         )
     for name in METRICS:
         if name in MAXIMA:
@@ -358,8 +398,92 @@ def intervals(
         out[f"{name}_se"] = math.sqrt(max(variances[name], 0.0))
     out["df"] = design.df
     out["subjects_are"] = spec.subjects
-    out["units"] = n_units
-    out["subjects"] = len(names)
-    out["templates"] = len(templates)
-    out["cell_units"] = float(np.median(np.bincount(distinct_rows(x1, attribute)[0])))
+    out["units"] = len(prepared.units)
+    out["subjects"] = prepared.subjects
+    out["templates"] = prepared.templates
+    out["cell_units"] = prepared.cell_units
+    return out
+
+
+class _Paired:
+    """Two sets' statistics on the same units, as one statistic of the crossed design: each
+    deletion removes the same unit, subject or template from both, so the spread of their
+    difference counts what the two share. Sums are told apart by the prefixes ``a:`` and
+    ``b:``; the change's bounds read μ's cross-fitted and plug-in values crosswise."""
+
+    def __init__(self, first: GroupedStatistic, second: GroupedStatistic, metric: str) -> None:
+        self.first, self.second, self.metric = first, second, metric
+        self._split: tuple[dict, tuple[dict, dict]] | None = None
+
+    def _parts(self, sums: dict) -> tuple[dict, dict]:
+        if self._split is not None and self._split[0] is sums:  # the whole set's, kept
+            return self._split[1]
+        parts = tuple({k[2:]: v for k, v in sums.items() if k[:2] == p} for p in ("a:", "b:"))
+        if next(iter(sums.values())).shape[0] == 1:
+            self._split = (sums, parts)
+        return parts
+
+    def _combine(self, a: dict, b: dict) -> dict[str, np.ndarray]:
+        m, fit = self.metric, f"{self.metric}_crossfit"
+        return {"first": a[m], "second": b[m], "change": a[m] - b[m], "low": a[fit] - b[m],
+                "high": a[m] - b[fit]}  # fmt: skip
+
+    def __call__(self, sums: dict) -> dict[str, np.ndarray]:
+        a, b = self._parts(sums)
+        return self._combine(self.first(a), self.second(b))
+
+    def deleted(self, totals: dict, removed: dict) -> dict[str, np.ndarray]:
+        (a, b), (ra, rb) = self._parts(totals), self._parts(removed)
+        return self._combine(self.first.deleted(a, ra), self.second.deleted(b, rb))
+
+
+def paired_intervals(
+    first: UnitCells,
+    second: UnitCells,
+    spec: IntervalSpec,
+    strata: dict[str, str] | None = None,
+    metric: str = "mu",
+) -> dict[str, float | str | None]:
+    """The change of μ (or η, θ4) from the set ``second`` to the set ``first`` on the same
+    subject pair × template units (LEI's μ under an intervention − μ with none, over the same
+    contexts): ``first`` and ``second`` (each set's plug-in), ``change`` (their difference),
+    ``change_ci_low`` / ``_ci_high`` and ``change_ci_note`` (why there is none).
+
+    The bounds follow :func:`~.core.bounds_interval` crosswise: the cross-fitted value lies
+    below the metric in expectation and the plug-in above it, so (cross-fitted first − plug-in
+    second) lies below the change and (plug-in first − cross-fitted second) above it; each is a
+    one-sided t bound at (1 + level)/2 with the crossed-design jackknife of that difference,
+    whose deletions take the same unit, subject or template from both sets (paired: what the
+    sets share cancels). Conservative by construction. Sets that do not hold the same units
+    (some contexts scored in one set only) get no interval."""
+    a, b = _prepare(first, spec, strata), _prepare(second, spec, strata)
+    out: dict[str, float | str | None] = {"units": len(a.units), "df": a.design.df}
+    if a.units != b.units:
+        out.update(change=math.nan, change_ci_low=math.nan, change_ci_high=math.nan)
+        out["change_ci_note"] = (
+            f"the sets hold different subject pair × template units ({len(a.units)} and "
+            f"{len(b.units)}): a paired change needs the same contexts in both"
+        )
+        return out
+    matrices = {f"a:{k}": v for k, v in a.matrices.items()}
+    matrices.update({f"b:{k}": v for k, v in b.matrices.items()})
+    point, variances = crossed_variances(
+        matrices, _Paired(a.statistic, b.statistic, metric), a.design
+    )
+    t = t_quantile(spec.level, a.design.df) if a.design.df >= 1 else math.nan
+    low = point["low"] - t * math.sqrt(max(variances["low"], 0.0))
+    high = point["high"] + t * math.sqrt(max(variances["high"], 0.0))
+    out.update(first=point["first"], second=point["second"], change=point["change"])
+    why = None
+    if a.design.df < 1:
+        why = "one subject or template only: nothing to tell the spread from"
+    elif not math.isfinite(point["change"]) or not math.isfinite(variances["high"]):
+        why = "the change or its spread is undefined"
+    if why:
+        out.update(change_ci_low=math.nan, change_ci_high=math.nan, change_ci_note=why)
+        return out
+    # a cross-fit too small to compute leaves its side at the change's floor or ceiling
+    out["change_ci_low"] = max(-1.0, low) if math.isfinite(low) else -1.0
+    out["change_ci_high"] = min(1.0, high) if math.isfinite(high) else 1.0
+    out["change_ci_note"] = None
     return out

@@ -30,13 +30,14 @@ from biaslens.framework.presets import UNSET, ByModel
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.methods.qa.lei_eval.scores import score_questions, scoring_label
 from biaslens.methods.qa.lei_eval.settings import AUDIT, LeiEvalSettings, make_settings
-from biaslens.methods.qa.lei_eval.table import PAIRING, lei_table
-from biaslens.methods.qa.lei_eval.views import mu_view
+from biaslens.methods.qa.lei_eval.table import PAIRING, change_table, lei_table
+from biaslens.methods.qa.lei_eval.views import change_view, mu_view
 from biaslens.methods.qa.qa_files import LEI_EVAL as QA_FILES_LEI_EVAL
 from biaslens.metrics.intervals import IntervalSpec
 from biaslens.metrics.qa import squad_scores
 from biaslens.metrics.unqover import MEASURES as UNQOVER_MEASURES
 from biaslens.metrics.unqover import (
+    MU_CHANGE,
     comparative_scores,
     subject_bias,
     unordered_pair,
@@ -262,6 +263,7 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
     )
     table = lei_table(scores, comparative, intervals, subject_strata(scores))
     table.insert(1, "scoring", scoring_label(settings.mode, settings.samples, settings.allocation))
+    changes = change_table(scores, intervals, subject_strata(scores))
     subjects = subject_bias(comparative, ("set",))
     samples = {"samples": scores}
     if scored.left_out is not None:
@@ -289,7 +291,7 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
             "specified_absent": specified_absent or None,
             **({"first_token": scored.metrics} if scored.metrics is not None else {}),
         },
-        tables={"lei_mu": table, "subjects": subjects},
+        tables={"lei_mu": table, "subjects": subjects, "lei_change": changes},
         samples=samples,
         figures={"lei_mu": lei_mu_figure(table, title)},
         provenance={
@@ -341,6 +343,17 @@ SPEC = register(
                     "interval",
                     "win rate": "on specified contexts, how often the subject the context names "
                     "is scored higher",
+                },
+            ),
+            Headline(
+                "lei_change",
+                "LEI: μ's change under each intervention, paired over the same contexts",
+                view=change_view,
+                measures=(MU_CHANGE,),
+                labels=("set",),
+                legend={
+                    "μ, no intervention": "μ with the intervention removed, over the set's "
+                    "own contexts"
                 },
             ),
             Headline("subjects", "Subjects: max |γ|", cli=False),

@@ -12,7 +12,7 @@ from biaslens.metrics.unqover import (
     comparative_scores,
     model_summary,
 )
-from biaslens.metrics.unqover_stream import intervals_by
+from biaslens.metrics.unqover_stream import UnqoverAccumulator, intervals_by
 from biaslens.metrics.unqover_summary import (
     gap_intervals,
     sparse_note,
@@ -79,3 +79,55 @@ def lei_table(
             table.loc[where, "specified_win_rate_ci_high"] = interval.high
             table.loc[where, "specified_win_rate_ci_note"] = interval.why_not
     return table
+
+
+CHANGED = ("ethical", "adversarial", "irrelevant")
+"""The intervention sets whose μ is compared with no intervention on the same contexts."""
+
+
+def _same_contexts(scores: pd.DataFrame, name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows of set ``name`` and the no-intervention rows of the same contexts."""
+    part = scores[scores["set"] == name]
+    contexts = part[CONTEXT].drop_duplicates()
+    return part, scores[scores["set"] == "none"].merge(contexts, on=CONTEXT)
+
+
+def change_table(
+    scores: pd.DataFrame,
+    intervals: IntervalSpec | tuple | None = None,
+    strata: dict[str, str] | None = None,
+) -> pd.DataFrame:
+    """Per intervention set: μ there, μ with no intervention over the same contexts, and the
+    change (LEI Section 3: ethical advice should lower μ towards 0, irrelevant advice leave it
+    as it is), with the paired interval over the crossed design the two share
+    (:func:`~biaslens.metrics.intervals.unqover.paired_intervals`). Empty without a
+    no-intervention set."""
+    columns = ["set", "mu", "mu_none", "mu_change"]
+    intervals = IntervalSpec.of(intervals)
+    rows = []
+    for name in CHANGED:
+        part, same = _same_contexts(scores, name)
+        if part.empty or same.empty:
+            continue
+        within = ("intervention_id",)
+        if intervals is None:
+            mu = float(model_summary(part, within=within)["mu"].iloc[0])
+            mu_none = float(model_summary(same, within=within)["mu"].iloc[0])
+            rows.append({"set": name, "mu": mu, "mu_none": mu_none, "mu_change": mu - mu_none})
+            continue
+        totals = []
+        for rows_of in (part, same):
+            total = UnqoverAccumulator(("set", *within), intervals=intervals)
+            total.add(rows_of)
+            totals.append(total)
+        bounds = totals[0].change_from(totals[1], strata)
+        row = {"set": name, "mu": bounds["first"], "mu_none": bounds["second"]}
+        row.update(
+            mu_change=bounds["change"],
+            mu_change_ci_low=bounds["change_ci_low"],
+            mu_change_ci_high=bounds["change_ci_high"],
+            mu_change_ci_note=bounds["change_ci_note"],
+            units=bounds["units"],
+        )
+        rows.append(row)
+    return pd.DataFrame(rows, columns=None if rows else columns)

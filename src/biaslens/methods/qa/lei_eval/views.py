@@ -54,3 +54,16 @@ def mu_view(table: pd.DataFrame) -> pd.DataFrame:
         if column in table:
             view[column] = table[column]
     return view
+
+
+def change_view(table: pd.DataFrame) -> pd.DataFrame:
+    """Per intervention set: μ there, μ with none on the same contexts, and the change with
+    its paired interval (or why there is none)."""
+    from biaslens.common.numbers import readable
+
+    return pd.DataFrame({
+        "set": table["set"],
+        "μ": [readable(float(v)) for v in table["mu"]],
+        "μ, no intervention": [readable(float(v)) for v in table["mu_none"]],
+        "change of μ": with_interval(table, "mu_change"),
+    })  # fmt: skip
