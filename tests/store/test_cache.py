@@ -161,3 +161,51 @@ def test_cache_keys_and_stored_answers_are_those_of_dataclasses_asdict():
             import hashlib
 
             assert request_key("m", value) == hashlib.sha256(expected.encode()).hexdigest()
+
+
+class SlowLM(CountingLM):
+    """A model that takes ``seconds`` per request on a clock of the test's own (no waiting),
+    and remembers the size of every chunk it was given."""
+
+    def __init__(self, seconds: float, clock: list[float], fail_after: int | None = None):
+        super().__init__(fail_after)
+        self.seconds, self.clock, self.chunks = seconds, clock, []
+
+    def token_distribution(self, requests, progress=None):
+        self.chunks.append(len(requests))
+        out = super().token_distribution(requests, progress)
+        self.clock[0] += self.seconds * len(requests)
+        return out
+
+
+def _timed(inner: SlowLM, cache: RequestCache) -> CachedLM:
+    lm = CachedLM(inner, cache)  # a local model: no chunk size given
+    lm.clock = lambda: inner.clock[0]
+    return lm
+
+
+@pytest.mark.parametrize("seconds", [2.0, 0.5, 0.001])
+def test_a_local_models_chunks_are_a_few_seconds_of_its_work(tmp_path, seconds):
+    """Answers are kept (and progress moves) about every CHUNK_SECONDS of the model's work,
+    whatever its speed: a slow model's chunks are small, a fast one's reach the 256 cap."""
+    from biaslens.store.cache import CHUNK, CHUNK_SECONDS, FIRST_CHUNK
+
+    inner = SlowLM(seconds, [0.0])
+    ticks: list[int] = []
+    _timed(inner, RequestCache(tmp_path / "requests.sqlite")).token_distribution(
+        _requests(600), ticks.append
+    )
+    assert inner.chunks[0] == FIRST_CHUNK and sum(inner.chunks) == 600 == sum(ticks)
+    expected = max(1, min(CHUNK, int(CHUNK_SECONDS / seconds)))
+    assert set(inner.chunks[1:-1]) == {expected}
+    assert max(inner.chunks) * seconds <= max(CHUNK_SECONDS, FIRST_CHUNK * seconds)
+
+
+def test_an_interrupted_slow_model_loses_seconds_not_a_chunk(tmp_path):
+    """Stopped after 21 requests of 2 s, the cache holds the 20 answered in whole chunks
+    before the stop (8, then 2 per 4 s), not none of them (a 256 chunk would have kept 0)."""
+    path = tmp_path / "requests.sqlite"
+    inner = SlowLM(2.0, [0.0], fail_after=21)
+    with pytest.raises(KeyboardInterrupt):
+        _timed(inner, RequestCache(path)).token_distribution(_requests(300))
+    assert RequestCache(path).count() == 20

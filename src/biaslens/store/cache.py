@@ -49,6 +49,13 @@ from biaslens.store.cache_faults import (
 )
 
 CHUNK = 256
+"""The most requests a local model is given at once (and the most a failure can lose)."""
+CHUNK_SECONDS = 4.0
+"""A local model's chunks are sized to about this much work (from its speed on the chunks
+before), so that answers are kept and progress moves at least every few seconds however slow
+the model: an interrupted run loses seconds, not a chunk of minutes."""
+FIRST_CHUNK = 8
+"""The first chunk of a local model, before its speed is known."""
 
 
 def shared_cache_dir(given: Path | str | None = None) -> Path:
@@ -259,7 +266,9 @@ class CachedLM(ForwardingLM):
         self.identity = inner.identity
         self._cache = cache
         # a backend over the network commits small chunks, so that a failure loses little
-        self.chunk_size = chunk_size or getattr(inner, "cache_chunk_size", None) or CHUNK
+        fixed = chunk_size or getattr(inner, "cache_chunk_size", None)
+        self.chunk_size = fixed or CHUNK
+        self.adaptive = fixed is None  # a local model's chunks follow its speed
         self.stats = stats if stats is not None else {"cached": 0, "computed": 0}
 
     @property
@@ -304,8 +313,11 @@ class CachedLM(ForwardingLM):
         if progress is not None and hits:
             progress(hits)
         todo = sorted(missing, key=lambda k: _request_size(requests[missing[k][0]]))
-        for start in range(0, len(todo), self.chunk_size):
-            chunk = todo[start : start + self.chunk_size]
+        start, size = 0, min(FIRST_CHUNK, self.chunk_size) if self.adaptive else self.chunk_size
+        while start < len(todo):
+            chunk = todo[start : start + size]
+            start += len(chunk)
+            began = self.clock()
             limited = (
                 self.max_new is not None and self.stats["computed"] + len(chunk) > self.max_new
             )
@@ -326,4 +338,17 @@ class CachedLM(ForwardingLM):
             self.stats["computed"] += len(chunk)
             if limited:
                 raise RequestLimitReached(self.max_new)
+            size = self._next_size(len(chunk), self.clock() - began, size)
         return results
+
+    clock = staticmethod(time.monotonic)
+    """Where chunk timings come from (a test gives its own)."""
+
+    def _next_size(self, done: int, seconds: float, size: int) -> int:
+        """The next chunk's size: about :data:`CHUNK_SECONDS` of work at the speed of the chunk
+        just done, at most :attr:`chunk_size` (fixed where the size was given)."""
+        if not self.adaptive:
+            return self.chunk_size
+        if seconds <= 0:
+            return min(self.chunk_size, 2 * size)
+        return max(1, min(self.chunk_size, int(done / seconds * CHUNK_SECONDS)))
