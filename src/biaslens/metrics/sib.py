@@ -242,7 +242,11 @@ def specification_metric(
 
 
 def detection_rates(
-    metric: np.ndarray, well_specified: np.ndarray, threshold: float = 0.5, level: float = LEVEL
+    metric: np.ndarray,
+    well_specified: np.ndarray,
+    threshold: float = 0.5,
+    level: float = LEVEL,
+    clusters: np.ndarray | None = None,
 ) -> dict:
     """TPR, TNR and balanced accuracy of "unspecified iff metric > threshold" (Table 3).
 
@@ -252,8 +256,12 @@ def detection_rates(
     both rates and counted in ``n_no_pronoun`` (``n_unspecified`` / ``n_well_specified`` count
     every sentence of the class; ``n_tpr`` / ``n_tnr`` those with a verdict, which the rates rest
     on). A rate with no sentence to compute it on is NaN. Each rate
-    has its ``level`` interval over the sentences it rests on (:mod:`biaslens.metrics.intervals`:
-    Jeffreys for TPR and TNR, adjusted Wald for BA)."""
+    has its ``level`` interval over the sentences it rests on: with ``clusters`` (each
+    sentence's occupation, whose sentences share the model's behaviour) of two or more, over
+    the clusters (:func:`~biaslens.metrics.intervals.shares.cluster_rates`: Korn–Graubard for
+    TPR and TNR, a t interval for BA, on clusters − 1 degrees of freedom); without, over
+    independent sentences (Jeffreys for TPR and TNR, adjusted Wald for BA). ``n_clusters``
+    says which."""
     metric = np.asarray(metric, dtype=float)
     truth_unspecified = ~np.asarray(well_specified, dtype=bool)
     judged = np.isfinite(metric)
@@ -265,9 +273,21 @@ def detection_rates(
     rejections = int((cleared & ~truth_unspecified).sum())
     tpr = hits / positives if positives else float("nan")
     tnr = rejections / negatives if negatives else float("nan")
-    tpr_low, tpr_high = share_interval(hits, positives, level)
-    tnr_low, tnr_high = share_interval(rejections, negatives, level)
-    ba_low, ba_high = mean_of_two_shares(hits, positives, rejections, negatives, level)
+    groups = 0 if clusters is None else len(pd.unique(np.asarray(clusters)))
+    if groups >= 2:
+        from biaslens.metrics.intervals.shares import cluster_rates
+
+        judged_positive, judged_negative = judged & truth_unspecified, judged & ~truth_unspecified
+        found = cluster_rates(flagged & truth_unspecified, judged_positive,
+                              cleared & ~truth_unspecified, judged_negative,
+                              np.asarray(clusters), level)  # fmt: skip
+        (tpr_low, tpr_high), (tnr_low, tnr_high), (ba_low, ba_high) = (
+            (found[k].low, found[k].high) for k in ("tpr", "tnr", "balanced_accuracy")
+        )
+    else:
+        tpr_low, tpr_high = share_interval(hits, positives, level)
+        tnr_low, tnr_high = share_interval(rejections, negatives, level)
+        ba_low, ba_high = mean_of_two_shares(hits, positives, rejections, negatives, level)
     return {
         "tpr": tpr,
         "tpr_ci_low": tpr_low,
@@ -283,6 +303,7 @@ def detection_rates(
         "n_unspecified": int(truth_unspecified.sum()),
         "n_well_specified": int((~truth_unspecified).sum()),
         "n_no_pronoun": int((~judged).sum()),
+        "n_clusters": groups if groups >= 2 else None,
         "threshold": threshold,
     }
 
@@ -328,7 +349,8 @@ def method2_from_shares(
     rates = pd.DataFrame(
         [
             {**dict(zip(group, key if isinstance(key, tuple) else (key,), strict=True)),
-             **detection_rates(part["metric"], part["well_specified"], threshold)}
+             **detection_rates(part["metric"], part["well_specified"], threshold,
+                               clusters=part.get("occupation"))}
             for key, part in per_sentence.groupby(list(group), sort=True)
         ]
     )  # fmt: skip

@@ -8,9 +8,9 @@ from biaslens.metrics.meanings import Measure
 _SHARE = dict(
     range="0 to 1",
     unit="fraction",
-    interval="Jeffreys",
-    estimand="the detector's rate over sentences like these, taken as independent draws; the "
-    "interval covers it at its level",
+    interval="Korn–Graubard over occupations as clusters (Jeffreys for sentences without them)",
+    estimand="the detector's rate over sentences like these, the occupations being draws whose "
+    "sentences share the model's behaviour; the interval covers it at its level",
 )
 SLOPE = Measure(
     "slope",
@@ -75,7 +75,8 @@ BALANCED_ACCURACY = Measure(
     "fraction",
     n="n_tpr + n_tnr",
     n_unit="sentences",
-    interval="adjusted Wald of a mean of two shares",
-    estimand="the mean of the two rates over sentences like these; the interval covers it at "
-    "its level",
+    interval="t over occupations as clusters, never narrower than the adjusted Wald of two "
+    "independent shares",
+    estimand="the mean of the two rates over sentences like these (occupations as draws); the "
+    "interval covers it at its level",
 )

@@ -152,17 +152,20 @@ DETECT = (
         ("set", "tpr", "tpr_ci_low", "tpr_ci_high", "tnr", "tnr_ci_low", "tnr_ci_high",
          "balanced_accuracy", "balanced_accuracy_ci_low", "balanced_accuracy_ci_high", "n_tpr",
          "n_tnr", "n_unspecified", "n_well_specified", "n_no_pronoun", "threshold"),
-        optional=("n_undecided", "samples"),
+        optional=("n_undecided", "samples", "n_clusters"),
         meanings={
             "tpr": "share of underspecified sentences flagged (0 to 1)",
             "tnr": "share of well-specified sentences cleared (0 to 1)",
             "balanced_accuracy": "(TPR + TNR) / 2",
             **{
-                f"{m}_ci_{side}": f"{side} bound of the {what} interval at --ci-level"
-                for m, what in (("tpr", "Jeffreys"), ("tnr", "Jeffreys"),
-                                ("balanced_accuracy", "adjusted Wald"))
+                f"{m}_ci_{side}": f"{side} bound of the {what} interval at --ci-level, over "
+                "occupations as clusters"
+                for m, what in (("tpr", "Korn–Graubard"), ("tnr", "Korn–Graubard"),
+                                ("balanced_accuracy", "t"))
                 for side in ("low", "high")
             },
+            "n_clusters": "occupations the intervals count as clusters (empty: sentences "
+            "taken as independent)",
             "n_tpr": "underspecified sentences with a verdict (TPR's n)",
             "n_tnr": "well-specified sentences with a verdict (TNR's n)",
             "n_unspecified": "underspecified sentences in the set",

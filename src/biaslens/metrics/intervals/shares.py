@@ -12,6 +12,9 @@ two independent shares (Newcombe).
   taken as (x + 1) / (n + 2).
 * A share whose units share names or subjects (CID's fraction biased, LEI's win rate):
   :func:`clustered_share_interval`.
+* Shares of sentences that come in clusters sharing the model's behaviour (SIB's detector rates
+  over Winogender's occupations): :func:`cluster_rates`, Korn–Graubard at the cluster-robust
+  variance and a t interval with it for the mean of the two rates.
 * The difference of two independent shares (SIB Method 2 from sampled replies): Newcombe's
   hybrid score interval (Newcombe 1998, *Statistics in Medicine* 17(8), method 10).
 """
@@ -91,3 +94,61 @@ def difference_of_shares(
         x1, n1, x2, n2, method="newcomb", compare="diff", alpha=1 - level
     )
     return np.asarray(low), np.asarray(high)
+
+
+def _cluster_variance(influence: np.ndarray, clusters: np.ndarray) -> tuple[float, int]:
+    """The cluster-robust variance of a linearised estimator (per unit its influence), with
+    G/(G − 1) for the few clusters, and G − 1 degrees of freedom."""
+    _, group = np.unique(clusters, return_inverse=True)
+    totals = np.bincount(group, weights=influence)
+    g = len(totals)
+    return (float(g / (g - 1) * (totals**2).sum()) if g > 1 else math.nan), g - 1
+
+
+def cluster_rates(
+    hits: np.ndarray, positive: np.ndarray, cleared: np.ndarray, negative: np.ndarray,
+    clusters: np.ndarray, level: float = LEVEL,
+) -> dict[str, Interval]:  # fmt: skip
+    """Intervals of TPR = Σ hits / Σ positive, TNR = Σ cleared / Σ negative and their mean
+    (balanced accuracy) where the units (sentences: 0/1 arrays) come in ``clusters`` that share
+    the model's behaviour (Winogender's occupations; its templates are nested in them).
+
+    Each rate is a ratio over clusters: its cluster-robust variance is that of its
+    linearisation (x − p̂·n per unit, summed per cluster, over (Σ n)²), on G − 1 degrees of
+    freedom, and its interval Korn–Graubard's at that variance (:func:`clustered_share_interval`:
+    the effective size never exceeds the sentence count, so a design effect below 1 is not
+    credited). Balanced accuracy's variance is the larger of the clustered one (both rates'
+    influences per cluster, so that their covariance counts) and the independent adjusted-Wald
+    one, with a t interval on G − 1 degrees of freedom, cut to [0, 1]."""
+    arrays = (hits, positive, cleared, negative)
+    hits, positive, cleared, negative = (np.asarray(a, dtype=float) for a in arrays)
+    clusters = np.asarray(clusters)
+    out: dict[str, Interval] = {}
+    influences = []
+    for name, x, n in (("tpr", hits, positive), ("tnr", cleared, negative)):
+        total = n.sum()
+        if total <= 0:
+            out[name] = Interval.none("no sentence of this class has a verdict")
+            influences.append(np.zeros_like(x))
+            continue
+        share = x.sum() / total
+        influence = (x - share * n) / total
+        influences.append(influence)
+        variance, df = _cluster_variance(influence, clusters)
+        out[name] = clustered_share_interval(x.sum(), total, variance, df, level)
+    if positive.sum() > 0 and negative.sum() > 0:
+        variance, df = _cluster_variance((influences[0] + influences[1]) / 2, clusters)
+        x1, n1, x2, n2 = hits.sum(), positive.sum(), cleared.sum(), negative.sum()
+        p1, p2 = (x1 + 1) / (n1 + 2), (x2 + 1) / (n2 + 2)
+        independent = (p1 * (1 - p1) / (n1 + 2) + p2 * (1 - p2) / (n2 + 2)) / 4
+        if df < 1 or not math.isfinite(variance):
+            out["balanced_accuracy"] = Interval.none(
+                "one occupation only: nothing to tell the spread from"
+            )
+        else:
+            half = t_quantile(level, df) * math.sqrt(max(variance, independent))
+            centre = (p1 + p2) / 2
+            out["balanced_accuracy"] = Interval(max(0.0, centre - half), min(1.0, centre + half))
+    else:
+        out["balanced_accuracy"] = Interval.none("a class has no sentence with a verdict")
+    return out

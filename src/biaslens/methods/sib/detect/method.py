@@ -201,6 +201,7 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
                     part.get("rated_metric", part["metric"]), part["well_specified"],
                     settings.threshold,
                     settings.ci_level,
+                    part["occupation"],
                 ),
                 **undecided_counts(part),
             }

@@ -51,8 +51,8 @@ def from_stored(
     ctx.line(
         "TPR: share of underspecified sentences flagged; TNR: share of well-specified ones "
         "cleared; BA: their mean; n: the sentences each rests on (sentences without a pronoun "
-        "have no verdict); CI: Jeffreys (TPR, TNR), adjusted Wald (BA), sentences as "
-        "independent draws"
+        "have no verdict); CI over occupations as clusters (their sentences share the model's "
+        "behaviour): Korn–Graubard (TPR, TNR), t (BA)"
     )
     if output is None:
         return
