@@ -158,3 +158,21 @@ def test_a_reported_question_is_never_judged_and_stays_out_of_the_family():
     )
     assert [a.answer for a in answers] == ["evidence", "reported"]
     assert answers[0].ci_level == pytest.approx(0.95) and "1 judged" in family
+
+
+def test_a_question_answers_once_per_value_of_its_labels():
+    """``per`` names what makes one question per row; two rows for the same value would make
+    the question answer twice, and are refused, naming it."""
+    from biaslens.errors import BiaslensError
+    from biaslens.framework.questions import Question
+
+    question = Question("q", "?", table="t", metric="m", per=("prompt",))
+    rows = [
+        {"table": "t", "metric": "m", "labels": {"prompt": "A", "w_kind": "dates"}},
+        {"table": "t", "metric": "m", "labels": {"prompt": "B", "w_kind": "dates"}},
+        {"table": "other", "metric": "m", "labels": {"prompt": "A"}},
+    ]
+    assert [r["labels"]["prompt"] for r in question.primaries(rows)] == ["A", "B"]
+    rows.append({"table": "t", "metric": "m", "labels": {"prompt": "A", "w_kind": "places"}})
+    with pytest.raises(BiaslensError, match="'q'.*two rows for prompt=A"):
+        question.primaries(rows)

@@ -58,13 +58,25 @@ class Question:
 
     def primaries(self, estimates: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The ``summary.json`` estimates that answer this question: one per value of
-        :attr:`per` among the rows :attr:`where` selects."""
-        chosen = []
+        :attr:`per` among the rows :attr:`where` selects (one in all without ``per``). Two
+        rows for the same value would make one question answer twice: an error naming it."""
+        chosen, seen = [], {}
         for record in estimates:
             labels = record.get("labels") or {}
             if record.get("table") != self.table or record.get("metric") != self.metric:
                 continue
             if all(labels.get(k) == v for k, v in self.where.items()):
+                value = tuple(labels.get(k) for k in self.per)
+                if value in seen:
+                    from biaslens.errors import BiaslensError
+
+                    which = ", ".join(f"{k}={v}" for k, v in zip(self.per, value, strict=True))
+                    raise BiaslensError(
+                        f"question {self.key!r}: {self.table}.{self.metric} has two rows "
+                        f"for {which or 'the question'} ({seen[value]} and {labels}); "
+                        "name the labels that tell them apart in its per"
+                    )
+                seen[value] = labels
                 chosen.append(record)
         return chosen
 
