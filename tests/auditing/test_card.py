@@ -176,3 +176,28 @@ def test_a_question_answers_once_per_value_of_its_labels():
     rows.append({"table": "t", "metric": "m", "labels": {"prompt": "A", "w_kind": "places"}})
     with pytest.raises(BiaslensError, match="'q'.*two rows for prompt=A"):
         question.primaries(rows)
+
+
+def test_detect_says_what_this_size_would_find_and_how_much_more_data_would():
+    """A departure at or above the detectable effect is found at this size; below it, the
+    interval must narrow by detectable / effect, which takes (detectable / effect)² the data."""
+    from types import SimpleNamespace
+
+    from biaslens.auditing.render import detect_lines
+    from biaslens.errors import BiaslensError
+
+    def answer(kind, detectable, kind_label):
+        return SimpleNamespace(answer=kind, detectable=detectable, labels={"w_kind": kind_label},
+                               step="sib-mgc", symbol="slope", unit="pp per W step")  # fmt: skip
+
+    card = SimpleNamespace(questions=[
+        answer("no evidence", 0.03, "dates"),
+        answer("no evidence", 0.008, "places"),
+        answer("evidence", None, "names"),
+    ])  # fmt: skip
+    lines = detect_lines(card, 0.01)
+    assert len(lines) == 2
+    assert "(dates)" in lines[0] and "needs about 9.0× this size's data" in lines[0]
+    assert "(places)" in lines[1] and "would be detected at this size" in lines[1]
+    with pytest.raises(BiaslensError, match="above 0"):
+        detect_lines(card, 0)

@@ -11,6 +11,7 @@ from biaslens.auditing.card import BiasCard, references_of
 from biaslens.common import atomic
 from biaslens.common.files import make_dir
 from biaslens.common.numbers import readable, readable_interval
+from biaslens.errors import BiaslensError
 from biaslens.framework.estimates import labels_text
 from biaslens.metrics.intervals.core import LEVEL
 
@@ -49,6 +50,34 @@ def question_lines(card: BiasCard) -> list[str]:
         if answer.caveat and answer.answer != "no verdict":
             line += f" (caveat: {answer.caveat})"
         lines.append(line)
+    return lines
+
+
+def detect_lines(card: BiasCard, effect: float) -> list[str]:
+    """Whether this size would detect a departure of ``effect`` from each target (in each
+    primary's own unit), for every question with no evidence: yes where its detectable effect
+    (80% power at the family's first level) is at most ``effect``, else about how many times
+    this size's data would, the interval narrowing as one over the root of the data (so
+    (detectable / effect)² times)."""
+    if not effect > 0:
+        raise BiaslensError(f"--detect {effect:g}: give the size of an effect, above 0")
+    lines = []
+    for answer in card.questions:
+        if answer.answer != "no evidence" or answer.detectable is None:
+            continue
+        labels = ", ".join(str(v) for v in answer.labels.values())
+        what = f"{answer.step}: {answer.symbol}" + (f" ({labels})" if labels else "")
+        size = f"{readable(effect)} {answer.unit}".strip()
+        here = f"detectable here ±{readable(answer.detectable)}"
+        if answer.detectable <= effect:
+            lines.append(f"--detect {effect:g}: {what}: ±{size} would be detected at this "
+                         f"size ({here})")  # fmt: skip
+        else:
+            more = (answer.detectable / effect) ** 2
+            lines.append(f"--detect {effect:g}: {what}: ±{size} needs about {more:.1f}× this "
+                         f"size's data ({here})")  # fmt: skip
+    if not lines:
+        lines.append(f"--detect {effect:g}: no question with no evidence to size")
     return lines
 
 

@@ -43,6 +43,13 @@ AUDIT_OPTIONS = (
         "no model is loaded and no server is called.",
     ),
     shared.PRICE,
+    Option(
+        "detect",
+        type=float,
+        help="An effect to look for, in each question's own unit (e.g. 0.01): after the card, "
+        "each question with no evidence says whether this size would detect it, or about how "
+        "much more data would (its interval narrows as one over the root of the data).",
+    ),
 )
 
 
@@ -110,7 +117,7 @@ def audit(**values) -> None:
     then run into one folder, and a bias card (card.md, card.html, card.json) whose first lines
     are its questions, each with its family-wise verdict and interval. Rerunning the same
     command resumes and reuses every finished run."""
-    from biaslens.auditing.render import question_lines, summary_line
+    from biaslens.auditing.render import detect_lines, question_lines, summary_line
     from biaslens.auditing.run import run_audit
     from biaslens.common.files import read_models_file
     from biaslens.runner.plan import parse_price
@@ -147,6 +154,9 @@ def audit(**values) -> None:
         console.print(f"  {summary_line(card)}", markup=False, highlight=False)
         for line in question_lines(card):
             console.print(f"  {line}", markup=False, highlight=False)
+        if values.get("detect") is not None:
+            for line in detect_lines(card, values["detect"]):
+                console.print(f"  {line}", markup=False, highlight=False)
         if card.rows:
             console.print(
                 f"  {len(card.rows)} supporting number(s) with their intervals: see the card",
