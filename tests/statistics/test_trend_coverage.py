@@ -17,10 +17,10 @@ W = np.arange(30, dtype=float)
 SLOPE = 0.05
 
 
-def _ar1(rho: float, rng) -> np.ndarray:
-    e = np.empty(len(W))
+def _ar1(rho: float, rng, n: int = len(W)) -> np.ndarray:
+    e = np.empty(n)
     e[0] = rng.normal() / np.sqrt(1 - rho**2)
-    for t in range(1, len(W)):
+    for t in range(1, n):
         e[t] = rho * e[t - 1] + rng.normal()
     return e
 
@@ -127,3 +127,30 @@ def test_the_slope_interval_covers_under_sampled_scoring(replies):
         held.append(covers(row.female_minus_male_ci_low, row.female_minus_male_ci_high, truth))
         widths.append(row.female_minus_male_ci_high - row.female_minus_male_ci_low)
     record(f"MGC female − male slope, sampled scoring, K = {replies}", held, widths)
+
+
+AUDIT_DESIGNS = {  # the audit's quick MGC step: sentence frames × W values of each kind
+    "quick, 15 frames × 30 dates": (15, 30),
+    "quick, 15 frames × 20 places": (15, 20),
+}
+
+
+@pytest.mark.parametrize("design", list(AUDIT_DESIGNS))
+def test_the_slope_interval_holds_at_the_audits_quick_designs(design):
+    """At the audit's own frames × W, with AR(1) W effects (ρ = .4), frames with slopes of
+    their own and cell noise, the interval covers the trend (the interval is equivariant: the
+    same at any true slope, so no trend and a clear one cover alike). At the standard step's 60
+    frames the W part dominates and the interval covers less (0.917 at 30 dates, 0.893 at 20
+    places, measured with this model): not yet held to the band."""
+    frames, count = AUDIT_DESIGNS[design]
+    w = np.arange(count, dtype=float)
+    held, widths = [], []
+    for r in range(REPLICATIONS):
+        rng = np.random.default_rng([r, frames, count])
+        slopes = SLOPE + 0.01 * rng.normal(size=frames)
+        values = (slopes[:, None] * w + _ar1(0.4, rng, count)[None, :]
+                  + rng.normal(size=(frames, count)))  # fmt: skip
+        trend = trend_interval(values, w, 0.95, seed=r)
+        held.append(covers(trend.low, trend.high, SLOPE))
+        widths.append(trend.high - trend.low)
+    record(f"MGC slope at the audit's design, {design}", held, widths)
