@@ -86,7 +86,9 @@ def test_interrupted_run_resumes(tiny_models, tmp_path, monkeypatch):
     from biaslens.store import cache as cache_module
 
     settings = make_settings(model=str(tiny_models["gpt2"]), limit=2, w_kinds=("dates",))
-    monkeypatch.setattr(cache_module, "CHUNK", 16)
+    monkeypatch.setattr(cache_module, "CHUNK", 16)  # chunks of exactly 16, whatever the speed
+    monkeypatch.setattr(cache_module, "FIRST_CHUNK", 16)
+    monkeypatch.setattr(cache_module, "CHUNK_SECONDS", 1e9)
     original = cache_module.RequestCache.put_many
     calls = {"n": 0}
 

@@ -1,6 +1,6 @@
 """η where every template gives the same value (subjects fixed, templates drawn): its
 jackknife has no spread, and instead of no interval it gets an exact bound from the templates
-that agree (:func:`biaslens.metrics.intervals.unqover.ceiling_interval`).
+that agree (:func:`biaslens.metrics.intervals.unqover_ceiling.ceiling_interval`).
 
 Simulated from :mod:`tests.statistics.unqover_model` with the fixed subjects' own truth: a
 strong preference with almost no noise, so that every sign of C agrees in every template

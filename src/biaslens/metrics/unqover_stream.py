@@ -216,9 +216,9 @@ class UnqoverAccumulator:
         self, baseline: UnqoverAccumulator, strata: dict[str, str] | None
     ) -> dict[str, float | str | None]:
         """μ's change from ``baseline``'s set to this one on the same units, with its paired
-        interval (:func:`~.intervals.unqover.paired_intervals`); both made with the same
+        interval (:func:`~.intervals.unqover_change.paired_intervals`); both made with the same
         ``intervals``."""
-        from biaslens.metrics.intervals.unqover import paired_intervals
+        from biaslens.metrics.intervals.unqover_change import paired_intervals
 
         self._check_finished()
         baseline._check_finished()

@@ -159,9 +159,10 @@ LEI_EVAL = (
         "lei_change.csv",
         "per intervention set: μ there, μ with no intervention over the same contexts, and the "
         "change, with its paired interval over subjects × templates (LEI Section 3)",
-        ("set", "mu", "mu_none", "mu_change"),
+        ("set", "scoring", "mu", "mu_none", "mu_change"),
         optional=("mu_change_ci_low", "mu_change_ci_high", "mu_change_ci_note", "units"),
         meanings={
+            "scoring": "how the scores were computed (as in lei_mu.csv)",
             "mu": "μ under the set's interventions",
             "mu_none": "μ with no intervention, over the set's own contexts",
             "mu_change": "μ − μ with no intervention (−1 to 1; 0: the intervention does not "

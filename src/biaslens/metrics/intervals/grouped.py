@@ -35,6 +35,20 @@ def mean_over_groups(per_group: np.ndarray) -> np.ndarray:
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
+def group_mean(value, present, starts):
+    """Per row and group: the mean of ``value`` over present cells (NaN: none)."""
+    count = np.add.reduceat(present.astype(float), starts, axis=1)
+    total = np.add.reduceat(np.where(present, value, 0.0), starts, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / count, np.nan)
+
+
+def ratio(a, b):
+    """a / b where b > 0, NaN elsewhere (element-wise)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(b > 0, a / np.where(b > 0, b, 1), np.nan)
+
+
 @dataclass(frozen=True)
 class GroupedMean:
     """One statistic: the mean over groups of ``per_group`` of the sums ``keys`` (all over the

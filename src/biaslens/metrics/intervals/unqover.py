@@ -42,55 +42,19 @@ from biaslens.metrics.intervals.core import (
     IntervalSpec,
     bounds_interval,
     t_interval,
-    t_quantile,
 )
 from biaslens.metrics.intervals.crossed import Design, crossed_variances
-from biaslens.metrics.intervals.grouped import GroupedMean, GroupedStatistic
+from biaslens.metrics.intervals.grouped import GroupedMean, GroupedStatistic, group_mean, ratio
+from biaslens.metrics.intervals.unqover_ceiling import (
+    NO_SPREAD,
+    agreeing_templates,
+    ceiling_interval,
+)
+from biaslens.metrics.intervals.unqover_splits import partner_groups, template_halves
 from biaslens.metrics.unqover_cells import UnitCells, distinct_rows, text_ranks
 
 METRICS = ("mu", "eta", "theta4", "delta", "epsilon")
-NO_SPREAD = 1e-18
-"""A jackknife variance this small is rounding, not spread: every deletion gives the same
-value (η's signs that agree in every template, or whose changes cancel between a pair's two
-subjects)."""
 MAXIMA = ("mu", "eta", "theta4")
-
-
-def template_halves(template: np.ndarray, attribute: np.ndarray, seed: int) -> dict[int, int]:
-    """Each template's half (0 or 1) for cross-fitting: templates that ask the same attributes
-    are shuffled (seeded) and dealt alternately, so that each attribute is asked in both halves
-    where it has two templates or more. ``template``, ``attribute``: ranks
-    (:func:`~.unqover_cells.text_ranks`) of the pairs asked; groups and their members are taken
-    in that order, so the halves depend on the seed alone."""
-    _, (templates, attributes) = distinct_rows(template, attribute)
-    starts = np.flatnonzero(np.r_[True, templates[1:] != templates[:-1]])
-    groups: dict[tuple, list[int]] = {}
-    for members in np.split(np.arange(len(templates)), starts[1:]):
-        groups.setdefault(tuple(attributes[members]), []).append(int(templates[members[0]]))
-    rng = np.random.default_rng(seed)
-    half, turn = {}, 0
-    for signature in sorted(groups):
-        order = groups[signature]
-        rng.shuffle(order)
-        for member in order:
-            half[member] = turn % 2
-            turn += 1
-    return half
-
-
-def partner_groups(subject: np.ndarray, partner: np.ndarray, seed: int) -> np.ndarray:
-    """Each (subject, partner) row's partner group (0 or 1) for cross-fitting: every subject's
-    partners shuffled (seeded) and dealt alternately, so each subject with two partners or
-    more has some in both groups. ``subject``, ``partner``: ranks
-    (:func:`~.unqover_cells.text_ranks`)."""
-    number, (x, _) = distinct_rows(subject, partner)
-    key = np.random.default_rng([seed, 1]).random(len(x))
-    order = np.lexsort((key, x))
-    first_of_subject = np.r_[True, x[order][1:] != x[order][:-1]]
-    start = np.maximum.accumulate(np.where(first_of_subject, np.arange(len(order)), 0))
-    group = np.empty(len(order), dtype=np.int64)
-    group[order] = (np.arange(len(order)) - start) % 2
-    return group[number]
 
 
 def _cell_matrices(cells, unit, n_units, values, part_of_row, parts):
@@ -125,19 +89,6 @@ def _select(score, value, present, starts):
         return np.where(hits > 0, total / hits, np.nan)
 
 
-def _group_mean(value, present, starts):
-    """Per row and group: the mean of ``value`` over present cells (NaN: none)."""
-    count = np.add.reduceat(present.astype(float), starts, axis=1)
-    total = np.add.reduceat(np.where(present, value, 0.0), starts, axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, total / count, np.nan)
-
-
-def _ratio(a, b):
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(b > 0, a / np.where(b > 0, b, 1), np.nan)
-
-
 PAIRINGS = {4: ((0, 3), (3, 0), (1, 2), (2, 1)), 2: ((0, 1), (1, 0))}
 """(choose on, read on) parts: the quarters of subject cells (partner group × template half,
 numbered 2·group + half) paired across both splits; the template halves of pair cells."""
@@ -149,7 +100,7 @@ def choices(c, n, starts, kind: str) -> list[tuple[np.ndarray, np.ndarray]]:
     ``"max"`` each group's cell(s) of largest |mean| in the choosing part, for ``"mean"``
     every cell (η). Only cells present in both parts count; a cell whose choosing mean is 0
     is read with sign 0 (and still counted)."""
-    means = [_ratio(ci, ni) for ci, ni in zip(c, n, strict=True)]
+    means = [ratio(ci, ni) for ci, ni in zip(c, n, strict=True)]
     out = []
     for a, b in PAIRINGS[len(c)]:
         both = (n[a] > 0) & (n[b] > 0)
@@ -174,10 +125,10 @@ def _plug_in(kind: str, c_keys, n_keys):
 
     def per_group(sums, fixed, starts):
         n = sum(_parts(sums, n_keys))
-        total = np.abs(_ratio(sum(_parts(sums, c_keys)), n))
+        total = np.abs(ratio(sum(_parts(sums, c_keys)), n))
         if kind == "max":
             return _select(total, total, n > 0, starts)
-        return _group_mean(total, n > 0, starts)
+        return group_mean(total, n > 0, starts)
 
     return per_group
 
@@ -194,12 +145,12 @@ def _crossfit(c_keys, n_keys):
         c, n = _parts(sums, c_keys), _parts(sums, n_keys)
         readings = []
         for p, (_, b) in enumerate(PAIRINGS[len(c)]):
-            mean = _ratio(c[b], n[b])
+            mean = ratio(c[b], n[b])
             used = fixed[f"cells{p}"].astype(bool) & np.isfinite(mean)
             signed = np.where(used, fixed[f"sign{p}"] * np.nan_to_num(mean), 0.0)
             total = np.add.reduceat(signed, starts, axis=1)
             count = np.add.reduceat(used.astype(float), starts, axis=1)
-            readings.append(_ratio(total, count))
+            readings.append(ratio(total, count))
         return _nan_safe_mean(np.stack(readings))
 
     return per_group
@@ -237,7 +188,7 @@ def _statistic(totals, subject_starts, pair_starts, parts: int) -> GroupedStatis
         for key in ("delta", "epsilon"):
             total = s[f"{key}_t0"] + s[f"{key}_t1"]
             count = s[f"{key}_n0"] + s[f"{key}_n1"]
-            out[key] = np.asarray(_ratio(total, count)[:, 0], dtype=float)
+            out[key] = np.asarray(ratio(total, count)[:, 0], dtype=float)
         return out
 
     ratios = tuple(f"{k}_{v}{h}" for k in ("delta", "epsilon") for v in "tn" for h in (0, 1))
@@ -260,54 +211,6 @@ def incomplete_note(subject_cells: np.ndarray, pair_cells: np.ndarray, attribute
     )
 
 
-def agreeing_templates(
-    matrices: dict, design: Design, subject_starts: np.ndarray
-) -> tuple[int, int, float]:
-    """For η where its jackknife has no spread: how many templates agree, of how many, and η
-    read from the agreeing values.
-
-    At a template τ, each (subject x, attribute a) cell has its mean sign of C over x's
-    partners, m(x, a, τ); its modal value over the templates is m(x, a). A template agrees when
-    every cell's m(x, a, τ) is its modal value; η read from the modal values is the mean over
-    subjects of the mean over attributes of |m(x, a)| (the plug-in where every template
-    agrees)."""
-    parts = sum(1 for k in matrices if k.startswith("sign_sum"))
-    signs = sum(matrices[f"sign_sum{h}"] for h in range(parts)).tocoo()
-    counts = sum(matrices[f"n{h}"] for h in range(parts)).tocsr()
-    n = np.asarray(counts[signs.row, signs.col]).ravel()
-    template = design.template[signs.row]
-    key, group = np.unique(np.stack([template, signs.col]), axis=1, return_inverse=True)
-    group = group.ravel()
-    sums = np.bincount(group, weights=signs.data), np.bincount(group, weights=n)
-    mean = np.round(_ratio(*sums), 9)
-    modal = np.full(counts.shape[1], np.nan)
-    for cell in np.unique(key[1]):
-        values, times = np.unique(mean[key[1] == cell], return_counts=True)
-        modal[cell] = values[np.argmax(times)]
-    disagreeing = np.unique(key[0][mean != modal[key[1]]])
-    templates = len(np.unique(design.template))
-    present = np.isfinite(modal)[None, :]
-    eta = _group_mean(np.abs(np.nan_to_num(modal))[None, :], present, subject_starts)
-    return templates - len(disagreeing), templates, float(np.nanmean(eta))
-
-
-def ceiling_interval(agreeing: int, templates: int, eta: float, level: float) -> Interval:
-    """η's interval where its jackknife has no spread, with the subjects fixed and the
-    templates drawn: if a template agrees (:func:`agreeing_templates`) with probability r,
-    each cell's mean sign over the population of templates is within 2(1 − r) of its modal
-    value, and so is η of the η read from the modal values (|·| and means move it no further).
-    r's exact one-sided lower bound at ``level`` from the agreeing templates (Clopper–Pearson:
-    (1 − level)^(1/T) where all T agree) gives both bounds at once: the interval covers at
-    least ``level``. Where all agree at η near 1 this is the bound a strong, consistent bias
-    gets (at 6 templates, η ≥ 0.21; at 14, ≥ 0.61)."""
-    from scipy import stats
-
-    alpha = 1 - level
-    low_r = float(stats.beta.ppf(alpha, agreeing, templates - agreeing + 1)) if agreeing else 0.0
-    slack = 2 * (1 - low_r)
-    return Interval(max(0.0, eta - slack), min(1.0, eta + slack), conservative=True)
-
-
 def _nan_safe_mean(values):
     import warnings
 
@@ -317,7 +220,7 @@ def _nan_safe_mean(values):
 
 
 @dataclass
-class _Prepared:
+class Prepared:
     """One set's per-unit sums, its statistic and its crossed design, before any deletion."""
 
     matrices: dict[str, sparse.csr_matrix]
@@ -332,8 +235,9 @@ class _Prepared:
     cell_units: float
 
 
-def _prepare(cells: UnitCells, spec: IntervalSpec, strata: dict[str, str] | None) -> _Prepared:
-    """The sums, statistic and design :func:`intervals` and :func:`paired_intervals` read."""
+def prepare(cells: UnitCells, spec: IntervalSpec, strata: dict[str, str] | None) -> Prepared:
+    """The sums, statistic and design :func:`intervals` and
+    :func:`~.unqover_change.paired_intervals` read."""
     seed, subjects_fixed = spec.seed, spec.subjects == "fixed"
     coder = cells.coder
     subject_rank = text_ranks(coder.subjects.keys)
@@ -403,7 +307,7 @@ def _prepare(cells: UnitCells, spec: IntervalSpec, strata: dict[str, str] | None
         (str(subject_names[a]), str(subject_names[b]), str(template_names[t]))
         for a, b, t in zip(low[unit_order], high[unit_order], template[unit_order], strict=True)
     ]
-    return _Prepared(
+    return Prepared(
         matrices, statistic, design, units, subject_starts, pair_starts,
         len(np.unique(attribute_rank)), len(names), len(templates),
         float(np.median(np.bincount(distinct_rows(x1, attribute)[0]))),
@@ -424,7 +328,7 @@ def intervals(
     attribute (:func:`incomplete_note`). ``strata``: a subject's list (e.g. female / male
     names)."""
     level = spec.level
-    prepared = _prepare(cells, spec, strata)
+    prepared = prepare(cells, spec, strata)
     matrices, design = prepared.matrices, prepared.design
     point, variances = crossed_variances(matrices, prepared.statistic, design)
     out: dict[str, float | str | None] = {}
@@ -462,88 +366,4 @@ def intervals(
     out["subjects"] = prepared.subjects
     out["templates"] = prepared.templates
     out["cell_units"] = prepared.cell_units
-    return out
-
-
-class _Paired:
-    """Two sets' statistics on the same units, as one statistic of the crossed design: each
-    deletion removes the same unit, subject or template from both, so the spread of their
-    difference counts what the two share. Sums are told apart by the prefixes ``a:`` and
-    ``b:``; the change's bounds read μ's cross-fitted and plug-in values crosswise."""
-
-    def __init__(self, first: GroupedStatistic, second: GroupedStatistic, metric: str) -> None:
-        self.first, self.second, self.metric = first, second, metric
-        self._split: tuple[dict, tuple[dict, dict]] | None = None
-
-    def _parts(self, sums: dict) -> tuple[dict, dict]:
-        if self._split is not None and self._split[0] is sums:  # the whole set's, kept
-            return self._split[1]
-        parts = tuple({k[2:]: v for k, v in sums.items() if k[:2] == p} for p in ("a:", "b:"))
-        if next(iter(sums.values())).shape[0] == 1:
-            self._split = (sums, parts)
-        return parts
-
-    def _combine(self, a: dict, b: dict) -> dict[str, np.ndarray]:
-        m, fit = self.metric, f"{self.metric}_crossfit"
-        return {"first": a[m], "second": b[m], "change": a[m] - b[m], "low": a[fit] - b[m],
-                "high": a[m] - b[fit]}  # fmt: skip
-
-    def __call__(self, sums: dict) -> dict[str, np.ndarray]:
-        a, b = self._parts(sums)
-        return self._combine(self.first(a), self.second(b))
-
-    def deleted(self, totals: dict, removed: dict) -> dict[str, np.ndarray]:
-        (a, b), (ra, rb) = self._parts(totals), self._parts(removed)
-        return self._combine(self.first.deleted(a, ra), self.second.deleted(b, rb))
-
-
-def paired_intervals(
-    first: UnitCells,
-    second: UnitCells,
-    spec: IntervalSpec,
-    strata: dict[str, str] | None = None,
-    metric: str = "mu",
-) -> dict[str, float | str | None]:
-    """The change of μ (or η, θ4) from the set ``second`` to the set ``first`` on the same
-    subject pair × template units (LEI's μ under an intervention − μ with none, over the same
-    contexts): ``first`` and ``second`` (each set's plug-in), ``change`` (their difference),
-    ``change_ci_low`` / ``_ci_high`` and ``change_ci_note`` (why there is none).
-
-    The bounds follow :func:`~.core.bounds_interval` crosswise: the cross-fitted value lies
-    below the metric in expectation and the plug-in above it, so (cross-fitted first − plug-in
-    second) lies below the change and (plug-in first − cross-fitted second) above it; each is a
-    one-sided t bound at (1 + level)/2 with the crossed-design jackknife of that difference,
-    whose deletions take the same unit, subject or template from both sets (paired: what the
-    sets share cancels). Conservative by construction. Sets that do not hold the same units
-    (some contexts scored in one set only) get no interval."""
-    a, b = _prepare(first, spec, strata), _prepare(second, spec, strata)
-    out: dict[str, float | str | None] = {"units": len(a.units), "df": a.design.df}
-    if a.units != b.units:
-        out.update(change=math.nan, change_ci_low=math.nan, change_ci_high=math.nan)
-        out["change_ci_note"] = (
-            f"the sets hold different subject pair × template units ({len(a.units)} and "
-            f"{len(b.units)}): a paired change needs the same contexts in both"
-        )
-        return out
-    matrices = {f"a:{k}": v for k, v in a.matrices.items()}
-    matrices.update({f"b:{k}": v for k, v in b.matrices.items()})
-    point, variances = crossed_variances(
-        matrices, _Paired(a.statistic, b.statistic, metric), a.design
-    )
-    t = t_quantile(spec.level, a.design.df) if a.design.df >= 1 else math.nan
-    low = point["low"] - t * math.sqrt(max(variances["low"], 0.0))
-    high = point["high"] + t * math.sqrt(max(variances["high"], 0.0))
-    out.update(first=point["first"], second=point["second"], change=point["change"])
-    why = None
-    if a.design.df < 1:
-        why = "one subject or template only: nothing to tell the spread from"
-    elif not math.isfinite(point["change"]) or not math.isfinite(variances["high"]):
-        why = "the change or its spread is undefined"
-    if why:
-        out.update(change_ci_low=math.nan, change_ci_high=math.nan, change_ci_note=why)
-        return out
-    # a cross-fit too small to compute leaves its side at the change's floor or ceiling
-    out["change_ci_low"] = max(-1.0, low) if math.isfinite(low) else -1.0
-    out["change_ci_high"] = min(1.0, high) if math.isfinite(high) else 1.0
-    out["change_ci_note"] = None
     return out

@@ -34,10 +34,10 @@ from biaslens.methods.qa.lei_eval.table import PAIRING, change_table, lei_table
 from biaslens.methods.qa.lei_eval.views import change_view, mu_view
 from biaslens.methods.qa.qa_files import LEI_EVAL as QA_FILES_LEI_EVAL
 from biaslens.metrics.intervals import IntervalSpec
+from biaslens.metrics.lei_measures import MU_CHANGE
 from biaslens.metrics.qa import squad_scores
 from biaslens.metrics.unqover import MEASURES as UNQOVER_MEASURES
 from biaslens.metrics.unqover import (
-    MU_CHANGE,
     comparative_scores,
     subject_bias,
     unordered_pair,
@@ -264,6 +264,7 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
     table = lei_table(scores, comparative, intervals, subject_strata(scores))
     table.insert(1, "scoring", scoring_label(settings.mode, settings.samples, settings.allocation))
     changes = change_table(scores, intervals, subject_strata(scores))
+    changes.insert(1, "scoring", table["scoring"].iloc[0] if len(table) else "")
     subjects = subject_bias(comparative, ("set",))
     samples = {"samples": scores}
     if scored.left_out is not None:
@@ -350,10 +351,12 @@ SPEC = register(
                 "LEI: μ's change under each intervention, paired over the same contexts",
                 view=change_view,
                 measures=(MU_CHANGE,),
-                labels=("set",),
+                labels=("set", "scoring"),
                 legend={
                     "μ, no intervention": "μ with the intervention removed, over the set's "
-                    "own contexts"
+                    "own contexts",
+                    "change of μ": "μ − μ with no intervention, with its paired interval "
+                    "(−1 to 1; 0: the intervention leaves μ as it was)",
                 },
             ),
             Headline("subjects", "Subjects: max |γ|", cli=False),

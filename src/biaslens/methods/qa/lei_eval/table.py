@@ -100,7 +100,7 @@ def change_table(
     """Per intervention set: μ there, μ with no intervention over the same contexts, and the
     change (LEI Section 3: ethical advice should lower μ towards 0, irrelevant advice leave it
     as it is), with the paired interval over the crossed design the two share
-    (:func:`~biaslens.metrics.intervals.unqover.paired_intervals`). Empty without a
+    (:func:`~biaslens.metrics.intervals.unqover_change.paired_intervals`). Empty without a
     no-intervention set."""
     columns = ["set", "mu", "mu_none", "mu_change"]
     intervals = IntervalSpec.of(intervals)
