@@ -49,11 +49,17 @@ def mean_of_two_shares(
     module); NaN, NaN when either n is 0."""
     if n1 <= 0 or n2 <= 0:
         return math.nan, math.nan
-    p1, p2 = (x1 + 1) / (n1 + 2), (x2 + 1) / (n2 + 2)
-    centre = (p1 + p2) / 2
-    spread = math.sqrt(p1 * (1 - p1) / (n1 + 2) + p2 * (1 - p2) / (n2 + 2)) / 2
+    centre, spread = _adjusted_mean(x1, n1, x2, n2)
     z = stats.norm.ppf(0.5 + level / 2)
     return max(0.0, centre - z * spread), min(1.0, centre + z * spread)
+
+
+def _adjusted_mean(x1: float, n1: float, x2: float, n2: float) -> tuple[float, float]:
+    """(x1/n1 + x2/n2) / 2 with each share taken as (x + 1) / (n + 2), and its standard error
+    for independent samples (Agresti & Caffo 2000)."""
+    p1, p2 = (x1 + 1) / (n1 + 2), (x2 + 1) / (n2 + 2)
+    spread = math.sqrt(p1 * (1 - p1) / (n1 + 2) + p2 * (1 - p2) / (n2 + 2)) / 2
+    return (p1 + p2) / 2, spread
 
 
 def clustered_share_interval(
@@ -138,16 +144,13 @@ def cluster_rates(
         out[name] = clustered_share_interval(x.sum(), total, variance, df, level)
     if positive.sum() > 0 and negative.sum() > 0:
         variance, df = _cluster_variance((influences[0] + influences[1]) / 2, clusters)
-        x1, n1, x2, n2 = hits.sum(), positive.sum(), cleared.sum(), negative.sum()
-        p1, p2 = (x1 + 1) / (n1 + 2), (x2 + 1) / (n2 + 2)
-        independent = (p1 * (1 - p1) / (n1 + 2) + p2 * (1 - p2) / (n2 + 2)) / 4
+        centre, spread = _adjusted_mean(hits.sum(), positive.sum(), cleared.sum(), negative.sum())
         if df < 1 or not math.isfinite(variance):
             out["balanced_accuracy"] = Interval.none(
                 "one occupation only: nothing to tell the spread from"
             )
         else:
-            half = t_quantile(level, df) * math.sqrt(max(variance, independent))
-            centre = (p1 + p2) / 2
+            half = t_quantile(level, df) * math.sqrt(max(variance, spread**2))
             out["balanced_accuracy"] = Interval(max(0.0, centre - half), min(1.0, centre + half))
     else:
         out["balanced_accuracy"] = Interval.none("a class has no sentence with a verdict")

@@ -261,10 +261,12 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
     intervals = (
         IntervalSpec(settings.ci_level, settings.seed, subjects_are) if settings.bootstrap else None
     )
-    table = lei_table(scores, comparative, intervals, subject_strata(scores))
-    table.insert(1, "scoring", scoring_label(settings.mode, settings.samples, settings.allocation))
-    changes = change_table(scores, intervals, subject_strata(scores))
-    changes.insert(1, "scoring", table["scoring"].iloc[0] if len(table) else "")
+    strata = subject_strata(scores)
+    scoring = scoring_label(settings.mode, settings.samples, settings.allocation)
+    table = lei_table(scores, comparative, intervals, strata)
+    table.insert(1, "scoring", scoring)
+    changes = change_table(scores, intervals, strata)
+    changes.insert(1, "scoring", scoring)
     subjects = subject_bias(comparative, ("set",))
     samples = {"samples": scores}
     if scored.left_out is not None:
