@@ -94,7 +94,7 @@ def _mgc_replication(r: int) -> dict:
     }
     for name, design in _arms(r, mgc_design(rows)):
         scored = score_rows(lm, rows, "sampled", NoProgress(), samples=K, design=design)
-        result[name] = _slope(scored, r)
+        result[name] = _slope(scored)
         result[f"{name} calls"] = (calls(scored["samples"]), 0.0)
     return result
 
@@ -137,11 +137,11 @@ def _compare(rows: dict, label: str) -> tuple[float, float]:
     return share, widths
 
 
-def _slope(samples: pd.DataFrame, seed: int) -> tuple[bool, float]:
+def _slope(samples: pd.DataFrame) -> tuple[bool, float]:
     from biaslens.metrics.sib import method1_fits, slope_summary
 
-    fits = method1_fits(samples, seed=seed)
-    row = slope_summary(fits, None, samples=samples, seed=seed).iloc[0]
+    fits = method1_fits(samples)
+    row = slope_summary(fits, None, samples=samples).iloc[0]
     low, high = row.female_minus_male_ci_low, row.female_minus_male_ci_high
     return covers(low, high, MGC_TRUTH), high - low
 

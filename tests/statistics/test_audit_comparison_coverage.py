@@ -56,7 +56,7 @@ def test_the_paired_difference_covers_and_is_sharper_than_the_two_intervals():
     held, widths, apart_widths = [], [], []
     for r in range(REPLICATIONS):
         a, b = _models([0.05, 0.03], np.random.default_rng(r))
-        found = paired_trend(a, b, LABELS, "slope", 0.95, r)
+        found = paired_trend(a, b, LABELS, "slope", 0.95)
         held.append(covers(found["ci_low"], found["ci_high"], truth))
         widths.append(found["ci_high"] - found["ci_low"])
         own = []
@@ -77,7 +77,7 @@ def test_the_female_minus_male_paired_difference_covers():
     for r in range(REPLICATIONS):
         a, b = _models([0.05, 0.03], np.random.default_rng(r))
         found = paired_trend(
-            a, b, {"prompt": "A", "w_kind": "dates"}, "female_minus_male_slope", 0.95, r
+            a, b, {"prompt": "A", "w_kind": "dates"}, "female_minus_male_slope", 0.95
         )
         held.append(covers(found["ci_low"], found["ci_high"], truth))
         widths.append(found["ci_high"] - found["ci_low"])
@@ -99,7 +99,7 @@ def test_each_models_rank_interval_holds_its_true_rank():
             wide = tables[first].pivot_table(index="verb", columns="w_index", values="p_female")
             values[first] = trend_interval(wide.to_numpy() * 100, W.astype(float), 0.95).slope
             for second in names[i + 1 :]:
-                found = paired_trend(tables[first], tables[second], LABELS, "slope", level, r)
+                found = paired_trend(tables[first], tables[second], LABELS, "slope", level)
                 pairs[(first, second)] = (found["ci_low"], found["ci_high"])
         for model, (low, high) in rank_intervals(values, pairs).items():
             held[model].append(low <= true_ranks[model] <= high)

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from biaslens.metrics.intervals.crossed import Design, crossed_variances, ratio_interval
+from biaslens.metrics.intervals.crossed import Design, crossed_variances
+from biaslens.metrics.intervals.crossed_ratios import ratio_interval
 from tests.statistics.coverage import REPLICATIONS, covers, record
 
 
@@ -29,25 +30,36 @@ def test_the_variance_is_the_design_calibrated_jackknife_recomputed_densely():
     random effect alone, their expected combination is the mean's variance — every
     expectation a trace of dense matrices here."""
     first, second, template = _dyadic(4, 3)
-    n = len(first)
-    y = np.random.default_rng(0).normal(size=n)
+    y = np.random.default_rng(0).normal(size=len(first))
     design = Design(first, second, template)
     point, variances = crossed_variances(
-        {"y": y[:, None], "one": np.ones((n, 1))},
+        {"y": y[:, None], "one": np.ones((len(y), 1))},
         lambda s: {"mean": s["y"][:, 0] / s["one"][:, 0]},
         design,
     )
+    weights, one_way, _ = _dense_jackknifes(first, second, template, y)
+    assert point["mean"] == pytest.approx(y.mean())
+    assert variances["mean"] == pytest.approx(float(weights @ one_way), rel=1e-9)
+
+
+def _dense_jackknifes(first, second, template, y):
+    """The five one-way jackknifes of the mean of y (subject, template, subject × template,
+    pair, unit), the weights that make their combination unbiased under each random effect
+    alone, and each kind's number of clusters, from dense matrices."""
+    n = len(first)
+    subjects, templates = int(max(first.max(), second.max())) + 1, int(template.max()) + 1
+    pairs = sorted(set(zip(first.tolist(), second.tolist(), strict=True)))
 
     def clusters(kind):
         if kind == "subject":
-            return [(first == s) | (second == s) for s in range(4)]
+            return [(first == s) | (second == s) for s in range(subjects)]
         if kind == "template":
-            return [template == t for t in range(3)]
+            return [template == t for t in range(templates)]
         if kind == "cell":
             return [((first == s) | (second == s)) & (template == t)
-                    for s in range(4) for t in range(3)]  # fmt: skip
+                    for s in range(subjects) for t in range(templates)]  # fmt: skip
         if kind == "pair":
-            return [(first == i) & (second == j) for i, j in itertools.combinations(range(4), 2)]
+            return [(first == i) & (second == j) for i, j in pairs]
         return [np.arange(n) == u for u in range(n)]
 
     kinds = ("subject", "template", "cell", "pair", "unit")
@@ -59,13 +71,14 @@ def test_the_variance_is_the_design_calibrated_jackknife_recomputed_densely():
         return (g - 1) / g * ((rows - rows.mean(axis=0)) ** 2).sum(axis=0)
 
     incidence = {
-        "subject": np.array([[(first[u] == s) or (second[u] == s) for s in range(4)]
-                             for u in range(n)], float),  # fmt: skip
-        "template": np.array([[template[u] == t for t in range(3)] for u in range(n)], float),
+        "subject": np.array([[(first[u] == s) or (second[u] == s) for s in range(subjects)]
+                             for u in range(n)], float),
+        "template": np.array([[template[u] == t for t in range(templates)] for u in range(n)],
+                             float),
         "cell": np.array([[((first[u] == s) or (second[u] == s)) and template[u] == t
-                           for s in range(4) for t in range(3)] for u in range(n)], float),
-        "pair": np.array([[(first[u], second[u]) == p for p in itertools.combinations(range(4), 2)]
+                           for s in range(subjects) for t in range(templates)]
                           for u in range(n)], float),
+        "pair": np.array([[(first[u], second[u]) == p for p in pairs] for u in range(n)], float),
         "unit": np.eye(n),
     }  # fmt: skip
     mean = np.full(n, 1 / n)
@@ -78,8 +91,31 @@ def test_the_variance_is_the_design_calibrated_jackknife_recomputed_densely():
     truth = np.array([mean @ z @ z.T @ mean for z in incidence.values()])
     weights = np.linalg.solve(expected.T, truth)
     one_way = np.array([jackknife(maps[k] @ y) for k in kinds])
-    assert point["mean"] == pytest.approx(y.mean())
-    assert variances["mean"] == pytest.approx(float(weights @ one_way), rel=1e-9)
+    return weights, one_way, np.array([len(maps[k]) for k in kinds])
+
+
+def test_a_share_takes_the_degrees_of_freedom_of_the_parts_that_carry_its_variance():
+    """A share's Korn–Graubard interval at Satterthwaite's degrees of freedom, recomputed: 12
+    subjects × 4 templates (the fewest clusters: 4 templates, 3 degrees of freedom), wins that
+    vary with the first subject, so that the subjects' part carries the variance: ν = (Σ c)² /
+    Σ c² / (G − 1) over the parts' weighted jackknifes c, and the interval Clopper–Pearson's at
+    n* = p̂(1 − p̂) / v shrunk by (z / t_ν)²."""
+    first, second, template = _dyadic(12, 4)
+    rng = np.random.default_rng(3)
+    strength = rng.normal(0, 1.0, 12)
+    wins = (strength[first] + rng.normal(0, 0.5, len(first)) > 0.3) * 1.0
+    weights, one_way, clusters = _dense_jackknifes(first, second, template, wins)
+    parts = weights * one_way
+    df = max(3.0, parts.sum() ** 2 / (parts**2 / (clusters - 1)).sum())
+    assert 3.0 < df < len(first) - 1
+    p, variance = wins.mean(), parts.sum()
+    shrunk = min(len(wins), p * (1 - p) / variance) * (1.96 / stats.t.ppf(0.975, df)) ** 2
+    low = stats.beta.ppf(0.025, p * shrunk, shrunk - p * shrunk + 1)
+    high = stats.beta.ppf(0.975, p * shrunk + 1, shrunk - p * shrunk)
+    value, interval = ratio_interval(wins, np.ones(len(wins)), Design(first, second, template),
+                                     0.95, share=True)  # fmt: skip
+    assert value == pytest.approx(p)
+    assert (interval.low, interval.high) == pytest.approx((low, high), rel=1e-3)
 
 
 def _quadratic(rows: np.ndarray, jackknife) -> np.ndarray:

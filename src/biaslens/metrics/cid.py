@@ -193,7 +193,7 @@ def biased_fraction_intervals(
     ``unit``, ``group``, ``name``, ``contrast_name``, the ``by`` columns and ``biased`` (0/1).
     Returns ``by`` + ``fraction_ci_low``, ``fraction_ci_high``, ``fraction_ci_note`` (why there
     is no interval, where there is none), ``pairs`` (units in the cell) and ``names``."""
-    from biaslens.metrics.intervals.crossed import ratio_intervals
+    from biaslens.metrics.intervals.crossed_ratios import ratio_intervals
 
     design, order = name_design(verdicts, unit)
     per_unit = verdicts.groupby([unit, *by], sort=True)["biased"].agg(biased="sum", n="size")

@@ -132,7 +132,6 @@ def method1_fits(
     samples: pd.DataFrame,
     group: Sequence[str] = ("prompt", "w_kind"),
     level: float = LEVEL,
-    seed: int = 0,
 ) -> pd.DataFrame:
     """Method 1 (Section 4): regress the per-W mean probability (%) on the W index, per gender.
 
@@ -151,7 +150,7 @@ def method1_fits(
         for gender in GENDERS:
             fit = fit_trend(part["w_index"].to_numpy(), part[f"p_{gender}_pct"].to_numpy(), level)
             values, w = sentence_matrix(samples[mask], f"p_{gender}")
-            fit.update(trend_columns(values, w, level, seed, "slope"))
+            fit.update(trend_columns(values, w, level, "slope"))
             rows.append({**dict(zip(group, key, strict=True)), "gender": gender, **fit})
     return without_empty_notes(pd.DataFrame(rows))
 
@@ -162,7 +161,6 @@ def slope_summary(
     group: Sequence[str] = ("prompt", "w_kind"),
     level: float = LEVEL,
     samples: pd.DataFrame | None = None,
-    seed: int = 0,
 ) -> pd.DataFrame:
     """Per group: female−male slope difference and mean r² of the female and male fits
     (the quantities plotted in Fig. 3(b)). With the per-W ``means``, also the standard error
@@ -203,7 +201,7 @@ def slope_summary(
                 mask &= (samples[column] == value).to_numpy()
             chosen = samples[mask].assign(_diff=samples["p_female"] - samples["p_male"])
             values, w = sentence_matrix(chosen, "_diff")
-            row.update(trend_columns(values, w, level, seed, "female_minus_male"))
+            row.update(trend_columns(values, w, level, "female_minus_male"))
             row["n"] = len(w)
         rows.append(row)
     return without_empty_notes(pd.DataFrame(rows))

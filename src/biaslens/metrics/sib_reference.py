@@ -15,7 +15,7 @@ from biaslens.metrics.intervals.trend import trend_interval
 
 
 def method1_from_matrices(
-    values: dict[str, np.ndarray], level: float = LEVEL, seed: int = 0
+    values: dict[str, np.ndarray], level: float = LEVEL
 ) -> list[dict[str, float | str | None]]:
     """Rows (metric, gender, value, ci_low, ci_high, n, sentences) for ``values``: gender →
     (sentences × W) probabilities in percent, W in the order the line is fitted over."""
@@ -24,7 +24,7 @@ def method1_from_matrices(
     pairs.append((None, values["female"] - values["male"]))
     for gender, matrix in pairs:
         w = np.arange(matrix.shape[1], dtype=float)
-        trend = trend_interval(matrix, w, level, seed)
+        trend = trend_interval(matrix, w, level)
         rows.append(
             {
                 "metric": "slope" if gender else "female_minus_male_slope",

@@ -98,7 +98,7 @@ def unit_design(
 def unit_share_interval(rows: pd.DataFrame, column: str, intervals: IntervalSpec):
     """The share of ``column`` (0/1 per row) over rows keyed by first, second and template,
     with its crossed-design interval."""
-    from biaslens.metrics.intervals.crossed import ratio_interval
+    from biaslens.metrics.intervals.crossed_ratios import ratio_interval
 
     fixed = intervals.subjects == "fixed"
     design, unit = unit_design(rows["first"], rows["second"], rows["template"], fixed=fixed)

@@ -50,9 +50,6 @@ from functools import cached_property
 import numpy as np
 from scipy import sparse
 
-from biaslens.metrics.intervals.core import Interval, t_interval
-from biaslens.metrics.intervals.shares import clustered_share_interval
-
 NO_LEVEL = -1
 """The second subject of a unit that holds one."""
 
@@ -284,20 +281,20 @@ def _jackknife(values: np.ndarray, strata: np.ndarray, scale: float = 1.0) -> fl
     return total
 
 
-def crossed_variances(
+def one_way_variances(
     matrices: dict[str, sparse.spmatrix], statistic: Statistic, design: Design
-) -> tuple[dict[str, float], dict[str, float]]:
-    """The statistic's values on the whole set and their crossed-design variances (module
-    docstring). ``matrices``: per name, a (units × cells) matrix of each unit's sums."""
+) -> tuple[dict[str, float], list[dict[str, float]]]:
+    """The statistic's values on the whole set and, per part of the design
+    (:attr:`Design.parts`), each value's delete-one-cluster jackknife variance. ``matrices``:
+    per name, a (units × cells) matrix of each unit's sums."""
     matrices = {k: sparse.csr_matrix(m) for k, m in matrices.items()}
     totals = {k: np.asarray(m.sum(axis=0)).reshape(1, -1) for k, m in matrices.items()}
     point = {k: float(v[0]) for k, v in statistic(totals).items()}
-    parts, weights = design.parts, design.weights
     deleted = getattr(statistic, "deleted", None)  # a statistic that reads touched cells only
     cells = sum(m.shape[1] for m in matrices.values())
     batch = DELETED_BATCH if deleted else max(1, BATCH_CELLS // max(cells, 1))
     per_part = []
-    for number, part in enumerate(parts):
+    for number, part in enumerate(design.parts):
         removed = {k: (part.membership @ m).tocsr() for k, m in matrices.items()}
         count = part.membership.shape[0]
         chosen, scale = np.arange(count), 1.0
@@ -320,62 +317,26 @@ def crossed_variances(
                 for k, v in values.items()
             }
         )
-    variances = {}
-    for key in point:
-        one_way = np.array([p[key] for p in per_part])
-        combined = float(weights @ one_way)
-        fallback = float(np.nanmax(one_way)) if np.isfinite(one_way).any() else math.nan
-        fallback = max(fallback, combined) if math.isfinite(combined) else fallback
-        variances[key] = combined if combined > 0 and design.complete else fallback
+    return point, per_part
+
+
+def combined_variance(one_way: np.ndarray, design: Design) -> float:
+    """The parts' jackknifes (in :attr:`Design.parts` order) combined by the design's weights;
+    where that is not positive or the design is incomplete, the larger of it and the largest
+    one-way jackknife (module docstring)."""
+    combined = float(design.weights @ one_way)
+    fallback = float(np.nanmax(one_way)) if np.isfinite(one_way).any() else math.nan
+    fallback = max(fallback, combined) if math.isfinite(combined) else fallback
+    return combined if combined > 0 and design.complete else fallback
+
+
+def crossed_variances(
+    matrices: dict[str, sparse.spmatrix], statistic: Statistic, design: Design
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The statistic's values on the whole set and their crossed-design variances (module
+    docstring). ``matrices``: per name, a (units × cells) matrix of each unit's sums."""
+    point, per_part = one_way_variances(matrices, statistic, design)
+    variances = {
+        key: combined_variance(np.array([p[key] for p in per_part]), design) for key in point
+    }
     return point, variances
-
-
-def ratio_interval(
-    numerators: np.ndarray, denominators: np.ndarray, design: Design, level: float,
-    clip: tuple[float, float] = (-math.inf, math.inf), share: bool = False,
-) -> tuple[float, Interval]:  # fmt: skip
-    """Σ a / Σ b over the units (one column each, or (units, cells) for many ratios at once:
-    then the first cell's) with its crossed-design t interval (``clip``, ``share``: as
-    :func:`ratio_intervals`)."""
-    a = np.reshape(numerators, (len(numerators), -1))
-    b = np.reshape(denominators, (len(denominators), -1))
-    values, intervals = ratio_intervals(a, b, design, level, clip, share)
-    return float(values[0]), intervals[0]
-
-
-def ratio_intervals(
-    numerators: np.ndarray,
-    denominators: np.ndarray,
-    design: Design,
-    level: float,
-    clip: tuple[float, float] = (-math.inf, math.inf),
-    share: bool = False,
-) -> tuple[np.ndarray, list[Interval]]:
-    """Σ a / Σ b per cell (both (units, cells)) with the crossed-design t interval of each:
-    e.g. the biased continuations and all continuations of each name pair per (group, λ).
-    ``share``: a counts successes among b trials, and the interval is Korn–Graubard's
-    (:func:`~.intervals.clustered_share_interval`), which holds small shares."""
-    cells = numerators.shape[1]
-
-    def statistic(sums: Sums) -> dict[str, np.ndarray]:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ratio = sums["a"] / np.where(sums["b"] > 0, sums["b"], np.nan)
-        return {str(c): ratio[:, c] for c in range(cells)}
-
-    point, variances = crossed_variances(
-        {"a": sparse.csr_matrix(numerators), "b": sparse.csr_matrix(denominators)},
-        statistic,
-        design,
-    )
-    values = np.array([point[str(c)] for c in range(cells)])
-    if share:
-        hits, trials = numerators.sum(axis=0), denominators.sum(axis=0)
-        intervals = [
-            clustered_share_interval(hits[c], trials[c], variances[str(c)], design.df, level)
-            for c in range(cells)
-        ]
-        return values, intervals
-    intervals = [
-        t_interval(point[str(c)], variances[str(c)], design.df, level, clip) for c in range(cells)
-    ]
-    return values, intervals

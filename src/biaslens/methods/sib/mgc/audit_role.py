@@ -145,16 +145,15 @@ def frame_matrix(samples: pd.DataFrame, labels: dict, metric: str) -> pd.DataFra
 
 
 def paired_trend(samples_a: pd.DataFrame, samples_b: pd.DataFrame, labels: dict, metric: str,
-                 level: float = LEVEL, seed: int = 0) -> dict:  # fmt: skip
+                 level: float = LEVEL) -> dict:  # fmt: skip
     """Model A − model B for one sib-mgc headline, paired over the frames and W values both
-    read (module docstring): the difference, its interval at ``level`` (``seed``: of the
-    interval's parametric bootstrap), frames and W values."""
+    read (module docstring): the difference, its interval at ``level``, frames and W values."""
     a, b = frame_matrix(samples_a, labels, metric), frame_matrix(samples_b, labels, metric)
     common = a.index.intersection(b.index)
     columns = a.columns.intersection(b.columns)
     difference = (a.loc[common, columns] - b.loc[common, columns]).dropna(axis=0, how="any")
     values = difference.to_numpy(float) * 100.0
-    trend = trend_interval(values, columns.to_numpy(float), level, seed)
+    trend = trend_interval(values, columns.to_numpy(float), level)
     return {"difference": trend.slope, "ci_low": trend.low, "ci_high": trend.high,
             "frames": trend.sentences, "n": trend.points,
             "units": f"W values × {trend.sentences} frames"}  # fmt: skip
@@ -177,14 +176,14 @@ def paired_difference(folder_a: Path, folder_b: Path, labels: dict, metric: str,
 def slope_difference_at(run_dir: Path, labels, level: float, settings) -> tuple[float, float]:
     """The female − male slope's interval at ``level`` for one prompt and W kind, recomputed
     from the run's samples by the run's own construction (:func:`~biaslens.metrics.sib.
-    slope_differences`: the trend interval of the per-frame differences, the run's seed)."""
+    slope_differences`: the trend interval of the per-frame differences)."""
     from biaslens.metrics.intervals.trend import sentence_matrix
 
     samples = pd.read_parquet(run_dir / "samples.parquet")
     chosen = samples[(samples["prompt"] == labels["prompt"])
                      & (samples["w_kind"] == labels["w_kind"])]  # fmt: skip
     values, w = sentence_matrix(chosen.assign(_diff=chosen["p_female"] - chosen["p_male"]), "_diff")
-    trend = trend_interval(values, w, level, int(settings.get("seed") or 0))
+    trend = trend_interval(values, w, level)
     return trend.low, trend.high
 
 

@@ -201,11 +201,9 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
     )  # fmt: skip
     mass = pronoun_mass(samples)
     check_pronoun_mass(mass, settings.min_pronoun_mass, ctx.lm.identity.name, settings.mode)
-    fits = method1_fits(samples, level=settings.ci_level, seed=settings.seed)
+    fits = method1_fits(samples, level=settings.ci_level)
     means = mean_by_w(samples)
-    slopes = slope_summary(
-        fits, means, level=settings.ci_level, samples=samples, seed=settings.seed
-    )
+    slopes = slope_summary(fits, means, level=settings.ci_level, samples=samples)
     if settings.mode == "sampled":  # every number is read from K replies per input
         fits["samples"] = slopes["samples"] = settings.samples
     name = ctx.lm.identity.name
