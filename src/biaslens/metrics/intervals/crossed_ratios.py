@@ -32,7 +32,7 @@ def satterthwaite_df(one_way: np.ndarray, design: Design) -> float:
     jackknifes (in :attr:`Design.parts` order; module docstring)."""
     fewest = float(design.df)
     combined = float(design.weights @ one_way)
-    if not (design.complete and combined > 0 and np.all(np.isfinite(one_way))):
+    if design.df < 1 or not (design.complete and combined > 0 and np.all(np.isfinite(one_way))):
         return fewest
     contributions = design.weights * one_way
     df = np.array([p.membership.shape[0] - len(np.unique(p.strata)) for p in design.parts])
@@ -88,7 +88,7 @@ def ratio_intervals(
         variance = combined_variance(one_way, design)
         if share:
             hits, trials = numerators[:, c].sum(), denominators[:, c].sum()
-            df = satterthwaite_df(one_way, design) if design.df >= 1 else design.df
+            df = satterthwaite_df(one_way, design)
             intervals.append(clustered_share_interval(hits, trials, variance, df, level))
         else:
             intervals.append(t_interval(point[str(c)], variance, design.df, level, clip))

@@ -15,9 +15,10 @@ interval ignores. Its variance has two parts:
   confidence bound** (the largest ρ under which a matched ρ as low as the data's has chance
   ≥ .2), the largest critical value over [0, that bound]. ρ is underestimated most where the
   standard error is, so a critical value at the estimate (even bias-corrected) covered 0.893 on
-  20 W values at ρ = .4; at the bound it covers 0.93–0.97 for ρ from 0 to .6 on 20 to 50 W
-  values (Berger & Boos's supremum over a 99% set covered ≥ .99: too wide). The draws are a
-  table per W grid, drawn once with a fixed seed, so the interval is a function of the data.
+  20 W values at ρ = .4; at the bound it covers 0.93–0.98 for ρ from 0 to .8 on 20 to 50 W
+  values, conservative near ρ = 0 (Berger & Boos's supremum over a 99% set covered ≥ .99: too
+  wide). The draws are a table per W grid, drawn once with a fixed seed, so the interval is a
+  function of the data.
   The reported ρ is the median-unbiased one (the ρ under which the data's is the median).
 * **over sentences**: the spread of the per-sentence slopes (the slope of the mean is their
   mean), less the cell noise that the W part already counts (the residual of sentence lines
@@ -160,9 +161,10 @@ def trend_interval(values: np.ndarray, x: np.ndarray, level: float) -> Trend:
     table = _table(tuple(x))
     chance = table.chance_at_most(rho)
     plausible = chance >= 1 - RHO_BOUND  # [0, ρ's upper bound]: chance falls as ρ grows
-    critical = float(table.critical(level)[plausible].max() if plausible.any() else
-                     table.critical(level)[0])  # fmt: skip
-    median_unbiased = float(table.rho[chance >= 0.5].max() if (chance >= 0.5).any() else 0.0)
+    criticals = table.critical(level)
+    critical = float(criticals[plausible].max() if plausible.any() else criticals[0])
+    median = chance >= 0.5
+    median_unbiased = float(table.rho[median].max() if median.any() else 0.0)
     half_squared = critical**2 * w_variance
     se_squared = w_variance
     if sentences > 1:
