@@ -6,7 +6,14 @@ and keeps its traceback.
 
 
 class BiaslensError(Exception):
-    """A problem with the user's input, model or environment, explained in one line."""
+    """A problem with the user's input, model or environment, explained in one line. Its
+    message never shows a secret the process holds (:mod:`biaslens.common.secrets`): a reply
+    quoted in it may echo one."""
+
+    def __str__(self) -> str:
+        from biaslens.common.secrets import redact
+
+        return redact(super().__str__())
 
 
 class ConfigMismatchError(BiaslensError):

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Protocol, TextIO
 
+from biaslens.common.inert import escaped_controls
+
 Tick = Callable[[int], None]
 
 
@@ -77,7 +79,7 @@ class RichProgress:
             yield cls(progress)
 
     def task(self, description: str, total: int, unit: str = "req") -> Tick:
-        task_id = self._progress.add_task(description, total=total, rate="")
+        task_id = self._progress.add_task(escaped_controls(description), total=total, rate="")
 
         def tick(n: int) -> None:
             self._progress.advance(task_id, n)
@@ -89,7 +91,7 @@ class RichProgress:
         return tick
 
     def note(self, message: str) -> None:
-        self._progress.console.print(message, markup=False, highlight=False)
+        self._progress.console.print(escaped_controls(message), markup=False, highlight=False)
 
 
 MIN_RATE_SECONDS = 1.0
@@ -197,7 +199,7 @@ class PlainProgress:
 
     def _print(self, line: str) -> None:
         self._last_line = self._clock()
-        print(line, file=self._stream or sys.stderr, flush=True)
+        print(escaped_controls(line), file=self._stream or sys.stderr, flush=True)
 
 
 def _clock_time(seconds: float) -> str:

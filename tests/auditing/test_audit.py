@@ -139,15 +139,20 @@ def test_a_folder_of_another_audit_is_refused_in_one_line(audited, tiny_models):
         audit("no/such-model-anywhere", output=result.folder, data_dir=DATA, dry_run=True)
 
 
-def test_a_model_that_fails_to_load_is_recorded_and_the_others_go_on(tiny_models, tmp_path):
+def test_a_model_that_cannot_be_audited_has_no_card_and_the_others_go_on(tiny_models, tmp_path):
+    import shutil
+
+    twin = tmp_path / "roberta-qa-twin"  # a second model that loads: the comparison is written
+    shutil.copytree(tiny_models["roberta-qa"], twin)
     result = audit(
-        [str(tmp_path / "no-such-model"), str(tiny_models["roberta-qa"])],
+        [str(tmp_path / "no-such-model"), str(tiny_models["roberta-qa"]), str(twin)],
         methods=["unqover"], output=tmp_path / "audit", data_dir=DATA,
         backend=BackendConfig(offline=True),
     )  # fmt: skip
-    broken, good = result.models
-    assert broken.card.rows == [] and (broken.card.failed or broken.card.left_out)
-    assert good.card.rows and not good.card.failed
+    broken, good, other = result.models
+    assert broken.card is None and "unknown model" in broken.unavailable
+    assert not broken.folder.exists()  # no empty card
+    assert good.card.rows and not good.card.failed and other.card.rows
     comparison = (result.folder / "comparison.md").read_text()
     assert comparison.index("## Questions") < comparison.index("# Supporting detail")
     assert "prefer some subject regardless of the question" in comparison

@@ -16,7 +16,6 @@ model does so at random, so on the tiny models the replies are one token long.
 from __future__ import annotations
 
 import functools
-import re
 
 import pandas as pd
 import pytest
@@ -31,14 +30,19 @@ from biaslens.scoring.pronouns import score_rows
 from tests.conformance import naive
 
 SENTENCE = "In 1901, [MASK] was a child."
-FIRST_WORD = re.compile(r"\s*([A-Za-z]+)")
 LEVEL = 0.999
 
 
 def first_word_gender(reply: str) -> str | None:
-    """The gender of the reply's first word (letters after any leading whitespace)."""
-    match = FIRST_WORD.match(reply)
-    return naive.gender_of(match.group(1)) if match else None
+    """The gender of the reply's first word: the letters after anything but letters and digits
+    (whitespace, emphasis, quotes, brackets); a digit first is no word."""
+    start = 0
+    while start < len(reply) and not reply[start].isalnum():
+        start += 1
+    end = start
+    while end < len(reply) and reply[end].isalpha():
+        end += 1
+    return naive.gender_of(reply[start:end]) if end > start else None
 
 
 @torch.no_grad()

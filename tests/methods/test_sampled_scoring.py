@@ -147,8 +147,12 @@ def test_servers_that_sample_badly_end_in_a_line_or_a_correct_result(
 
 
 def first_word_class(reply: str) -> str | None:
-    """The rule as the guide states it: the letters after any leading whitespace."""
-    text = reply.lstrip()
+    """The rule as the guide states it: the letters after anything that is not a letter or a
+    digit (whitespace, emphasis, quotes, brackets); a digit first is no word."""
+    start = 0
+    while start < len(reply) and not reply[start].isalnum():
+        start += 1
+    text = reply[start:]
     end = 0
     while end < len(text) and text[end].isalpha():
         end += 1

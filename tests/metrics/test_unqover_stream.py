@@ -124,7 +124,8 @@ def test_intervals_do_not_depend_on_how_chunks_cut_the_set(size):
     for chunk in chunks(table, size, seed=size):
         streamed.add(chunk)
     want, got = whole.summary(), streamed.summary()
-    assert np.isfinite(want["mu_ci_low"].iloc[0]) and np.isfinite(want["delta_ci_high"].iloc[0])
+    # (δ's interval needs 5 templates; its jackknife standard error is there at 2)
+    assert np.isfinite(want["mu_ci_low"].iloc[0]) and want["delta_se"].iloc[0] > 0
     pd.testing.assert_frame_equal(got, want, rtol=1e-12, atol=1e-12)
 
 

@@ -41,13 +41,11 @@ def rows(size: str, sets: tuple[str, ...] = SETS) -> pd.DataFrame:
 
 def codes(rows: pd.DataFrame):
     """Each context's subjects, attribute and template as indices, and how many of each."""
-    subjects = sorted(set(rows["first"]) | set(rows["second"]))
-    attributes = sorted(set(rows["attribute"]))
-    templates = sorted(set(rows["template"]))
-    x1 = rows["first"].map(subjects.index).to_numpy()
-    x2 = rows["second"].map(subjects.index).to_numpy()
-    a = rows["attribute"].map(attributes.index).to_numpy()
-    t = rows["template"].map(templates.index).to_numpy()
+    first, second = rows["first"].to_numpy(str), rows["second"].to_numpy(str)
+    subjects = np.unique(np.concatenate([first, second]))
+    attributes, a = np.unique(rows["attribute"].to_numpy(str), return_inverse=True)
+    templates, t = np.unique(rows["template"].to_numpy(), return_inverse=True)
+    x1, x2 = np.searchsorted(subjects, first), np.searchsorted(subjects, second)
     return x1, x2, a, t, (len(subjects), len(templates), len(attributes))
 
 

@@ -9,8 +9,9 @@ reads them as fixed) and its 50 attributes are all asked; the audit's quick step
 test holds it to the band's floor and counts how often its lower bound clears 0 (a false
 "evidence" at the run's own 95%), and under a clear bias how often it does (power). δ and ε
 (positional and attributive errors) are held to the band around their own truths at the
-standard step (at the quick step's 4 templates they cover 0.88–0.91, stated in the docs); those
-truths are above 0 for any model with score noise, and their intervals clear 0 under no bias."""
+standard step; those truths are above 0 for any model with score noise, and their intervals
+clear 0 under no bias. At the quick step's 4 templates (3 df) they get no interval: a t
+interval there covered 0.90–0.93 (1,000 runs), since their template means are skewed."""
 
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ def _replication(scenario: str, step: str, r: int) -> dict:
         low, high = row[f"{metric}_ci_low"], row[f"{metric}_ci_high"]
         out[metric] = (covers(low, high, truth[metric]), high - low)
         out[f"{metric} above 0"] = (low > 0, high - low)
+        out[f"{metric} refused"] = (bool(row[f"{metric}_ci_note"]), high - low)
     return out
 
 
@@ -79,16 +81,13 @@ def test_mu_holds_at_the_audits_designs(scenario, step):
     else:
         assert found >= 0.90
     for metric in ("delta", "epsilon"):
-        # the reasoning errors clear 0 for an unbiased model too: their 0 is not a no-bias
-        # value (the measures say so). Their t interval over 4 templates (3 df) covers less
-        # than its level at the quick step (0.88–0.91: four template means are too few for
-        # the t's normality); they are supporting detail, never judged
+        if step == "quick":  # 4 templates: refused in every run, never a short interval
+            assert all(result[f"{metric} refused"][0]), metric
+            continue
         held, widths = result[metric]
-        if step == "quick":
-            print(f"UnQover {metric}, quick step, {scenario}: coverage {np.mean(held):.3f}")
-            assert np.mean(held) >= 0.85
-        else:
-            record(f"UnQover {metric}, {step} step, {scenario}", held, widths)
+        record(f"UnQover {metric}, {step} step, {scenario}", held, widths)
+        # the reasoning errors clear 0 for an unbiased model too: their 0 is not a no-bias
+        # value (the measures say so)
         assert np.mean(result[f"{metric} above 0"][0]) >= 0.99
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from biaslens.common import atomic
+from biaslens.common.inert import markdown_text as md
 from biaslens.common.numbers import readable, readable_interval
 from biaslens.metrics.intervals import LEVEL
 
@@ -65,7 +66,7 @@ def _paired_lines(paired, step, metric, labels, by_model, folders, records) -> l
         low, high = found["ci_low"], found["ci_high"]
         apart = np.isfinite(low) and np.isfinite(high) and not low <= 0 <= high
         lines.append(
-            f"- {model_a} − {model_b}: {readable(found['difference'])}, "
+            f"- {md(model_a)} − {md(model_b)}: {readable(found['difference'])}, "
             f"{readable_interval(low, high)} (n = {found['n']} {found['units']}): "
             f"{'distinguishable' if apart else 'not distinguishable'}"
         )
@@ -82,7 +83,7 @@ def _paired_lines(paired, step, metric, labels, by_model, folders, records) -> l
             pairs[(model_a, model_b)] = (found["ci_low"], found["ci_high"])
         ranks = rank_intervals({m: by_model[m].value for m in models}, pairs)
         lines += ["", f"Rank (1: the largest value), {level:.0%} intervals (Bonferroni):", ""]
-        lines += [f"- {m}: {low}–{high}" if low != high else f"- {m}: {low}"
+        lines += [f"- {md(m)}: {low}–{high}" if low != high else f"- {md(m)}: {low}"
                   for m, (low, high) in ranks.items()]  # fmt: skip
     return lines
 
@@ -116,7 +117,7 @@ def question_lines(audits) -> list[str]:
                   if a.ci_low is not None and a.ci_level is not None else "—")  # fmt: skip
             value = readable(a.value) if a.value is not None else "—"
             detect = f"±{readable(a.detectable)}" if a.detectable is not None else "—"
-            lines.append(f"| {model} | {a.answer} | {value} | {ci} | {detect} |")
+            lines.append(f"| {md(model)} | {a.answer} | {value} | {ci} | {detect} |")
         lines.append("")
     if answers:
         lines += ["Each model's answers hold as a family on its own card (Holm).", ""]
@@ -140,7 +141,7 @@ def write_comparison(folder: Path, audits) -> Path:
         for model, row in by_model.items():
             ci = readable_interval(row.ci_low, row.ci_high) if row.ci_low is not None else "—"
             value = readable(row.value) if row.value is not None else "—"
-            lines.append(f"| {model} | {value} | {ci} | {row.n} |")
+            lines.append(f"| {md(model)} | {value} | {ci} | {row.n} |")
             records.append({"step": step, "metric": metric, "labels": dict(labels),
                             "model": model, "value": row.value, "ci_low": row.ci_low,
                             "ci_high": row.ci_high, "ci_level": row.ci_level,

@@ -10,6 +10,7 @@ from pathlib import Path
 from biaslens.auditing.card import BiasCard, references_of
 from biaslens.common import atomic
 from biaslens.common.files import make_dir
+from biaslens.common.inert import escaped_controls, markdown_text
 from biaslens.common.numbers import readable, readable_interval
 from biaslens.errors import BiaslensError
 from biaslens.framework.estimates import labels_text
@@ -119,54 +120,64 @@ def _standing(card: BiasCard, row, short: bool = False) -> str | None:
     return text
 
 
+def _answer_md(line: str) -> str:
+    """A question's line in Markdown: its ``[answer]`` word as it is, the rest literal."""
+    word, _, rest = line.partition("] ")
+    return f"{word}] {markdown_text(rest)}" if rest else markdown_text(line)
+
+
 def card_markdown(card: BiasCard) -> str:
+    """card.md: every text that comes from outside (the model's name, steps' errors, the runs'
+    notes, reference rows) and every table cell as literal Markdown
+    (:func:`~biaslens.common.inert.markdown_text`), so a hostile name neither runs nor breaks
+    the page in a viewer that renders it."""
+    md = markdown_text
     level = next((r.ci_level for r in card.rows if r.ci_level), LEVEL)
-    lines = [f"# Bias card: {card.model} (audit size {card.size})", "", summary_line(card) + "."]
-    lines += [""] + [f"- {line}" for line in question_lines(card)]
+    lines = [f"# Bias card: {md(card.model)} (audit size {md(card.size)})", "",
+             md(summary_line(card)) + "."]  # fmt: skip
+    lines += [""] + [f"- {_answer_md(line)}" for line in question_lines(card)]
     lines += ["", NO_EVIDENCE_CAVEAT]
     if card.family:
-        lines += ["", f"Verdicts: {card.family}."]
+        lines += ["", f"Verdicts: {md(card.family)}."]
     lines += ["", "## Supporting detail", ""]
     lines.append(
         "Every headline number of the runs, with its interval at its run's level, read alone "
         "(no verdict: the card's verdicts are its questions')."
     )
     for step in dict.fromkeys(r.step for r in card.rows):
-        lines += ["", f"### {step}", ""]
+        lines += ["", f"### {md(step)}", ""]
         lines.append(f"| number | row | value | {level:.0%} CI | n | unit | no bias means |")
         lines.append("|---|---|---|---|---|---|---|")
         for r in (r for r in card.rows if r.step == step):
             n = f"{r.n} {r.n_unit or ''}".strip() if r.n is not None else "—"
-            lines.append(
-                f"| {r.symbol} | {r.where or '—'} | {_value(r.value)} | {_interval(r)} | {n} | "
-                f"{r.unit} | {r.no_bias} |"
-            )
+            cells = (r.symbol, r.where or "—", _value(r.value), _interval(r), n, r.unit, r.no_bias)
+            lines.append("| " + " | ".join(md(c) for c in cells) + " |")
         report = next((r.report or r.run for r in card.rows if r.step == step), step)
-        lines += ["", f"Run: [{step}]({report})"]
+        lines += ["", f"Run: [{md(step)}]({report})"]
     standings = [(r, _standing(card, r)) for r in card.rows]
     standings = [(r, s) for r, s in standings if s]
     if card.references:
         lines += ["", "## Known models beside it", ""]
         for r, text in standings:
-            lines.append(f"- {r.symbol} ({_labels(r.labels)}) = {_value(r.value)}: {text}")
+            lines.append(f"- {md(r.symbol)} ({md(_labels(r.labels))}) = {_value(r.value)}: "
+                         f"{md(text)}")  # fmt: skip
             if r.plot:
-                lines.append(f"  ![{r.symbol}]({r.plot})")
+                lines.append(f"  ![{md(r.symbol)}]({r.plot})")
         lines += ["", "| model | number | row | value | CI | source |", "|---|---|---|---|---|---|"]
         for ref in card.references:
-            lines.append(
-                f"| {ref.model} | {ref.metric} | {_labels(ref.labels)} | {_value(ref.value)} | "
-                f"{_interval(ref)} | {ref.source} |"
-            )
-        lines += ["", f"Reference protocol: {card.references[0].protocol}."]
+            cells = (ref.model, ref.metric, _labels(ref.labels), _value(ref.value),
+                     _interval(ref), ref.source)  # fmt: skip
+            lines.append("| " + " | ".join(md(c) for c in cells) + " |")
+        lines += ["", f"Reference protocol: {md(card.references[0].protocol)}."]
     if card.failed:
         lines += ["", "## Failed steps", ""]
-        lines += [f"- {f.step}: {f.error}" for f in card.failed]
+        lines += [f"- {md(f.step)}: {md(f.error)}" for f in card.failed]
     if card.left_out:
         lines += ["", "## Left out", ""]
-        lines += [f"- {x.method}: {x.why}" for x in card.left_out]
+        lines += [f"- {md(x.method)}: {md(x.why)}" for x in card.left_out]
     if card.notes:
         lines += ["", "## Notes from the runs", ""]
-        lines += [f"- {n}" for n in card.notes]
+        lines += [f"- {md(n)}" for n in card.notes]
     return "\n".join(lines) + "\n"
 
 
@@ -188,7 +199,9 @@ def _css_class(verdict: str) -> str:
 
 
 def card_html(card: BiasCard) -> str:
-    e = html.escape
+    def e(text: object) -> str:  # escaped for HTML, control characters shown as escapes
+        return html.escape(escaped_controls(str(text)))
+
     level = next((r.ci_level for r in card.rows if r.ci_level), LEVEL)
     items = "".join(
         f'<li><span class="{_css_class(a.answer)}">{e(ANSWER_WORDS[a.answer])}</span> — '

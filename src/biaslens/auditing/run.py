@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 from biaslens.auditing import rates
 from biaslens.auditing.answers import answer_questions, primaries_of
 from biaslens.auditing.card import BiasCard, Failed, LeftOut, ReferenceRow, ordered, rows_of
+from biaslens.auditing.planning import PlannedStep, model_problem, plan_steps
 from biaslens.auditing.steps import Step, audit_steps
 from biaslens.common import atomic
 from biaslens.common.files import make_dir
@@ -36,28 +36,6 @@ AUDIT_FORMAT = 1
 
 
 @dataclass
-class PlannedStep:
-    """A step as planned for one model: its requests and tokens, or why it does not apply."""
-
-    step: Step
-    requests: int | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    left_out: str | None = None
-    not_counted: str | None = None
-    seconds: float | None = None
-    finished: bool = False
-    """The step's run is already in the audit's folder: it is read back, not run again."""
-
-    @property
-    def tokens(self) -> int | None:
-        """Prompt tokens and the most completion tokens the step may generate."""
-        if self.prompt_tokens is None:
-            return None
-        return self.prompt_tokens + (self.completion_tokens or 0)
-
-
-@dataclass
 class ModelAudit:
     """One model's audit: its plan, the runs it finished and its card."""
 
@@ -69,6 +47,8 @@ class ModelAudit:
     reused: int = 0
     primaries: list = field(default_factory=list)
     """The questions' primary estimates of its finished runs (:mod:`.answers`)."""
+    unavailable: str | None = None
+    """Why the model cannot be audited (not found, not loaded): it then has no card."""
 
 
 @dataclass
@@ -131,55 +111,6 @@ def _check_folder(folder: Path, asked: dict[str, Any]) -> None:
         raise BiaslensError(f"{folder} is not empty and holds no audit: give another --output")
 
 
-def plan_steps(
-    model: str,
-    steps: list[Step],
-    backend: BackendConfig,
-    data_dir,
-    progress: Progress,
-    folder: Path | None = None,
-) -> list[PlannedStep]:
-    """Each step counted without loading the model (:func:`biaslens.runner.plan_method`); a
-    step the method refuses for this model (its class, missing data) is left out with the
-    method's own reason. A served model's planner knows the model only by its name (not
-    whether its endpoint returns log-probabilities): its refusals leave the step uncounted, and
-    the loaded model decides (:func:`refusal`). A step whose run is already finished in the
-    model's audit ``folder`` is planned as finished (it is read back, not counted again)."""
-    from biaslens.models.registry import get_backend
-    from biaslens.runner import plan_method
-
-    local = get_backend(backend.backend).local
-    plannable = local or get_backend(backend.backend).plan()
-    planned = []
-    for step in steps:
-        if folder is not None and (folder / step.name / "summary.json").is_file():
-            planned.append(PlannedStep(step, seconds=0.0, finished=True))
-            continue
-        if not plannable:
-            planned.append(PlannedStep(step, not_counted="the backend has no planner"))
-            continue
-        note(progress, f"planning {step.name} for {model}")
-        try:
-            with warnings.catch_warnings():  # about the placeholder answers, not the model
-                warnings.simplefilter("ignore")
-                plan = plan_method(
-                    step.method, backend=backend, data_dir=data_dir, preset=step.preset,
-                    model=model, **step.settings,
-                )  # fmt: skip
-        except BiaslensError as error:
-            kept = {"left_out": str(error)} if local else {"not_counted": str(error)}
-            planned.append(PlannedStep(step, **kept))
-            continue
-        total = plan.table.iloc[-1]
-        entry = PlannedStep(
-            step, int(total["requests"]), int(total["prompt_tokens"]),
-            int(total["completion_tokens_at_most"]),
-        )  # fmt: skip
-        entry.seconds = rates.estimate(model, backend.backend, step.method, entry.tokens)
-        planned.append(entry)
-    return planned
-
-
 def run_audit(
     models: Sequence[str],
     *,
@@ -205,23 +136,27 @@ def run_audit(
     audits = []
     for model in models:
         audit = ModelAudit(model, folder / safe_name(model))
-        audit.plan = plan_steps(model, steps, backend, data_dir, progress, audit.folder)
+        audit.unavailable = model_problem(model, backend)
+        if audit.unavailable is None:
+            audit.plan = plan_steps(model, steps, backend, data_dir, progress, audit.folder)
         audits.append(audit)
         if on_plan is not None:
             on_plan(audit)
-    if dry_run:
+    if dry_run or all(a.unavailable for a in audits):  # nothing to audit: no folder either
         return AuditResult(folder, audits)
     _claim_folder(folder, asked)
     lock = RunLock(folder)  # a second audit of this folder at once stops in one line
     lock.acquire()
     try:
         for audit in audits:
-            _audit_model(audit, size, left_out, backend, data_dir, cache_dir, progress)
+            if audit.unavailable is None:
+                _audit_model(audit, size, left_out, backend, data_dir, cache_dir, progress)
         comparison = None
-        if len(audits) > 1:
+        carded = [a for a in audits if a.card is not None]
+        if len(carded) > 1:
             from biaslens.auditing.compare import write_comparison
 
-            comparison = write_comparison(folder, audits)
+            comparison = write_comparison(folder, carded)
     finally:
         lock.release()
     return AuditResult(folder, audits, comparison)
@@ -273,16 +208,10 @@ def _audit_model(audit: ModelAudit, size, left_out, backend, data_dir, cache_dir
             note(progress, f"loading {audit.model}")
             try:
                 lm = load_model(audit.model, backend)
-            except BiaslensError as error:
-                for planned in runnable:
-                    card.failed.append(
-                        Failed(
-                            step=planned.step.name,
-                            method=planned.step.method,
-                            error=f"the model did not load: {error}",
-                        )  # fmt: skip
-                    )
-                runnable = []
+            except BiaslensError as error:  # no card: the audit did not audit this model
+                audit.unavailable = f"the model did not load: {error}"
+                audit.card = None
+                return
             else:
                 card.model_identity = lm.identity.describe()
                 card.model = lm.identity.name

@@ -76,6 +76,10 @@ def print_plan(audit, prices=None) -> None:
 
     from biaslens.runner.plan import estimated_cost
 
+    if audit.unavailable is not None:
+        console.print(f"audit plan — {audit.model}: cannot be audited (why: at the end)",
+                      markup=False, highlight=False)  # fmt: skip
+        return
     rows, reasons = [], []
     for planned in audit.plan:
         if planned.left_out is not None:
@@ -96,14 +100,20 @@ def print_plan(audit, prices=None) -> None:
                 "status": "to run" if planned.not_counted is None else "to run (not counted)",
             }
         )
-        if planned.not_counted is not None:
-            reasons.append(
-                f"  {planned.step.name}: not counted: {short_reason(planned.not_counted)}"
-            )
+        if planned.not_counted is not None:  # in full: it is why the cost has no bound
+            reasons.append(f"  {planned.step.name}: not counted: {planned.not_counted}")
     print_table(f"audit plan — {audit.model}", pd.DataFrame(rows))
     for line in reasons:
         console.print(line, markup=False, highlight=False)
-    if prices is not None:
+    uncounted = [p.step.name for p in audit.plan if p.left_out is None and not p.finished
+                 and p.requests is None]  # fmt: skip
+    if prices is not None and uncounted:
+        console.print(
+            f"estimated cost: not estimated: {len(uncounted)} step(s) to run could not be "
+            f"counted ({', '.join(uncounted)}: why above), and a bound that leaves them out "
+            "would be no bound", markup=False, highlight=False,
+        )  # fmt: skip
+    elif prices is not None:
         table = pd.DataFrame(
             [{"request_type": p.step.name, "prompt_tokens": p.prompt_tokens or 0,
               "completion_tokens_at_most": p.completion_tokens or 0}
@@ -147,9 +157,12 @@ def audit(**values) -> None:
     )
     if values["dry_run"]:
         console.print("nothing was loaded or sent (--dry-run)")
+        _fail_unaudited(result.models)
         return
     for model_audit in result.models:
         card = model_audit.card
+        if card is None:
+            continue
         console.print(f"\nBias card — {card.model} ({card.size})", markup=False)
         console.print(f"  {summary_line(card)}", markup=False, highlight=False)
         for line in question_lines(card):
@@ -168,6 +181,18 @@ def audit(**values) -> None:
         console.print(f"  card: {model_audit.folder / 'card.md'} (and card.html, card.json)")
     if result.comparison is not None:
         console.print(f"across models: {result.comparison}")
+    _fail_unaudited(result.models)
+
+
+def _fail_unaudited(audits) -> None:
+    """An audit in which some model could not be audited ends non-zero, saying so once per
+    model (the others' cards are written)."""
+    missing = [a for a in audits if a.unavailable is not None]
+    if missing:
+        said = "; ".join(f"{a.model}: {a.unavailable}" for a in missing)
+        raise BiaslensError(
+            f"{len(missing)} of {len(audits)} model(s) could not be audited (no card): {said}"
+        )
 
 
 def audit_command():

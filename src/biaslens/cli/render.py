@@ -8,7 +8,6 @@ are printed once each, after the progress bars.
 from __future__ import annotations
 
 import math
-import unicodedata
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -18,42 +17,49 @@ from rich.table import Table
 from rich.text import Text
 
 from biaslens.common.env import seconds_from_env
+from biaslens.common.inert import escaped_controls
 from biaslens.common.numbers import readable, readable_column
-
-TEXT_AS_IS = {"markup": False, "emoji": False, "highlight": False}
-console = Console(**TEXT_AS_IS, soft_wrap=True)
-err_console = Console(stderr=True, **TEXT_AS_IS)
-"""Both consoles print text as it is: model names, paths, model outputs and messages that hold
-``[``, ``]`` or ``:name:`` are user data, never rich markup or emoji codes. Lines are never
-broken by biaslens (a path stays whole; a terminal wraps what it must)."""
+from biaslens.common.secrets import redact
 
 PROGRESS_INTERVAL_ENV = "BIASLENS_PROGRESS_INTERVAL"
 """Seconds between progress lines when the output is not a terminal (default 5)."""
-
-
-BIDI_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def visible(text: str) -> str:
     """``text`` with control characters shown as escapes (``\\x1b``): a model id, a server's
     message or a file's line may hold terminal escape sequences or bidi overrides, which would
     otherwise act on the user's terminal instead of being read."""
-    return "".join(
-        c.encode("unicode_escape").decode("ascii")
-        if unicodedata.category(c) == "Cc" or c in BIDI_CONTROLS
-        else c
-        for c in str(text)
-    )
+    return escaped_controls(text)
+
+
+class InertConsole(Console):
+    """A console whose printed strings never act on the terminal: control characters (but line
+    breaks and tabs) and bidi overrides are shown escaped, whatever model name, path or reply
+    they come from (:mod:`biaslens.common.inert`)."""
+
+    def print(self, *objects, **options) -> None:  # noqa: A003 - rich's own name
+        shown = (escaped_controls(o, keep="\n\t") if isinstance(o, str) else o for o in objects)
+        super().print(*shown, **options)
+
+
+TEXT_AS_IS = {"markup": False, "emoji": False, "highlight": False}
+console = InertConsole(**TEXT_AS_IS, soft_wrap=True)
+err_console = InertConsole(stderr=True, **TEXT_AS_IS)
+"""Both consoles print text as it is: model names, paths, model outputs and messages that hold
+``[``, ``]`` or ``:name:`` are user data, never rich markup or emoji codes. Lines are never
+broken by biaslens (a path stays whole; a terminal wraps what it must)."""
 
 
 def print_error(message: str) -> None:
     """One ``error: …`` line on stderr (the message verbatim, control characters escaped)."""
-    err_console.print(Text.assemble(("error:", "bold red"), " ", visible(message)), soft_wrap=True)
+    shown = visible(redact(message))
+    err_console.print(Text.assemble(("error:", "bold red"), " ", shown), soft_wrap=True)
 
 
 def print_warning(message: str) -> None:
     """One ``warning: …`` line on stderr (verbatim, control characters escaped)."""
-    err_console.print(Text.assemble(("warning:", "yellow"), " ", visible(message)), soft_wrap=True)
+    shown = visible(redact(message))
+    err_console.print(Text.assemble(("warning:", "yellow"), " ", shown), soft_wrap=True)
 
 
 def format_value(value) -> str:

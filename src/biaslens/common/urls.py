@@ -31,3 +31,16 @@ def split_query(url: str) -> tuple[str, list[tuple[str, str]]]:
     parts = urlsplit(url)
     base = urlunsplit(parts._replace(query="", fragment=""))
     return base.rstrip("/"), parse_qsl(parts.query, keep_blank_values=True)
+
+
+def url_credentials(url: str) -> tuple[str | None, str | None]:
+    """The user name and password of ``url`` (``http://user:pass@host``), percent-decoded as
+    an HTTP client sends them; (None, None) where it has none."""
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None, None
+    user, password = parts.username, parts.password
+    return (unquote(user) if user else None), (unquote(password) if password else None)

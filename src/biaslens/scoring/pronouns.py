@@ -19,6 +19,7 @@ from biaslens.models.base import LM, ModelKind
 from biaslens.models.requests import GenerateRequest, TokenDistributionRequest
 from biaslens.progress import Progress
 from biaslens.scoring.allocation import SampledDesign
+from biaslens.scoring.reply_reading import unread_note
 from biaslens.scoring.sampled import (
     answers_only_samples,
     class_counts,
@@ -59,9 +60,16 @@ def scoring_for(lm: LM, mode: str) -> str:
     return mode
 
 
-def sampled_note(mode: str, samples: int, adaptive: pd.Series | None = None) -> str | None:
+def sampled_note(
+    mode: str,
+    samples: int,
+    adaptive: pd.Series | None = None,
+    scored: pd.DataFrame | None = None,
+) -> str | None:
     """What a reader must know of numbers read from sampled replies (``adaptive``: the
-    replies per input an adaptive allocation drew, whose calls it states)."""
+    replies per input an adaptive allocation drew, whose calls it states; ``scored``: the rows
+    of :func:`score_rows`, whose replies that begin with no pronoun it counts where they are
+    many: :func:`~.reply_reading.unread_note`)."""
     if mode != "sampled":
         return None
     drawn = (
@@ -69,11 +77,14 @@ def sampled_note(mode: str, samples: int, adaptive: pd.Series | None = None) -> 
         if adaptive is None
         else spent(adaptive, samples).text(samples)
     )
+    unread = None
+    if scored is not None and "replies" in scored:
+        unread = unread_note(scored["replies"], lambda r: reply_gender(r) is not None, "pronoun")
     return (
         f"scoring: sampled, {drawn}, at temperature 1 — every pronoun probability is a "
         "frequency, an unbiased estimate of the exact one, and the intervals count its "
         "sampling error (cell noise, independent over inputs)"
-    )
+    ) + (f"; {unread}" if unread else "")
 
 
 def reply_gender(reply: str) -> str | None:

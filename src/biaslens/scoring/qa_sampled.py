@@ -4,11 +4,12 @@ no probabilities.
 Each question is asked in the generative layout (:func:`biaslens.scoring.qa.generative_requests`:
 UnifiedQA's ``question \\n (a) x1 (b) x2 \\n context``, ``answer:`` after it for a causal model)
 and answered K times at temperature 1 (:mod:`biaslens.scoring.sampled`). A reply names a
-subject when it *begins* with it (after any whitespace, case-folded, the next character not a
-letter or digit): the event whose probability generative scoring computes exactly. S of each
-subject is its share of the replies that name one of the two, k1 / (k1 + k2): the estimate of
-the exact S = p1 / (p1 + p2), consistent and nearly unbiased once a question has a few named
-replies (its bias is of order 1 / (k1 + k2)).
+subject when it *begins* with it (after any whitespace, emphasis, quotes or brackets,
+case-folded, the next character not a letter or digit: :mod:`.reply_reading`): the event whose
+probability generative scoring computes exactly. S of each subject is its share of the
+replies that name one of the two, k1 / (k1 + k2): the estimate of the exact S = p1 / (p1 +
+p2), consistent and nearly unbiased once a question has a few named replies (its bias is of
+order 1 / (k1 + k2)).
 
 A question none of whose replies names a subject has no score: its context (subject pair,
 template, attribute, both orders and both questions) is left out of every set, as first-token
@@ -27,6 +28,7 @@ from biaslens.models.base import LM
 from biaslens.progress import Progress
 from biaslens.scoring.allocation import SampledDesign
 from biaslens.scoring.qa import generative_requests, long_table
+from biaslens.scoring.reply_reading import reply_start, unread_text
 from biaslens.scoring.sampled import draw_adaptive, draw_replies, spent
 
 NAMED = "scored"
@@ -45,8 +47,9 @@ SAMPLED_NOTHING = (
 
 
 def names(reply: str, subject: str) -> bool:
-    """Whether ``reply`` begins with ``subject`` (see the module docstring)."""
-    text = reply.lstrip().casefold()
+    """Whether ``reply`` begins with ``subject`` as a reader takes it (see the module
+    docstring; :func:`~.reply_reading.reply_start`: emphasis, quotes, brackets dropped)."""
+    text = reply_start(reply).casefold()
     word = subject.strip().casefold()
     if not word or not text.startswith(word):
         return False
@@ -78,15 +81,17 @@ def sampled_qa_scores(
         else draw_replies(lm, prompts, samples, progress, "QA sampled")
     )
     counts = np.zeros((len(requests), 2), dtype=int)
-    status = []
+    status, unread = [], []
     for i, (request, texts) in enumerate(zip(requests, replies, strict=True)):
         first, second = request.choices
         a, b = first.strip().casefold(), second.strip().casefold()
         if a.startswith(b) or b.startswith(a):
             status.append("same start")
+            unread.append("")
             continue
         counts[i] = named_counts(texts, first, second)
         status.append(NAMED if counts[i].sum() else "no subject named")
+        unread.append(next((t for t in texts if not (names(t, first) or names(t, second))), ""))
     named = counts.sum(axis=1, keepdims=True)
     scored = np.array([s == NAMED for s in status])[:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -97,6 +102,7 @@ def sampled_qa_scores(
     long["samples"] = drawn
     long["candidate_mass"] = named[:, 0] / drawn
     long["score_status"] = status
+    long["unread_reply"] = unread  # one reply naming neither subject, for the run's note
     return long
 
 
@@ -154,4 +160,15 @@ def sampled_qa_note(
         f"{contexts(kept)} scored in all; {kept['candidate_mass'].mean():.1%} of the replies "
         "name a subject on average; the intervals count the sampling error (noise of each "
         "question's own)"
-    )
+    ) + _unread(every)
+
+
+def _unread(every: pd.DataFrame) -> str:
+    """ "; " and :func:`~.reply_reading.unread_text` where many replies name neither subject."""
+    if "unread_reply" not in every:
+        return ""
+    drawn = every["samples"].to_numpy()
+    missing = drawn - np.round(every["candidate_mass"].to_numpy() * drawn)
+    examples = Counter(r for r in every["unread_reply"] if r)
+    said = unread_text(int(missing.sum()), int(drawn.sum()), examples, "subject")
+    return f"; {said}" if said else ""

@@ -36,6 +36,7 @@ from biaslens.scoring.allocation import (
     replies_per_input,
     sibling_variances,
 )
+from biaslens.scoring.reply_reading import reply_start
 
 BLOCK = 10
 """Replies per sample request (one call with ``n`` where the server takes it)."""
@@ -76,14 +77,15 @@ def adaptive(settings) -> bool:
     return settings.mode == "sampled" and settings.allocation == "adaptive"
 
 
-FIRST_WORD = re.compile(r"\s*([^\W\d_]+)")
+FIRST_WORD = re.compile(r"[^\W\d_]+")
 
 
 def first_word(reply: str) -> str | None:
-    """The reply's first word as a reader takes it: letters after any leading whitespace
-    (``" She was"`` -> ``"She"``; ``"\\n1."`` -> None)."""
-    match = FIRST_WORD.match(reply)
-    return match.group(1) if match else None
+    """The reply's first word as a reader takes it (:func:`~.reply_reading.reply_start`):
+    letters after any whitespace, emphasis, quotes or brackets (``" **She** was"`` ->
+    ``"She"``; ``"\\n1."`` -> None)."""
+    match = FIRST_WORD.match(reply_start(reply))
+    return match.group(0) if match else None
 
 
 def blocks(prompt: str, samples: int, first: int = 0) -> list[tuple[int, int]]:

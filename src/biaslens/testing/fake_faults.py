@@ -34,9 +34,12 @@ class Faults:
     impossible distributions: ``"duplicate"`` (each step's top list holds its first token
     twice), ``"overlong"`` (more steps than ``max_tokens``), ``"empty-after-probe"`` (every
     reply empty, except to the one-token load probe)."""
-    echo_key: bool = False
-    """Answer every completion request 400 with its Authorization header in the error text (a
-    server that echoes the key)."""
+    echo_key: bool | str = False
+    """A server that echoes the caller's secrets: ``True`` (or ``"400"``) answers every
+    completion request 400 with its Authorization header in the error text; ``"200"`` answers
+    200 with an error body quoting the key (a reply that does not fit the protocol);
+    ``"request"`` answers 400 echoing the request as a careless server logs it (the
+    Authorization header, and a Basic header's user and password decoded)."""
     chat_logprob: Any = None
     """If set, every log-probability of a chat reply is this JSON value (``False``, ``"-0.1"``,
     ``-0.01``: replies a client must refuse)."""
@@ -51,6 +54,11 @@ class Faults:
     replies differ); ``"filter-odd"`` gives every other reply ``finish_reason:
     content_filter`` with placeholder text; ``"non-utf8"`` sends reply bodies that are not
     UTF-8."""
+    reply_style: str = "plain"
+    """How sampled replies are dressed, as chat models write them: ``"plain"``; ``"bold"``
+    (the first word in ``**…**``), ``"quoted"`` (in double quotes), ``"bold-half"`` (every
+    other reply bold), ``"prefix-half"`` (every other reply begins ``Answer:``, which names no
+    class)."""
     served_model: str | None = None
     """If set, sampled replies name this model once more than ``served_after`` requests came."""
     served_after: int = 0

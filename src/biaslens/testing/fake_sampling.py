@@ -34,6 +34,19 @@ def sampled_texts(model, tokenizer, context: list[int], body: dict, n: int) -> l
     return texts
 
 
+def dressed(text: str, index: int, style: str) -> str:
+    """``text`` as :attr:`Faults.reply_style` dresses the ``index``-th reply."""
+    if style == "plain" or (style.endswith("-half") and index % 2):
+        return text
+    lead = len(text) - len(text.lstrip())
+    word, _, rest = text[lead:].partition(" ")
+    if style in ("bold", "bold-half"):
+        return f"{text[:lead]}**{word}** {rest}" if word else text
+    if style == "quoted":
+        return f'{text[:lead]}"{word}" {rest}' if word else text
+    return f"Answer: {text}"
+
+
 def chat_sample(model, tokenizer, context: list[int], body: dict, faults: Faults) -> dict:
     """``n`` replies drawn from the model (:func:`sampled_texts`); no log-probabilities."""
     n = 1 if faults.sampling == "one" else int(body.get("n") or 1)
@@ -42,7 +55,7 @@ def chat_sample(model, tokenizer, context: list[int], body: dict, faults: Faults
         body = {k: v for k, v in body.items() if k != "seed"}
     choices = []
     for index, text in enumerate(sampled_texts(model, tokenizer, context, body, n)):
-        message = {"role": "assistant", "content": text}
+        message = {"role": "assistant", "content": dressed(text, index, faults.reply_style)}
         finish = "length"
         if faults.sampling == "refuse-odd" and index % 2:
             message = {"role": "assistant", "content": None, "refusal": "I can't."}
@@ -65,7 +78,8 @@ def complete_sampled(model, tokenizer, body: dict, faults: Faults) -> dict:
     choices = []
     for prompt in prompts:
         ids = tokenizer(prompt)["input_ids"] if isinstance(prompt, str) else list(prompt)
-        for text in sampled_texts(model, tokenizer, ids, body, n):
+        for index, text in enumerate(sampled_texts(model, tokenizer, ids, body, n)):
+            text = dressed(text, index, faults.reply_style)
             choices.append({"index": len(choices), "text": text, "logprobs": None,
                             "finish_reason": "length"})  # fmt: skip
     return {"object": "text_completion", "model": body.get("model"), "choices": choices}

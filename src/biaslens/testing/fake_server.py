@@ -196,8 +196,7 @@ def create_app(model, tokenizer, name: str, faults: Faults | None = None, max_mo
         body = await request.json()
         faults.requests.append(body)
         if faults.echo_key:
-            said = f"bad request, headers: {request.headers.get('authorization')}"
-            return None, JSONResponse({"error": {"message": said}}, status_code=400)
+            return None, _echoing(request, faults.echo_key)
         if body.get("model") != name:
             return None, JSONResponse({"error": {"message": "model not found"}}, status_code=404)
         return body, None
@@ -236,6 +235,23 @@ def create_app(model, tokenizer, name: str, faults: Faults | None = None, max_mo
     app.post("/v1/chat/completions")(answered(chat))
 
     return app
+
+
+def _echoing(request: Request, mode: bool | str) -> JSONResponse:
+    """The reply of a server that echoes what the caller sent (:attr:`Faults.echo_key`)."""
+    import base64
+
+    header = request.headers.get("authorization") or ""
+    if mode == "200":
+        key = header.removeprefix("Bearer ")
+        return JSONResponse({"error": {"message": f"bad key {key}", "type": "auth"}})
+    said = f"bad request, headers: {header}"
+    if mode == "request":
+        said = f"bad request: auth={header}"
+        if header.startswith("Basic "):
+            user, _, password = base64.b64decode(header[6:]).decode().partition(":")
+            said += f"; user {user}, password {password}"
+    return JSONResponse({"error": {"message": said}}, status_code=400)
 
 
 def _overwrite_logprobs(answer: dict, value: float) -> dict:

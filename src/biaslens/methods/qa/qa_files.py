@@ -30,6 +30,8 @@ _SAMPLED = {
     "candidate_mass": "the two candidates' summed probability among the top-k first answer "
     "tokens (first-token scoring), or the share of replies naming one (sampled scoring)",
     "score_status": _FIRST_TOKEN["score_status"],
+    "unread_reply": "sampled scoring: one of the question's replies that names neither subject "
+    "as a reader takes it (empty: none did)",
 }
 """The columns of sampled QA scoring (``--qa-mode sampled``)."""
 _LEI_SPLIT = (
@@ -133,6 +135,7 @@ LEI_EVAL = (
             "k_first",
             "k_second",
             "samples",
+            "unread_reply",
         ),
         meanings={**_LEI_MEANINGS, **_SAMPLED},
         when="--qa-mode first-token or sampled",

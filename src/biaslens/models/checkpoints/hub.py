@@ -378,7 +378,7 @@ def _token() -> str | None:
 
 def _redacted(text: str) -> str:
     """``text`` without the user's token (or anything shaped like a hub token)."""
-    token = _token()
-    if token:
-        text = text.replace(token, "***")
-    return re.sub(r"hf_[A-Za-z0-9]{8,}", "hf_***", text)
+    from biaslens.common import secrets
+
+    secrets.hold(_token())  # and from now on in every message of the process
+    return re.sub(r"hf_[A-Za-z0-9]{8,}", "hf_***", secrets.redact(text))

@@ -233,7 +233,7 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
         if row.n_no_pronoun
     ] + small_sample_notes(rates, settings.ci_level)
     mass = pronoun_mass(scored)
-    said = [small_mass_note(mass), sampled_note(settings.mode, settings.samples)]
+    said = [small_mass_note(mass), sampled_note(settings.mode, settings.samples, scored=scored)]
     notes += [n for n in said if n]
     return MethodOutput(
         metrics={

@@ -227,7 +227,7 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
         for row in slopes.itertuples()
     ]
     drawn = samples["samples"] if adaptive(settings) else None
-    said = [small_mass_note(mass), sampled_note(settings.mode, settings.samples, drawn)]
+    said = [small_mass_note(mass), sampled_note(settings.mode, settings.samples, drawn, samples)]
     notes += [n for n in said if n]
     return MethodOutput(
         metrics={

@@ -15,7 +15,8 @@ import random
 import threading
 from typing import Any
 
-from biaslens.common.urls import redact_url, split_query
+from biaslens.common import secrets
+from biaslens.common.urls import redact_url, split_query, url_credentials
 from biaslens.errors import BiaslensError
 from biaslens.models.backends.openai.replies import ServerError
 from biaslens.models.config import BackendConfig
@@ -80,7 +81,8 @@ class HTTPClient:
         self.concurrency = int(config.options.concurrency)
         key = api_key(config.options.api_key_env)
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._secrets = [s for s in (key, *(v for _, v in self._params)) if s and len(s) >= 4]
+        secrets.hold(key, *(value for _, value in self._params))
+        secrets.hold_credentials(*url_credentials(self._url))
         self.key_env = config.options.api_key_env
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -167,7 +169,9 @@ class HTTPClient:
                 body += chunk
                 if len(body) > MAX_REPLY_BYTES:
                     raise ServerError(self._too_large(url, len(body)))
-            response._content = bytes(body)  # read: .json() and .text work on it
+            # read: .json() and .text work on it; what the server echoes of a secret (the
+            # key, the URL's password, its Basic credentials) is gone before anything reads it
+            response._content = secrets.redact_bytes(bytes(body))
             return response
 
     def _too_large(self, url: str, size: int) -> str:
@@ -177,11 +181,8 @@ class HTTPClient:
         )
 
     def redact(self, text: str) -> str:
-        """``text`` without the API key or a secret of the URL's query (a server may echo
-        them in an error body)."""
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        """``text`` without any secret the process holds (:mod:`biaslens.common.secrets`)."""
+        return secrets.redact(text)
 
     def close(self) -> None:
         try:
