@@ -36,10 +36,11 @@ MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 def markdown_text(text: object) -> str:
     """``text`` as literal Markdown on one line: control characters escaped, line breaks as
     spaces, ``<``, ``>`` and ``&`` as HTML entities (no tag, no script), emphasis, code,
-    links and table borders backslash-escaped, and a leading ``#``, ``>``, ``-``, ``+`` or
-    list number kept from starting a block."""
+    links and table borders backslash-escaped, and a leading ``#``, ``-``, ``+`` or list
+    number followed by a space kept from starting a block (``-0.5`` and ``0.38`` stay as
+    they are)."""
     one_line = re.sub(r"[\r\n]+", " ", str(text))
     shown = html.escape(escaped_controls(one_line), quote=False)
     shown = MARKDOWN_SPECIAL.sub(r"\\\1", shown)
-    shown = re.sub(r"^(\s*)([#+\-])", r"\1\\\2", shown)
-    return re.sub(r"^(\s*\d+)([.)])", r"\1\\\2", shown)
+    shown = re.sub(r"^(\s*)([#+\-])(?=\s|$)", r"\1\\\2", shown)  # a heading or list mark
+    return re.sub(r"^(\s*\d+)([.)])(?=\s|$)", r"\1\\\2", shown)
