@@ -25,7 +25,7 @@ FLOOR = 1e-9
 
 def _command(model, output, cache) -> list[str]:
     return [sys.executable, "-m", "biaslens", "run", "sib-mgc", "--model", str(model),
-            "--device", "cpu", "--batch-size", "auto", "--output", str(output),
+            "--device", "cpu", "--batch-size", "auto", "--w", "dates", "--output", str(output),
             "--cache-dir", str(cache)]  # fmt: skip
 
 
