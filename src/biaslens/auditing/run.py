@@ -195,7 +195,6 @@ def _audit_model(audit: ModelAudit, size, left_out, backend, data_dir, cache_dir
         created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         left_out=[LeftOut(method=m, why=w) for m, w in left_out.items()],
     )
-    audit.card = card
     runnable = []
     for planned in audit.plan:
         if planned.left_out is not None:
@@ -210,7 +209,6 @@ def _audit_model(audit: ModelAudit, size, left_out, backend, data_dir, cache_dir
                 lm = load_model(audit.model, backend)
             except BiaslensError as error:  # no card: the audit did not audit this model
                 audit.unavailable = f"the model did not load: {error}"
-                audit.card = None
                 return
             else:
                 card.model_identity = lm.identity.describe()
@@ -223,6 +221,7 @@ def _audit_model(audit: ModelAudit, size, left_out, backend, data_dir, cache_dir
                     else:
                         card.left_out.append(LeftOut(method=planned.step.name, why=why))
                 runnable = kept
+        audit.card = card  # the card of a model that could be audited (its steps write to it)
         for number, planned in enumerate(runnable, 1):
             note(
                 progress,

@@ -49,16 +49,19 @@ def hold_credentials(user: str | None, password: str | None) -> None:
         hold(password, f"{user or ''}:{password}")
 
 
+def _longest_first() -> list[str]:
+    """The held forms, the longest first, so that a secret inside another's encoding is not
+    left half shown."""
+    with _lock:
+        return sorted(_held, key=len, reverse=True)
+
+
 def redact(text: str) -> str:
-    """``text`` with every held secret, in every form, replaced by :data:`MASK` (the longest
-    first, so that a secret inside another's encoding is not left half shown)."""
+    """``text`` with every held secret, in every form, replaced by :data:`MASK`."""
     if not _held or not text:
         return text
-    with _lock:
-        held = sorted(_held, key=len, reverse=True)
-    for secret in held:
-        if secret in text:
-            text = text.replace(secret, MASK)
+    for secret in _longest_first():
+        text = text.replace(secret, MASK)
     return text
 
 
@@ -66,10 +69,6 @@ def redact_bytes(data: bytes) -> bytes:
     """:func:`redact` for a reply's body (bytes that are not UTF-8 are compared as given)."""
     if not _held or not data:
         return data
-    with _lock:
-        held = sorted(_held, key=len, reverse=True)
-    for secret in held:
-        raw = secret.encode()
-        if raw in data:
-            data = data.replace(raw, MASK.encode())
+    for secret in _longest_first():
+        data = data.replace(secret.encode(), MASK.encode())
     return data

@@ -167,8 +167,8 @@ def _unread(every: pd.DataFrame) -> str:
     """ "; " and :func:`~.reply_reading.unread_text` where many replies name neither subject."""
     if "unread_reply" not in every:
         return ""
-    drawn = every["samples"].to_numpy()
-    missing = drawn - np.round(every["candidate_mass"].to_numpy() * drawn)
+    drawn = int(every["samples"].sum())
+    missing = drawn - int(every["k_first"].sum()) - int(every["k_second"].sum())
     examples = Counter(r for r in every["unread_reply"] if r)
-    said = unread_text(int(missing.sum()), int(drawn.sum()), examples, "subject")
+    said = unread_text(missing, drawn, examples, "subject")
     return f"; {said}" if said else ""
