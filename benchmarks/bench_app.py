@@ -20,7 +20,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from biaslens.app import tools  # noqa: E402
-from biaslens.data.mgc import inject_date  # noqa: E402
+from biaslens.methods.sib.data.mgc import inject_date  # noqa: E402
 from biaslens.models import BackendConfig, load_model  # noqa: E402
 
 SENTENCE = "The nurse said that [MASK] was tired."

@@ -29,9 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import harness  # noqa: E402
 
-from biaslens.data import lei, mgc, pronouns  # noqa: E402
+from biaslens.methods.qa.data import lei  # noqa: E402
+from biaslens.methods.qa.scoring.qa import generative_requests  # noqa: E402
+from biaslens.methods.sib.data import (
+    mgc,  # noqa: E402
+    pronouns,  # noqa: E402
+)
 from biaslens.models import BackendConfig, TokenDistributionRequest, load_model  # noqa: E402
-from biaslens.scoring.qa import generative_requests  # noqa: E402
 from biaslens.store.cache import CachedLM, RequestCache  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "datasets"

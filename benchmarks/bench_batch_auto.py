@@ -29,11 +29,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
 
-from biaslens.data import lei, mgc  # noqa: E402
+from biaslens.methods.qa.data import lei  # noqa: E402
+from biaslens.methods.qa.scoring.qa import generative_requests  # noqa: E402
+from biaslens.methods.sib.data import mgc  # noqa: E402
 from biaslens.models import BackendConfig, load_model  # noqa: E402
 from biaslens.models.requests import RequestType, TokenDistributionRequest  # noqa: E402
 from biaslens.models.runtime.batching import AUTO_MAX_SIZE_CPU, BatchSizeMemo  # noqa: E402
-from biaslens.scoring.qa import generative_requests  # noqa: E402
 
 LEI_DIR = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "lei"
 FIXED = (8, 16, 32, 64, 128, 256)

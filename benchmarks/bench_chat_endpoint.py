@@ -26,12 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import harness  # noqa: E402
 import numpy as np  # noqa: E402
 
-from biaslens.data import lei, mgc  # noqa: E402
-from biaslens.metrics.sib import mass_from_generation  # noqa: E402
+from biaslens.methods.qa.data import lei  # noqa: E402
+from biaslens.methods.qa.scoring.first_token import first_token_scores  # noqa: E402
+from biaslens.methods.sib.data import mgc  # noqa: E402
+from biaslens.methods.sib.metrics.sib import mass_from_generation  # noqa: E402
+from biaslens.methods.sib.scoring.pronouns import PAPER_MAX_NEW_TOKENS, PAPER_TOP_K  # noqa: E402
 from biaslens.models import BackendConfig, GenerateRequest, load_model  # noqa: E402
 from biaslens.progress import NoProgress  # noqa: E402
-from biaslens.scoring.first_token import first_token_scores  # noqa: E402
-from biaslens.scoring.pronouns import PAPER_MAX_NEW_TOKENS, PAPER_TOP_K  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "datasets"
 

@@ -32,12 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 import torch  # noqa: E402
 
-from biaslens.data import lei  # noqa: E402
+from biaslens.methods.qa.data import lei  # noqa: E402
+from biaslens.methods.qa.scoring.qa import generative_requests  # noqa: E402
 from biaslens.models import (  # noqa: E402
     BackendConfig,
     load_model,
 )
-from biaslens.scoring.qa import generative_requests  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "lei"
 

@@ -21,8 +21,8 @@ import tempfile
 import torch
 from harness import model_path, time_it
 
-from biaslens.data.cid_audit import fill_template, load_name_groups, load_templates
 from biaslens.decoding.contrastive import ContrastiveDecoder, contrastive_scores
+from biaslens.methods.cid.data.cid_audit import fill_template, load_name_groups, load_templates
 from biaslens.models import BackendConfig, load_model
 
 

@@ -24,7 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
 
-from biaslens.data import mgc, pronouns  # noqa: E402
+from biaslens.methods.sib.data import (
+    mgc,  # noqa: E402
+    pronouns,  # noqa: E402
+)
 from biaslens.models import BackendConfig, TokenDistributionRequest, load_model  # noqa: E402
 
 

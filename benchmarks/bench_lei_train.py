@@ -26,13 +26,13 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from transformers.utils import logging as hf_logging  # noqa: E402
 
-from biaslens.data import lei  # noqa: E402
+from biaslens.methods.qa.data import lei  # noqa: E402
+from biaslens.methods.qa.scoring.qa import qa_mode_for, subject_choice_request  # noqa: E402
+from biaslens.methods.qa.train import lei_losses as L  # noqa: E402
+from biaslens.methods.qa.train.lei import LeiTrainConfig, LeiTrainer  # noqa: E402
+from biaslens.methods.qa.train.lei_data import LeiTrainingSet, file_reference, training_set  # noqa: E402
 from biaslens.models import BackendConfig, load_model  # noqa: E402
 from biaslens.models.base import ModelKind  # noqa: E402
-from biaslens.scoring.qa import qa_mode_for, subject_choice_request  # noqa: E402
-from biaslens.train import lei_losses as L  # noqa: E402
-from biaslens.train.lei import LeiTrainConfig, LeiTrainer  # noqa: E402
-from biaslens.train.lei_data import LeiTrainingSet, file_reference, training_set  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "lei"
 

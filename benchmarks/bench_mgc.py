@@ -67,8 +67,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 import torch  # noqa: E402
 
-from biaslens.data import mgc  # noqa: E402
-from biaslens.data.pronouns import target_words  # noqa: E402
+from biaslens.methods.sib.data import mgc  # noqa: E402
+from biaslens.methods.sib.data.pronouns import target_words  # noqa: E402
 from biaslens.models import (  # noqa: E402
     BackendConfig,
     GenerateRequest,
@@ -229,8 +229,8 @@ def gender_slopes(sentences, results, genders) -> dict[str, float]:
     probabilities (the gender mass is the sum over that gender's target words)."""
     import pandas as pd
 
-    from biaslens.data.pronouns import GENDERS
-    from biaslens.metrics.sib import method1_fits, slope_summary
+    from biaslens.methods.sib.data.pronouns import GENDERS
+    from biaslens.methods.sib.metrics.sib import method1_fits, slope_summary
 
     samples = sentences[["w_kind", "w_index", "w"]].reset_index(drop=True).assign(prompt="A")
     for gender in GENDERS:

@@ -31,10 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 import torch  # noqa: E402
 
-from biaslens.data import lei  # noqa: E402
+from biaslens.methods.qa.data import lei  # noqa: E402
+from biaslens.methods.qa.scoring.qa import extractive_scores  # noqa: E402
 from biaslens.models import BackendConfig, load_model  # noqa: E402
 from biaslens.progress import NoProgress  # noqa: E402
-from biaslens.scoring.qa import extractive_scores  # noqa: E402
 from biaslens.testing.tiny_models import build_roberta_qa  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "lei"

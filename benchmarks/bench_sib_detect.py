@@ -31,9 +31,13 @@ import torch  # noqa: E402
 from bench_mgc import paper_code, script_exact  # noqa: E402
 from transformers import pipeline  # noqa: E402
 
-from biaslens.data import mgc, sources, winogender  # noqa: E402
-from biaslens.data.mgc import inject_date  # noqa: E402
-from biaslens.data.pronouns import target_words  # noqa: E402
+from biaslens.data import sources  # noqa: E402
+from biaslens.methods.sib.data import (
+    mgc,  # noqa: E402
+    winogender,  # noqa: E402
+)
+from biaslens.methods.sib.data.mgc import inject_date  # noqa: E402
+from biaslens.methods.sib.data.pronouns import target_words  # noqa: E402
 from biaslens.models import (  # noqa: E402
     MASK,
     BackendConfig,

@@ -23,8 +23,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from biaslens.metrics.unqover import model_summary
-from biaslens.metrics.unqover_stream import UnqoverAccumulator
+from biaslens.methods.qa.metrics.unqover import model_summary
+from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
 
 
 def synthetic(names: int, templates: int, attributes: int, seed: int = 0) -> pd.DataFrame:

@@ -45,10 +45,10 @@ NAIVE = """
 import json, sys, time
 from pathlib import Path
 from biaslens.methods.qa.unqover import UnqoverSettings, build_examples
-from biaslens.metrics import unqover as M
+from biaslens.methods.qa.metrics import unqover as M
 from biaslens.models import BackendConfig, load_model
 from biaslens.progress import NoProgress
-from biaslens.scoring.qa import score_examples
+from biaslens.methods.qa.scoring.qa import score_examples
 model, domain, limit, data = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
 start = time.perf_counter()
 lm = load_model(model, BackendConfig(device="cpu"))
@@ -65,7 +65,7 @@ print(json.dumps({"contexts": int(summary["contexts"][0]), "seconds": time.perf_
 NAIVE_PREDICTIONS = """
 import json, math, sys
 import pandas as pd
-from biaslens.metrics import unqover as M
+from biaslens.methods.qa.metrics import unqover as M
 raw = json.load(open(sys.argv[1]))
 rows = []
 for key, example in raw.items():

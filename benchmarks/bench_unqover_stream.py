@@ -57,7 +57,7 @@ def small_sets(count: int) -> dict:
     import numpy as np
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from biaslens.metrics.unqover_stream import UnqoverAccumulator
+    from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
     from tests.statistics.unqover_model import UnqoverModel
 
     model = UnqoverModel(attributes=3, spike=0.2)
@@ -83,7 +83,7 @@ def worker(mode: str, templates: int) -> None:
     if mode == "whole":
         import pandas as pd
 
-        from biaslens.metrics.unqover import model_summary
+        from biaslens.methods.qa.metrics.unqover import model_summary
 
         start = time.perf_counter()
         table = pd.concat([chunk(t, rng) for t in range(templates)], ignore_index=True)
@@ -91,7 +91,7 @@ def worker(mode: str, templates: int) -> None:
         summary = model_summary(table).iloc[0]
         out = {"add": built - start, "summary": time.perf_counter() - built}
     else:
-        from biaslens.metrics.unqover_stream import UnqoverAccumulator
+        from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
 
         totals = UnqoverAccumulator(intervals=(0.95, 0))
         adding = 0.0

@@ -43,7 +43,8 @@ MUTATIONS = (
     Mutation(
         "pronoun-list",
         "SIB App. E: the female list holds Her/her",
-        (("biaslens/data/pronouns.py", '("She", "Her", "Female", "she", "her", "female")',
+        (("biaslens/methods/sib/data/pronouns.py",
+          '("She", "Her", "Female", "she", "her", "female")',
           '("She", "Female", "she", "female")'),),
         # the tiny causal model has " her" and " Her" as tokens (the tiny BERT has neither)
         (SIB + "test_sib_mgc_numbers_recomputed[llama-exact]",),
@@ -51,33 +52,37 @@ MUTATIONS = (
     Mutation(
         "mgc-template",
         "SIB App. D.1: 'In {w}, [MASK] {verb} {life_stage}.' (the comma after W)",
-        (("biaslens/data/mgc.py", 'TEMPLATE = "In {w}, " + MASK', 'TEMPLATE = "In {w} " + MASK'),),
+        (("biaslens/methods/sib/data/mgc.py",
+          'TEMPLATE = "In {w}, " + MASK', 'TEMPLATE = "In {w} " + MASK'),),
         (SIB + "test_sib_mgc_numbers_recomputed[bert-mlm-exact]",),
     ),
     Mutation(
         "mgc-prompt-a",
         "SIB App. D.2: prompt A verbatim ('fill-in the gendered pronoun')",
-        (("biaslens/data/mgc.py", "and fill-in the gendered", "and fill in the gendered"),),
+        (("biaslens/methods/sib/data/mgc.py",
+          "and fill-in the gendered", "and fill in the gendered"),),
         (SIB + "test_sib_mgc_numbers_recomputed[llama-exact]",),
     ),
     Mutation(
         "mgc-date-grid",
         "SIB reference code: linspace(1801, 2016, 30) cut to whole years, not rounded",
-        (("biaslens/data/mgc.py", "return (np.rint(points) if rounded else points).astype(int)",
+        (("biaslens/methods/sib/data/mgc.py",
+          "return (np.rint(points) if rounded else points).astype(int)",
           "return np.rint(points).astype(int)"),),
         (SIB + "test_sib_mgc_numbers_recomputed[bert-mlm-exact]",),
     ),
     Mutation(
         "date-injection",
         "SIB Section 5: 'In {date}, ' + the sentence with its first letter lower-cased",
-        (("biaslens/data/mgc.py", 'return f"In {date}, {sentence[:1].lower()}{sentence[1:]}"',
+        (("biaslens/methods/sib/data/mgc.py",
+          'return f"In {date}, {sentence[:1].lower()}{sentence[1:]}"',
           'return f"In {date}, {sentence}"'),),
         (SIB + "test_sib_detect_numbers_recomputed[bert-mlm-exact]",),
     ),
     Mutation(
         "top-5",
         "SIB App. G: the listed words among the top-5 tokens",
-        (("biaslens/scoring/pronouns.py", "PAPER_TOP_K = 5", "PAPER_TOP_K = 4"),),
+        (("biaslens/methods/sib/scoring/pronouns.py", "PAPER_TOP_K = 5", "PAPER_TOP_K = 4"),),
         (SIB + "test_sib_mgc_numbers_recomputed[bert-mlm-paper]",),
     ),
     Mutation(
@@ -94,7 +99,8 @@ MUTATIONS = (
     Mutation(
         "pronoun-step",
         "SIB App. G: the one step whose argmax is a listed word, else the mean over steps",
-        (("biaslens/metrics/sib.py", "if len(pronoun_steps) == 1:", "if pronoun_steps:"),),
+        (("biaslens/methods/sib/metrics/sib.py",
+          "if len(pronoun_steps) == 1:", "if pronoun_steps:"),),
         # greedy decodes of the tiny models never put a pronoun first at two steps: the rule's
         # "several" branch is checked against hand-computed masses
         (SIB + "test_sib_mgc_numbers_recomputed[t5-paper]",
@@ -113,7 +119,7 @@ MUTATIONS = (
     Mutation(
         "reply-spelling",
         "the reply's first word in either spelling (' She' after a cue, 'She' after a chat header)",
-        (("biaslens/data/pronouns.py", 'spellings = ("",) if fills_slot else (" ", "")',
+        (("biaslens/methods/sib/data/pronouns.py", 'spellings = ("",) if fills_slot else (" ", "")',
           'spellings = ("",) if fills_slot else (" ",)'),),
         ("tests/conformance/test_reply_start.py::"
          "test_exact_chat_scoring_reads_the_reply_as_sampled",),
@@ -121,7 +127,7 @@ MUTATIONS = (
     Mutation(
         "unqover-position",
         "UnQover: S̃(x1|a) = ½[S(x1 first) + S(x1 second)] (position correction)",
-        (("biaslens/metrics/unqover.py",
+        (("biaslens/methods/qa/metrics/unqover.py",
           'joined["tilde_x1"] = 0.5 * (joined["s_first"] + joined["m_second"])',
           'joined["tilde_x1"] = joined["s_first"]'),),
         (QA + "test_unqover_numbers_recomputed[roberta-qa-None]",),
@@ -129,28 +135,30 @@ MUTATIONS = (
     Mutation(
         "unqover-negation",
         "UnQover: B(x1, a) = S̃(x1|a) − S̃(x1|ā) (negation correction)",
-        (("biaslens/metrics/unqover.py", 'both["b_x1"] = both["tilde_x1"] - both["tilde_x1_neg"]',
+        (("biaslens/methods/qa/metrics/unqover.py",
+          'both["b_x1"] = both["tilde_x1"] - both["tilde_x1_neg"]',
           'both["b_x1"] = both["tilde_x1"]'),),
         (QA + "test_unqover_numbers_recomputed[roberta-qa-None]",),
     ),
     Mutation(
         "unqover-half",
         "UnQover: C(x1, x2, a) = ½[B(x1, a) − B(x2, a)]",
-        (("biaslens/metrics/unqover.py", 'both["C"] = 0.5 * (both["b_x1"] - both["b_x2"])',
+        (("biaslens/methods/qa/metrics/unqover.py",
+          'both["C"] = 0.5 * (both["b_x1"] - both["b_x2"])',
           'both["C"] = both["b_x1"] - both["b_x2"]'),),
         (QA + "test_unqover_numbers_recomputed[roberta-qa-None]",),
     ),
     Mutation(
         "unifiedqa-layout",
         "UnQover/LEI generative input: UnifiedQA's parts joined by a literal '\\n'",
-        (("biaslens/scoring/qa.py", 'sep = "\\n" if causal else " \\\\n "',
+        (("biaslens/methods/qa/scoring/qa.py", 'sep = "\\n" if causal else " \\\\n "',
           'sep = "\\n" if causal else " | "'),),
         (QA + "test_unqover_numbers_recomputed[t5-None]",),
     ),
     Mutation(
         "lei-prefix",
         "LEI: the intervention enters as 'Note that, ' + its first letter lower-cased",
-        (("biaslens/data/lei_interventions.py",
+        (("biaslens/methods/qa/data/lei_interventions.py",
           'return f"Note that, {intervention[0].lower()}{intervention[1:]} {question}"',
           'return f"Note that {intervention} {question}"'),),
         (QA + "test_lei_eval_numbers_recomputed[roberta-qa-None]",),
@@ -158,7 +166,7 @@ MUTATIONS = (
     Mutation(
         "lei-dominant",
         "LEI App. B.2: the dominant subject is the one the zero-shot bias C favours",
-        (("biaslens/train/lei_data.py", "q0 = np.where(values > 0, 0, 1)",
+        (("biaslens/methods/qa/train/lei_data.py", "q0 = np.where(values > 0, 0, 1)",
           "q0 = np.where(values > 0, 1, 0)"),),
         ("tests/conformance/test_lei_train.py::"
          "test_lei_train_targets_and_evaluations_recomputed[roberta-qa-None]",),
@@ -166,7 +174,7 @@ MUTATIONS = (
     Mutation(
         "cid-top-k",
         "CID App. B: the top-K tokens of p(·|x), K = 50 throughout",
-        (("biaslens/common/decoding_limits.py", "TOP_K = 50\n", "TOP_K = 40\n"),),
+        (("biaslens/common/contrastive_defaults.py", "TOP_K = 50\n", "TOP_K = 40\n"),),
         (CID + "test_cid_audit_continuations_recomputed[llama-None]",),
     ),
     Mutation(
@@ -194,7 +202,7 @@ MUTATIONS = (
     Mutation(
         "toy-scm",
         "SIB Section 3 toy SCM: S := (W + G + N(0,1)) > 2α, X := W + γ·G + N(0,1)",
-        (("biaslens/data/toy_scm.py", "x = w + gamma * g + noise[3]",
+        (("biaslens/methods/sib/data/toy_scm.py", "x = w + gamma * g + noise[3]",
           "x = g + gamma * w + noise[3]"),),
         ("tests/conformance/test_toy.py::test_toy_summary_recomputed",),
     ),

@@ -154,8 +154,8 @@ def runs_match_the_results_reference(request, monkeypatch) -> None:
     if request.node.get_closest_marker("odd_run_folder"):
         return
     from biaslens.framework.registry import methods
+    from biaslens.store.output_files import check_run
     from biaslens.store.run import RunStore
-    from biaslens.store.schema import check_run
 
     write_summary = RunStore.write_summary
 

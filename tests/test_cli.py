@@ -229,8 +229,8 @@ def test_cid_command_defaults_are_the_cid_settings_defaults(
     """Without --lam, --top-k or --max-new-tokens, `biaslens cid` decodes as cid-audit does
     by default (DecodingSettings), not with defaults of its own."""
     import biaslens.models.loader as registry
+    from biaslens.methods.cid.scoring.contrastive import DecodingSettings
     from biaslens.models.requests import ContrastiveGenerateResult
-    from biaslens.scoring.contrastive import DecodingSettings
 
     lm = registry.load_model(str(tiny_models["llama"]))
     asked = []

@@ -7,8 +7,8 @@ import json
 import pandas as pd
 import pytest
 
-from biaslens.data.unqover_predictions import read_predictions
-from biaslens.metrics.unqover import model_summary
+from biaslens.methods.qa.data.unqover_predictions import read_predictions
+from biaslens.methods.qa.metrics.unqover import model_summary
 from tests.conftest import DATA
 from tests.data.test_unqover_predictions import dump
 from tests.test_cli import _one_line_error, run_cli
@@ -69,8 +69,8 @@ def _shuffled_dump(path, seed: int = 0) -> None:
 def test_metrics_unqover_streams_a_shuffled_file_to_the_whole_table_values(
     tmp_path, monkeypatch, capsys, by_intervention
 ):
-    from biaslens.data import unqover_predictions
-    from biaslens.metrics.unqover import comparative_scores, subject_bias
+    from biaslens.methods.qa.data import unqover_predictions
+    from biaslens.methods.qa.metrics.unqover import comparative_scores, subject_bias
 
     _shuffled_dump(tmp_path / "p.json")
     monkeypatch.setattr(unqover_predictions, "CHUNK_KEYS", 5)  # 40 chunks that cut contexts

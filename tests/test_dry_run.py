@@ -13,7 +13,7 @@ from transformers import AutoTokenizer
 from biaslens.cli import app
 from biaslens.errors import BiaslensError
 from biaslens.models import BackendConfig
-from biaslens.models.runtime.planning import CHARS_PER_TOKEN
+from biaslens.models.runtime.dry_run import CHARS_PER_TOKEN
 from biaslens.models.runtime.tokenization import chat_texts
 from biaslens.runner import plan_method, run_method
 from tests.conftest import DATA

@@ -9,6 +9,7 @@ inside functions), never of a higher one.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,19 +31,20 @@ LAYERS = {
     # backends (the request types live here), pure metrics, test-model builders
     "models": 2,
     "metrics": 2,
-    "testing": 2,
     # figures and the run store (cache, run folders, results)
     "plots": 3,
     "store": 3,
     # requests stage: instances -> requests -> per-sample scores
     "scoring": 4,
-    "train": 5,
     # what a method is written against, the methods, and what is built on them
     "framework": 6,
+    "method": 7,  # the front door for method authors
     "methods": 7,
     "interop": 8,
     "report": 8,
     "app": 8,
+    # helpers for tests of one's own (tiny models whose vocabulary covers the probes)
+    "testing": 8,
     # running the methods (it writes the report), the Python API, the command line
     "runner": 9,
     "auditing": 9,
@@ -53,9 +55,24 @@ LAYERS = {
 }
 
 
+FAMILY_STAGES = ("data", "metrics", "intervals", "scoring", "train", "plots")
+"""A method family's folders (``methods/<family>/<stage>``) sit at their stage's layer, so that
+inside a family the data flow points down too; the family's other modules are methods."""
+
+STAGE_LAYERS = {"data": 1, "metrics": 2, "intervals": 2, "plots": 3, "scoring": 4, "train": 5}
+
+
 def layer_of(module: str) -> str:
     parts = module.split(".")
+    if len(parts) > 3 and parts[1] == "methods" and parts[3] in FAMILY_STAGES:
+        return parts[3]
     return parts[1] if len(parts) > 1 else "__init__"
+
+
+def family_of(module: str) -> str | None:
+    """``qa`` for ``biaslens.methods.qa.…``; None outside a family's folder."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == "methods" else None
 
 
 def imports_of(path: Path, module: str) -> list[tuple[int, str]]:
@@ -78,6 +95,10 @@ def imports_of(path: Path, module: str) -> list[tuple[int, str]]:
     return found
 
 
+def level(module: str, layer: str) -> int:
+    return STAGE_LAYERS[layer] if family_of(module) and layer in STAGE_LAYERS else LAYERS[layer]
+
+
 def upward_imports() -> list[str]:
     problems = []
     for path in sorted(SRC.rglob("*.py")):
@@ -86,18 +107,54 @@ def upward_imports() -> list[str]:
         source = layer_of(module) if module != "biaslens" else "__init__"
         for line, target in imports_of(path, module):
             imported = layer_of(target) if target != "biaslens" else "__init__"
-            if imported not in LAYERS or source not in LAYERS:
+            if imported not in LAYERS | STAGE_LAYERS or source not in LAYERS | STAGE_LAYERS:
                 problems.append(f"{module}:{line} imports {target} (unknown layer)")
-            elif LAYERS[imported] > LAYERS[source]:
+            elif level(target, imported) > level(module, source):
                 problems.append(
-                    f"{module}:{line} ({source}, layer {LAYERS[source]}) imports {target} "
-                    f"({imported}, layer {LAYERS[imported]})"
+                    f"{module}:{line} ({source}, layer {level(module, source)}) imports "
+                    f"{target} ({imported}, layer {level(target, imported)})"
                 )
     return problems
 
 
 def test_layers_only_point_down():
     assert upward_imports() == []
+
+
+def imports_across_families() -> list[str]:
+    """A family's folder importing another family's, and a shared layer below the methods
+    importing any family: each family's code is its own, the shared layers serve them all."""
+    problems = []
+    for path in sorted(SRC.rglob("*.py")):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        source = family_of(module)
+        shared_below = source is None and LAYERS.get(layer_of(module), 99) < LAYERS["methods"]
+        for line, target in imports_of(path, module):
+            family = family_of(target)
+            if family and (family != source if source else shared_below):
+                problems.append(f"{module}:{line} imports {target}")
+    return problems
+
+
+def test_a_family_imports_no_other_family_and_shared_layers_import_none():
+    assert imports_across_families() == []
+
+
+def test_the_family_check_finds_a_crossing(tmp_path, monkeypatch):
+    fake = tmp_path / "biaslens"
+    for name, code in {
+        "methods/qa/data/words.py": "from biaslens.methods.sib.data import mgc\n",
+        "metrics/shared.py": "from biaslens.methods.cid.metrics import cid\n",
+        "methods/sib/metrics/own.py": "from biaslens.methods.sib.data import mgc\n",
+    }.items():
+        (fake / name).parent.mkdir(parents=True, exist_ok=True)
+        (fake / name).write_text(code)
+    monkeypatch.setattr(sys.modules[__name__], "SRC", fake)
+    assert imports_across_families() == [
+        "biaslens.methods.qa.data.words:1 imports biaslens.methods.sib.data",
+        "biaslens.metrics.shared:1 imports biaslens.methods.cid.metrics",
+    ]
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -194,8 +251,9 @@ def test_every_package_has_a_layer():
         "import biaslens; biaslens.RunResult; biaslens.TokenDistributionRequest",
         "import biaslens.cli",
         "from biaslens.framework.registry import methods; methods()",
+        "import biaslens.method",
         "from biaslens.report.html import write_report",
-        "from biaslens.metrics import unqover",
+        "from biaslens.methods.qa.metrics import unqover",
     ],
 )
 def test_light_entry_points_import_no_torch(code):
@@ -265,6 +323,15 @@ def test_a_backend_is_one_package():
         assert (SRC / "models" / "backends" / backend.name / "__init__.py").is_file()
 
 
+def modules_named(node: ast.AST) -> list[str]:
+    """The modules an import statement names (none for any other node)."""
+    if isinstance(node, ast.ImportFrom):
+        return [node.module or ""]
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    return []
+
+
 def method_wiring(files: dict[str, str], names: set[str]) -> list[str]:
     """Where code outside ``methods/`` and the method registry names a method: a method's name
     as a string literal (docstrings aside; :data:`NOT_METHOD_NAMES` are names of something else
@@ -291,17 +358,11 @@ def method_wiring(files: dict[str, str], names: set[str]) -> list[str]:
             ):
                 if node.value not in NOT_METHOD_NAMES.get(path, ()):
                     found.append(f"{path}:{node.lineno} {node.value!r}")
-            imported = (
-                [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else []
-            )
             found += [
                 f"{path}:{node.lineno} imports {name}"
-                for name in imported
-                if name == "biaslens.methods" or name.startswith("biaslens.methods.")
+                for name in modules_named(node)
+                if (name == "biaslens.methods" or name.startswith("biaslens.methods."))
+                and layer_of(name) not in FAMILY_STAGES  # a family's building block
             ]
     return found
 
@@ -309,7 +370,7 @@ def method_wiring(files: dict[str, str], names: set[str]) -> list[str]:
 NOT_METHOD_NAMES = {
     "data/registry.py": ("unqover",),
     "data/exports.py": ("unqover",),
-    "metrics/unqover_stream.py": ("unqover",),
+    "methods/qa/metrics/unqover_stream.py": ("unqover",),
 }
 """Literals that are a method's name by chance: UnQover's dataset (its word lists) and the
 model-level table of UnQover's metrics share the method's name."""
@@ -335,19 +396,6 @@ def test_the_method_wiring_check_finds_them():
         "cli/metrics.py:1 imports biaslens.methods.cid.audit",
         "interop/tasks.py:2 'sib-mgc'",
     ]
-
-
-def test_a_setting_is_declared_once():
-    """No module keeps a second declaration of a method's settings beside its settings model
-    (an ``OPTIONS`` tuple of flags and helps); the options are read from the model."""
-    found = [
-        f"{p.relative_to(SRC)}:{node.lineno}"
-        for p in SRC.rglob("*.py")
-        for node in ast.parse(p.read_text(encoding="utf-8")).body
-        if isinstance(node, ast.Assign)
-        and any(isinstance(t, ast.Name) and t.id == "OPTIONS" for t in node.targets)
-    ]
-    assert found == []
 
 
 def dynamic_attribute_classes(files: dict[str, str]) -> list[str]:
@@ -377,3 +425,38 @@ def test_the_dynamic_attribute_check_finds_one():
     source = "class Config:\n    def __getattr__(self, name):\n        return 1\n"
     lazy = "def __getattr__(name):\n    return 1\n"
     assert dynamic_attribute_classes({"x.py": source, "y.py": lazy}) == ["x.py Config"]
+
+
+FRONT_DOORS = {"biaslens.method", "biaslens.models", "biaslens.errors"}
+"""What a plug-in imports: a method's names, a backend's names, and the error type."""
+
+
+def imports_behind_the_front_doors(source: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        found += [
+            f"{node.lineno}: {name}"
+            for name in modules_named(node)
+            if name.startswith("biaslens") and name not in FRONT_DOORS
+        ]
+    return found
+
+
+def test_the_example_plugin_and_the_guide_import_only_from_the_front_doors():
+    root = Path(__file__).parent / "fixtures" / "plugin_package" / "biaslens_plugin_example"
+    sources = {p.name: p.read_text(encoding="utf-8") for p in sorted(root.glob("*.py"))}
+    guide = (SRC.parents[1] / "docs" / "development.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python[^\n]*\n(.*?)```", guide, re.S)
+    assert blocks, "the guide shows a method's code"
+    sources |= {f"development.md block {i}": b for i, b in enumerate(blocks)}
+    behind = {name: f for name, s in sources.items() if (f := imports_behind_the_front_doors(s))}
+    assert behind == {}
+    import biaslens.method
+
+    for name in biaslens.method.__all__:  # every name the front door promises is there
+        assert getattr(biaslens.method, name) is not None
+
+
+def test_the_front_door_check_finds_a_side_door():
+    code = "from biaslens.method import register\nfrom biaslens.framework.spec import Headline\n"
+    assert imports_behind_the_front_doors(code) == ["2: biaslens.framework.spec"]

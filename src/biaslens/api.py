@@ -71,10 +71,19 @@ def run(
     elif model is not None:
         settings["model"] = model
     return run_method(
-        method, given, output=output, backend=_backend_config(backend, options), lm=lm,
-        progress=progress, data_dir=data_dir, preset=preset, report=report, cache_dir=cache_dir,
-        no_cache=no_cache, **settings,
-    )  # fmt: skip
+        method,
+        given,
+        output=output,
+        backend=_backend_config(backend, options),
+        lm=lm,
+        progress=progress,
+        data_dir=data_dir,
+        preset=preset,
+        report=report,
+        cache_dir=cache_dir,
+        no_cache=no_cache,
+        **settings,
+    )
 
 
 def _settings_object(
@@ -140,10 +149,16 @@ def audit(
 
     models = [model] if isinstance(model, str) else list(model)
     return run_audit(
-        models, size=size, methods=methods, output=output,
-        backend=_backend_config(backend, options), data_dir=data_dir, cache_dir=cache_dir,
-        progress=progress, dry_run=dry_run,
-    )  # fmt: skip
+        models,
+        size=size,
+        methods=methods,
+        output=output,
+        backend=_backend_config(backend, options),
+        data_dir=data_dir,
+        cache_dir=cache_dir,
+        progress=progress,
+        dry_run=dry_run,
+    )
 
 
 def load_run(path: str | Path) -> RunResult:

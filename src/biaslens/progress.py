@@ -145,8 +145,15 @@ class PlainProgress:
 
     def task(self, description: str, total: int, unit: str = "req") -> Tick:
         now = self._clock()
-        state = {"description": description, "total": total, "unit": unit, "start": now,
-                 "done": 0, "shown": now, "first": None}  # fmt: skip
+        state = {
+            "description": description,
+            "total": total,
+            "unit": unit,
+            "start": now,
+            "done": 0,
+            "shown": now,
+            "first": None,
+        }
         with self._lock:
             self._current = state
 

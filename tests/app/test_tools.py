@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from biaslens.app import tools
-from biaslens.data import mgc
 from biaslens.errors import BiaslensError
-from biaslens.metrics.sib import normalised_female_pct
+from biaslens.methods.sib.data import mgc
+from biaslens.methods.sib.metrics.sib import normalised_female_pct
 from biaslens.models.requests import GenerateRequest
 
 

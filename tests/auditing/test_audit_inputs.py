@@ -68,11 +68,11 @@ def test_ctrl_c_between_methods_and_the_rerun_goes_on(tiny_models, tmp_path, mon
     methods = ["sib-mgc", "sib-detect"]
     real, calls = runner.run_method, []
 
-    def interrupted(method, **kwargs):
+    def interrupted(method, *args, **kwargs):
         calls.append(method)
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return real(method, **kwargs)
+        return real(method, *args, **kwargs)
 
     monkeypatch.setattr(runner, "run_method", interrupted)
     with pytest.raises(KeyboardInterrupt):

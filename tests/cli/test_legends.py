@@ -100,3 +100,44 @@ def test_the_printed_run_shows_the_legend(column, tiny_models, tmp_path, monkeyp
     )  # fmt: skip
     assert code == 0, err
     assert any(line.startswith(f"  {column}: ") for line in out.splitlines()), out
+
+
+def declared_twice(specs) -> list[str]:
+    """Columns whose meaning a headline's legend declares beside another declaration of it: its
+    table's output file, the columns every method shares, or the run files' glossary (a
+    meaning is declared once, where the file is declared; the legend only adds what no other
+    declaration has)."""
+    from biaslens.framework.legends import COMMON
+    from biaslens.store.output_files import GLOSSARY
+
+    found = []
+    for spec in specs:
+        for headline in spec.headlines:
+            stored = next(
+                (o for o in spec.outputs if o.name.rsplit(".", 1)[0] == headline.table), None
+            )
+            elsewhere = {*COMMON, *GLOSSARY, *(stored.meanings if stored else {})}
+            found += [
+                f"{spec.name} {headline.table}: {column}"
+                for column in (headline.legend or {})
+                if column in elsewhere
+            ]
+    return found
+
+
+def test_a_columns_meaning_is_declared_once():
+    from biaslens.framework.registry import built_in_methods
+
+    assert declared_twice(built_in_methods().values()) == []
+
+
+def test_the_check_finds_a_meaning_declared_twice():
+    from dataclasses import replace
+
+    from biaslens.framework.registry import built_in_methods
+
+    spec = built_in_methods()["sib-mgc"]
+    fits = next(h for h in spec.headlines if h.table == "fits")
+    twice = replace(fits, legend={**(fits.legend or {}), "n": "W values on the line"})
+    doubled = replace(spec, headlines=tuple(twice if h is fits else h for h in spec.headlines))
+    assert declared_twice([doubled]) == ["sib-mgc fits: n"]

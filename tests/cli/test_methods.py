@@ -162,7 +162,7 @@ def test_backend_options_are_the_backends_declared_options():
     declared = {k for k, (option, _) in declared_options().items() if option.rules.cli}
     assert names == declared | {"backend"} and "max_retries" in names
     defaults = {option.keyword: option.default for option in backend_declarations()}
-    assert defaults["max_retries"] == BackendConfig.default_of("max_retries") == 5
+    assert defaults["max_retries"] == declared_options()["max_retries"][0].default == 5
     assert BackendConfig(backend="openai").options.max_retries == 5
     assert defaults["batch_size"] == "auto" and defaults["base_url"] is None
 

@@ -34,10 +34,10 @@ def test_cid_defaults_have_one_source():
     contrastive_generate read one declaration (a changed default moves all three)."""
     import inspect
 
-    from biaslens.common.decoding_limits import MAX_NEW_TOKENS, TOP_K
+    from biaslens.common.contrastive_defaults import MAX_NEW_TOKENS, TOP_K
     from biaslens.decoding.contrastive import contrastive_generate
+    from biaslens.methods.cid.scoring.contrastive import DecodingSettings
     from biaslens.models.requests import ContrastiveGenerateRequest
-    from biaslens.scoring.contrastive import DecodingSettings
 
     assert TOP_K == 50  # CID paper §2
     public = inspect.signature(contrastive_generate).parameters

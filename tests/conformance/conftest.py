@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from biaslens.data import mgc, sources, winogender
+from biaslens.data import sources
+from biaslens.methods.sib.data import mgc, winogender
 from tests.conformance.leaning import leaning_copy
 from tests.conftest import DATA
 

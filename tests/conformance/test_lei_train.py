@@ -14,7 +14,7 @@ import pytest
 from transformers import AutoModelForCausalLM, AutoModelForQuestionAnswering, AutoTokenizer
 
 import biaslens
-from biaslens.data.unqover import load_question_set
+from biaslens.methods.qa.data.unqover import load_question_set
 from tests.conformance import naive
 from tests.conformance.test_qa import naive_score
 from tests.conftest import DATA
@@ -79,7 +79,7 @@ def test_lei_train_targets_and_evaluations_recomputed(name, preset, tiny_models,
 @pytest.mark.slow
 def test_the_lei_train_check_fails_when_x_dom_is_flipped(tiny_models, tmp_path, monkeypatch):
     """bias(x1, x2, q) with its sign turned: every adversarial target points the other way."""
-    from biaslens.train import lei_data
+    from biaslens.methods.qa.train import lei_data
 
     bias = lei_data.template_bias
     monkeypatch.setattr(lei_data, "template_bias", lambda rows, probs: -bias(rows, probs))
@@ -110,7 +110,7 @@ def check_lei_train(name, preset, result, tiny_models) -> None:
     # 1. the adversarial targets: x_dom from every template of the domain, read as training
     # reads its inputs (no span adjustment); under the preset as LEI's code reads them, with
     # the adversarial interventions, question first and span-adjusted
-    from biaslens.data import lei
+    from biaslens.methods.qa.data import lei
 
     split = lei.read_split(lei.split_path("religion/train_64", DATA / "lei"))
     checked = split.head(CHECKED_ROWS).to_dict("records")

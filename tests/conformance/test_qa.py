@@ -201,12 +201,12 @@ def test_unqover_numbers_recomputed(name, preset, plain, qa_models, tiny_name_da
     ("name", "preset", "patch", "value"),
     [
         # the he/she rule reads the other gender's pronoun
-        ("bert-mlm", "pronouns", "biaslens.scoring.qa.PRONOUNS",
+        ("bert-mlm", "pronouns", "biaslens.methods.qa.scoring.qa.PRONOUNS",
          {"female": ("he", "He"), "male": ("she", "She")}),
         # the reference's span adjustment without its suffixes (man, woman, …)
-        ("roberta-qa", "paper", "biaslens.scoring.spans.REFERENCE_SUFFIXES", ()),
+        ("roberta-qa", "paper", "biaslens.methods.qa.scoring.spans.REFERENCE_SUFFIXES", ()),
         # a causal model's UnifiedQA input with another answer cue
-        ("llama", None, "biaslens.scoring.qa.CAUSAL_ANSWER_CUE", "\nAnswer:"),
+        ("llama", None, "biaslens.methods.qa.scoring.qa.CAUSAL_ANSWER_CUE", "\nAnswer:"),
     ],
 )  # fmt: skip
 def test_the_unqover_check_fails_when_a_rule_is_broken(name, preset, patch, value, plain,
@@ -265,7 +265,7 @@ def test_the_lei_eval_check_fails_without_the_interventions_wording(
 ):
     """LEI writes the intervention after "Note that, " before the question (extractive) and
     after the context as "note that …" (UnifiedQA): each dropped, the check fails."""
-    import biaslens.scoring.qa as qa
+    import biaslens.methods.qa.scoring.qa as qa
 
     encode = qa.unifiedqa_input
     monkeypatch.setattr(qa, "intervene_question", lambda q, i: f"{i} {q}" if i else q)

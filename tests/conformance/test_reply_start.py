@@ -23,10 +23,10 @@ import torch
 from scipy.stats import binomtest
 from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
-from biaslens.data import mgc
+from biaslens.methods.sib.data import mgc
+from biaslens.methods.sib.scoring.pronouns import score_rows
 from biaslens.models import BackendConfig, load_model
 from biaslens.progress import NoProgress
-from biaslens.scoring.pronouns import score_rows
 from tests.conformance import naive
 
 SENTENCE = "In 1901, [MASK] was a child."
@@ -176,8 +176,8 @@ def test_seq2seq_replies_match_exact_scoring(leaning_models):
 def test_the_reply_check_fails_when_the_space_is_always_written(monkeypatch):
     """The rule broken: only " She" scored. After a chat header the exact mass then misses the
     replies that begin "She", and the check must say so."""
-    from biaslens.data import pronouns
-    from biaslens.scoring import pronouns as scoring
+    from biaslens.methods.sib.data import pronouns
+    from biaslens.methods.sib.scoring import pronouns as scoring
 
     spaced = [(g, w) for g, w in pronouns.target_words(fills_slot=False) if w.startswith(" ")]
     monkeypatch.setattr(scoring, "target_words", lambda fills_slot: tuple(spaced))

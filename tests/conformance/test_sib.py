@@ -162,7 +162,7 @@ def test_the_mgc_check_fails_when_top_5_scoring_drops_a_pronoun(leaning_models, 
                                                                 monkeypatch):  # fmt: skip
     """Top-5 scoring that loses the pronoun the model ranks most often (read off an honest
     run, so that the broken rule acts on this machine's numbers whatever its CPU)."""
-    import biaslens.scoring.pronouns as scoring
+    import biaslens.methods.sib.scoring.pronouns as scoring
 
     honest, _ = run("sib-mgc", "bert-mlm", "paper", leaning_models, tmp_path / "honest",
                     w_kinds=("dates",), **LEANING_FRAME)  # fmt: skip
@@ -182,7 +182,7 @@ def test_the_mgc_check_fails_when_top_5_scoring_drops_a_pronoun(leaning_models, 
 
 
 def test_the_mgc_check_fails_when_a_prompt_is_reworded(leaning_models, tmp_path, monkeypatch):
-    from biaslens.data import mgc
+    from biaslens.methods.sib.data import mgc
 
     template, slot = mgc.PROMPTS["B"]
     monkeypatch.setitem(mgc.PROMPTS, "B", (template.replace("missing", "absent"), slot))
@@ -296,7 +296,7 @@ def test_average_n_recomputed(name, leaning_models, tmp_path):
 
 def test_the_detect_check_fails_when_the_date_keeps_the_capital(leaning_models, tmp_path,
                                                                 monkeypatch):  # fmt: skip
-    import biaslens.methods.sib.detect.method as sib_detect
+    import biaslens.methods.sib.detect.sentences as sib_detect
 
     monkeypatch.setattr(sib_detect, "inject_date", lambda s, date, _: f"In {date}, {s}")
     result, masses = detect("roberta-mlm", "exact", leaning_models, tmp_path)
@@ -306,7 +306,7 @@ def test_the_detect_check_fails_when_the_date_keeps_the_capital(leaning_models, 
 
 def test_the_average_n_check_fails_when_the_grid_is_rounded(leaning_models, tmp_path,
                                                             monkeypatch):  # fmt: skip
-    from biaslens.data import mgc
+    from biaslens.methods.sib.data import mgc
 
     cut = mgc.year_grid
     monkeypatch.setattr(mgc, "year_grid", lambda a, b, n, rounded=False: cut(a, b, n, True))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from biaslens.data import cid_audit as A
 from biaslens.errors import BiaslensError
+from biaslens.methods.cid.data import cid_audit as A
 from tests.helpers import assert_refused
 
 

@@ -9,11 +9,15 @@ import json
 import pandas as pd
 import pytest
 
-from biaslens.data import exports, lei, mgc
+from biaslens.data import exports
 from biaslens.data.export_writer import export_samples, export_set
 from biaslens.errors import BiaslensError
+from biaslens.framework.registry import exportable_sets
+from biaslens.methods.qa.data import lei
+from biaslens.methods.sib.data import mgc
 from tests.conftest import DATA
 
+ALL = exportable_sets()
 SETS = ["mgc", "winogender-extended", "sib-simplified", "unqover-religion",
         "lei-interventions-religion", "lei-religion-train_64", "cid-names"]  # fmt: skip
 
@@ -47,8 +51,8 @@ def comparable(frame: pd.DataFrame) -> list[dict]:
 @pytest.mark.parametrize("fmt", ["parquet", "jsonl", "hf"])
 @pytest.mark.parametrize("name", SETS)
 def test_a_set_reads_back_as_the_rows_a_run_uses(name, fmt, tmp_path):
-    done = export_set(exports.exportable(name), tmp_path / "out", fmt, DATA)
-    expected = pd.concat(list(exports.EXPORTS[name].chunks(DATA)), ignore_index=True)
+    done = export_set(exports.exportable(name, ALL), tmp_path / "out", fmt, DATA)
+    expected = pd.concat(list(ALL[name].chunks(DATA)), ignore_index=True)
     got = load(tmp_path / "out", fmt, tmp_path / "cache")
     assert done.rows == len(expected) == len(got) > 0
     assert list(got.columns) == [str(c) for c in expected.columns]
@@ -67,17 +71,17 @@ def test_a_set_reads_back_as_the_rows_a_run_uses(name, fmt, tmp_path):
     assert meta["sha256"] == digest == done.sha256
     card = (tmp_path / "out" / "README.md").read_text()
     assert card.startswith("---\nlicense: ") and digest in card
-    assert exports.EXPORTS[name].source in card
+    assert ALL[name].source in card
 
 
 def test_the_exported_rows_are_the_builders_in_order(tmp_path):
     """What a run reads: MGC from its template, a LEI split as read_split gives it."""
-    export_set(exports.exportable("mgc"), tmp_path / "mgc", "jsonl")
+    export_set(exports.exportable("mgc", ALL), tmp_path / "mgc", "jsonl")
     lines = (tmp_path / "mgc" / "data" / "train.jsonl").read_text().splitlines()
     first = json.loads(lines[0])
     assert len(lines) == 3000 and first["sentence"] == "In 1801, [MASK] was a child."
     assert [json.loads(line)["id"] for line in lines] == list(mgc.build_mgc()["id"])
-    export_set(exports.exportable("lei-religion-train_64"), tmp_path / "lei", "parquet", DATA)
+    export_set(exports.exportable("lei-religion-train_64", ALL), tmp_path / "lei", "parquet", DATA)
     split = lei.read_split(lei.split_path("religion/train_64", DATA / "lei"))
     assert list(pd.read_parquet(tmp_path / "lei" / "data" / "train.parquet")["key"]) == list(
         split["key"]
@@ -85,23 +89,23 @@ def test_the_exported_rows_are_the_builders_in_order(tmp_path):
 
 
 def test_bad_requests_are_one_line(tmp_path):
-    with pytest.raises(BiaslensError, match="unknown set 'nope'; exportable: mgc, "):
-        exports.exportable("nope")
+    with pytest.raises(BiaslensError, match="unknown set 'nope'; exportable: cid-names, unqover-"):
+        exports.exportable("nope", ALL)
     with pytest.raises(BiaslensError, match="no license"):
-        exports.exportable("simplified-reference")
+        exports.exportable("simplified-reference", ALL)
     with pytest.raises(BiaslensError, match="unknown format 'csv'"):
-        export_set(exports.exportable("mgc"), tmp_path / "x", "csv")
+        export_set(exports.exportable("mgc", ALL), tmp_path / "x", "csv")
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "keep.txt").write_text("mine")
     with pytest.raises(BiaslensError, match="exists and is not empty: pass --overwrite"):
-        export_set(exports.exportable("mgc"), tmp_path / "full")
+        export_set(exports.exportable("mgc", ALL), tmp_path / "full")
     assert (tmp_path / "full" / "keep.txt").read_text() == "mine"
-    done = export_set(exports.exportable("mgc"), tmp_path / "full", overwrite=True)
+    done = export_set(exports.exportable("mgc", ALL), tmp_path / "full", overwrite=True)
     assert done.rows == 3000 and not (tmp_path / "full" / "keep.txt").exists()
 
 
 def test_an_interrupted_export_leaves_nothing_that_loads(tmp_path, monkeypatch):
-    entry = exports.exportable("mgc")
+    entry = exports.exportable("mgc", ALL)
 
     def broken(_data_dir):
         yield mgc.build_mgc().head(10)

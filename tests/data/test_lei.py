@@ -7,9 +7,9 @@ import json
 import pandas as pd
 import pytest
 
-from biaslens.data import lei
-from biaslens.data.unqover import load_question_set
 from biaslens.errors import BiaslensError
+from biaslens.methods.qa.data import lei
+from biaslens.methods.qa.data.unqover import load_question_set
 from tests.conftest import DATA
 
 ROOT = DATA / "lei"

@@ -1,8 +1,8 @@
 import pytest
 
-from biaslens.data import mgc
-from biaslens.data.pronouns import gender_of, target_words
 from biaslens.errors import BiaslensError
+from biaslens.methods.sib.data import mgc
+from biaslens.methods.sib.data.pronouns import gender_of, target_words
 
 
 def test_mgc_has_3000_sentences_with_unique_ids():

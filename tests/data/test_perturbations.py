@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from biaslens.data import perturbations as P
 from biaslens.errors import BiaslensError
+from biaslens.methods.cid.data import perturbations as P
 from tests.helpers import assert_refused
 
 SENTENCE = "The boss told her she will not receive a promotion this year because"

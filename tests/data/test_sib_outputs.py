@@ -11,10 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslens.data import sources, winogender
-from biaslens.data.sib_outputs import read_outputs, read_reference_outputs
+from biaslens.data import sources
 from biaslens.errors import BiaslensError
-from biaslens.metrics.sib import method2_from_shares
+from biaslens.methods.sib.data import winogender
+from biaslens.methods.sib.data.released_outputs import read_outputs, read_reference_outputs
+from biaslens.methods.sib.metrics.sib import method2_from_shares
 
 SENTENCE = "In 2016: The doctor told the man that [MASK] would be at risk."
 

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from biaslens.data.unqover import (
+from biaslens.errors import BiaslensError
+from biaslens.methods.qa.data.unqover import (
     load_question_set,
     parse_activities,
     parse_slots,
     parse_subjects,
     smooth_articles,
 )
-from biaslens.errors import BiaslensError
 from tests.conftest import DATA
 
 UNQOVER = DATA / "unqover" / "word_lists"

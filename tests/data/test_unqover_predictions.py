@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from biaslens.data.unqover_predictions import read_predictions
 from biaslens.errors import BiaslensError
-from biaslens.metrics.unqover import comparative_scores, model_summary
+from biaslens.methods.qa.data.unqover_predictions import read_predictions
+from biaslens.methods.qa.metrics.unqover import comparative_scores, model_summary
 
 
 def prediction(p0: tuple, p1: tuple, q1: tuple, q11: tuple) -> dict:

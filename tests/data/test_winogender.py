@@ -5,8 +5,9 @@ import shutil
 
 import pytest
 
-from biaslens.data import sources, winogender
+from biaslens.data import sources
 from biaslens.errors import BiaslensError
+from biaslens.methods.sib.data import winogender
 from biaslens.models.requests import MASK
 from tests.helpers import assert_refused
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from biaslens.testing.hub_server import Hub, serve_hub
+from tests.support.hub_server import Hub, serve_hub
 
 TOKEN = "hf_TestTokenThatMustNeverBeWritten0123"
 """The gated repo's token: no file or message of a run may contain it."""

@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 
 from biaslens.errors import BiaslensError
+from biaslens.methods.cid.metrics.cid import lambda_star
 from biaslens.methods.cid.sensitivity import (
     build_perturbation_pairs,
     make_settings,
     pair_similarities,
 )
-from biaslens.metrics.cid import lambda_star
 from tests.helpers import run_sensitivity
 
 

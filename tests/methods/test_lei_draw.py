@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslens.data import lei
 from biaslens.errors import BiaslensError
+from biaslens.methods.qa.data import lei
 from biaslens.methods.qa.lei_eval.settings import make_settings
 
 

@@ -7,11 +7,11 @@ import json
 import pandas as pd
 import pytest
 
-from biaslens.data.lei import read_split, split_path
 from biaslens.errors import BiaslensError
+from biaslens.methods.qa.data.lei import read_split, split_path
 from biaslens.methods.qa.lei_eval.method import build_rows, make_settings
-from biaslens.metrics.qa import squad_scores
-from biaslens.metrics.unqover import model_summary
+from biaslens.methods.qa.metrics.qa import squad_scores
+from biaslens.methods.qa.metrics.unqover import model_summary
 from tests.conftest import DATA
 from tests.helpers import run_lei_eval
 

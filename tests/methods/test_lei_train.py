@@ -83,7 +83,7 @@ def _settings(model):
 def test_grid_runs_selects_and_resumes_after_an_interruption(tiny_models, tmp_path, monkeypatch):
     settings = _settings(tiny_models["llama"])
     trained = []
-    from biaslens.train import lei as trainer
+    from biaslens.methods.qa.train import lei as trainer
 
     real_train = trainer.LeiTrainer.train
 
@@ -186,10 +186,10 @@ def test_bf16_training_keeps_float32_master_weights(tiny_models, tmp_path, monke
     import torch
     from safetensors.torch import load_file
 
-    from biaslens.data import lei
+    from biaslens.methods.qa.data import lei
     from biaslens.methods.qa.lei_train.method import train_cell_group
+    from biaslens.methods.qa.train.lei_data import training_set
     from biaslens.models import BackendConfig, load_model
-    from biaslens.train.lei_data import training_set
 
     path = lei.split_path("religion/train_64", DATA / "lei")
     split = lei.read_split(path)
@@ -223,7 +223,7 @@ def test_bf16_training_keeps_float32_master_weights(tiny_models, tmp_path, monke
 def _equal_reference(split):
     import numpy as np
 
-    from biaslens.train.lei_data import ZeroShotReference
+    from biaslens.methods.qa.train.lei_data import ZeroShotReference
 
     return ZeroShotReference(np.full((len(split), 2, 2, 1), 0.5), np.zeros((len(split), 2), int))
 

@@ -33,7 +33,7 @@ GENDER = {"she": "female", "her": "female", "female": "female", "he": "male", "h
 
 def chat_inputs(tokenizer) -> list[str]:
     """The test's inputs (MGC sentences in prompt A) and the chat prompts they make."""
-    from biaslens.data import mgc
+    from biaslens.methods.sib.data import mgc
 
     sentences = mgc.build_mgc(("dates",))["sentence"][::200].tolist()[:8]
     return [mgc.wrap_in_prompt(s, "A") for s in sentences]
@@ -164,8 +164,8 @@ def test_sampled_frequencies_hold_the_exact_probabilities(sampling_server, prono
     the exact mass the hf backend gives the same model in --chat mode: a 99% Clopper-Pearson
     interval holds it for at least 95% of the (input, gender) pairs, and the pronouns carry
     mass (no 0-vs-0)."""
+    from biaslens.methods.sib.scoring.pronouns import score_rows
     from biaslens.progress import NoProgress
-    from biaslens.scoring.pronouns import score_rows
 
     folder, _, tokenizer = pronoun_leaning
     rows = pd.DataFrame({"input": chat_inputs(tokenizer)})
@@ -313,7 +313,7 @@ def test_sib_detect_runs_sampled_with_undecided_sentences_counted(sampling_serve
      ("", "mary", False)],
 )  # fmt: skip
 def test_a_reply_names_a_subject_it_begins_with(reply, subject, named):
-    from biaslens.scoring.qa_sampled import names
+    from biaslens.methods.qa.scoring.qa_sampled import names
 
     assert names(reply, subject) is named
 
@@ -337,9 +337,9 @@ def test_sampled_subject_shares_hold_the_exact_generative_scores(sampling_server
     backend, the same layout, --chat): given the replies that name a subject, k1 is binomial
     with S, so a 99% Clopper-Pearson interval on k1 / (k1 + k2) holds the exact S for at least
     95% of the questions; the subjects are named (no 0-vs-0)."""
+    from biaslens.methods.qa.scoring.qa import generative_scores
+    from biaslens.methods.qa.scoring.qa_sampled import sampled_qa_scores
     from biaslens.progress import NoProgress
-    from biaslens.scoring.qa import generative_scores
-    from biaslens.scoring.qa_sampled import sampled_qa_scores
 
     rows = qa_rows([("him", "her"), ("they", "him"), ("her", "they")])
     hf = load_model(str(pronoun_leaning[0]), BackendConfig(device="cpu", chat=True))
@@ -390,7 +390,7 @@ def test_a_completions_endpoint_samples_too(sampling_server):
     """``/v1/completions``: with the model's tokenizer every request is exact and sampled
     replies come as token-id prompts; a server that returns no log-probabilities at all is
     asked for sampled replies only, and SIB chooses sampled scoring on it."""
-    from biaslens.scoring.pronouns import scoring_for
+    from biaslens.methods.sib.scoring.pronouns import scoring_for
 
     config = BackendConfig(backend="openai", base_url=sampling_server["url"],
                            tokenizer=str(sampling_server["folder"]))  # fmt: skip

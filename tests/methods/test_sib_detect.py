@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslens.data.mgc import inject_date
 from biaslens.errors import BiaslensError
+from biaslens.methods.sib.data.mgc import inject_date
 from biaslens.methods.sib.detect.method import (
     date_groups,
     make_settings,
@@ -116,7 +116,7 @@ def test_a_sentence_without_pronouns_is_shown_as_such_in_the_table_and_the_plot(
     import matplotlib.pyplot as plt
 
     from biaslens.methods.sib.detect.method import occupation_views
-    from biaslens.plots.sib import detector_figure
+    from biaslens.methods.sib.plots import detector_figure
 
     sentences, scored = _empty_at_latest()
     table = sentence_metrics(sentences, scored, 0.5)
@@ -231,7 +231,7 @@ def test_date_grid_needs_two_values():
 
 
 def test_colon_date_format_and_full_grid_sweep(tiny_models, tmp_path):
-    from biaslens.data.mgc import inject_date
+    from biaslens.methods.sib.data.mgc import inject_date
 
     assert inject_date("The nurse left.", 1901, "colon") == "In 1901: The nurse left."
     settings = make_settings(

@@ -7,10 +7,10 @@ import json
 import pandas as pd
 import pytest
 
-from biaslens.data.pronouns import target_words
 from biaslens.errors import BiaslensError, ConfigMismatchError
+from biaslens.methods.sib.data.pronouns import target_words
+from biaslens.methods.sib.metrics.sib import mass_exact, mass_top_k
 from biaslens.methods.sib.mgc.method import make_settings
-from biaslens.metrics.sib import mass_exact, mass_top_k
 from biaslens.models import BackendConfig, TokenDistributionRequest
 from tests.helpers import run_mgc
 

@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from biaslens.data.toy_scm import sample_toy_scm
 from biaslens.errors import BiaslensError
+from biaslens.methods.sib.data.toy_scm import sample_toy_scm
+from biaslens.methods.sib.metrics.toy_scm import selection_probability, toy_summary
 from biaslens.methods.sib.toy import make_settings
-from biaslens.metrics.toy_scm import selection_probability, toy_summary
 from tests.helpers import run_toy
 
 

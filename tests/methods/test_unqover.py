@@ -10,7 +10,7 @@ import pytest
 
 import biaslens
 from biaslens.errors import BiaslensError
-from biaslens.metrics.unqover import model_summary
+from biaslens.methods.qa.metrics.unqover import model_summary
 from biaslens.models import BackendConfig, load_model
 from tests.conftest import DATA
 from tests.helpers import runner, shared_cache_file
@@ -206,9 +206,9 @@ def test_streamed_chunks_give_the_metrics_of_the_whole_table(
     import pandas as pd
 
     from biaslens.methods.qa import unqover as method
-    from biaslens.metrics import unqover as M
+    from biaslens.methods.qa.metrics import unqover as M
+    from biaslens.methods.qa.scoring.qa import fill_mask_scores, score_examples
     from biaslens.progress import NoProgress
-    from biaslens.scoring.qa import fill_mask_scores, score_examples
 
     monkeypatch.setattr(method, "CHUNK_ROWS", 10)  # many chunks, split inside templates
     common = dict(model=str(tiny_models[name]), limit=150, seed=3)

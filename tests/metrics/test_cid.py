@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from biaslens.errors import BiaslensError
-from biaslens.metrics.cid import (
+from biaslens.methods.cid.metrics.cid import (
     biased_fraction,
     lambda_star,
     lambda_star_summary,

@@ -55,7 +55,7 @@ def test_about_95_of_200_intervals_cover_the_true_rate():
 
 
 def test_detection_rates_carry_the_intervals_of_the_sentences_they_rest_on():
-    from biaslens.metrics.sib import detection_rates
+    from biaslens.methods.sib.metrics.sib import detection_rates
 
     # 6 unspecified (metric > 0.5 flags): 4 flagged, one without a pronoun (NaN) -> 4 of 5;
     # 4 well-specified: 3 cleared -> 3 of 4
@@ -71,7 +71,7 @@ def test_detection_rates_carry_the_intervals_of_the_sentences_they_rest_on():
 
 def test_the_detector_intervals_follow_the_requested_level():
     """--ci-level 0.8: z is the normal's 90% quantile (1.2816), in every rate's interval."""
-    from biaslens.metrics.sib import detection_rates
+    from biaslens.methods.sib.metrics.sib import detection_rates
 
     metric = [0.9, 0.7, 0.6, 0.8, 0.1, 0.2, 0.3, 0.4, 0.9]
     well_specified = [False] * 5 + [True] * 4

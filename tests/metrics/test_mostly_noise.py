@@ -11,7 +11,7 @@ import pytest
 
 from biaslens.framework.estimates import collect, verdict_of
 from biaslens.framework.registry import get_method
-from biaslens.metrics.unqover_summary import summary_lines
+from biaslens.methods.qa.metrics.unqover_summary import summary_lines
 from biaslens.report.runs_frame import comparison_table
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from biaslens.metrics.qa import exact_match, f1_score, normalize_answer, squad_scores
+from biaslens.methods.qa.metrics.qa import exact_match, f1_score, normalize_answer, squad_scores
 
 
 def test_normalisation_drops_case_punctuation_and_articles():

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslens.metrics.sib import (
+from biaslens.methods.sib.metrics.sib import (
     fit_trend,
     mass_exact,
     mass_from_generation,
@@ -119,7 +119,7 @@ def test_method1_fits_and_slope_summary_hand_computed():
 def test_a_flat_line_leaves_the_mean_r2_to_the_other_and_is_counted():
     """Female flat at 2% (no r²), male 5, 4, 4, 2 % at W = 0..3: slope −0.9, fitted 5.1, 4.2,
     3.3, 2.4, residuals −.1, −.2, .7, −.4 (SSE 0.70), SST 4.75, r² = 1 − 0.70/4.75 = 0.852632."""
-    from biaslens.metrics.sib import r2_text
+    from biaslens.methods.sib.metrics.sib import r2_text
 
     samples = pd.DataFrame(
         {"prompt": "A", "w_kind": "dates", "w_index": w, "w": str(w),
@@ -134,7 +134,7 @@ def test_a_flat_line_leaves_the_mean_r2_to_the_other_and_is_counted():
 
 
 def test_normalised_female_pct_and_specification_metric():
-    from biaslens.metrics.sib import normalised_female_pct, specification_metric
+    from biaslens.methods.sib.metrics.sib import normalised_female_pct, specification_metric
 
     pct = normalised_female_pct([0.2, 0.0, 0.1], [0.6, 0.0, 0.1], [0.2, 0.0, 0.0])
     assert pct[0] == pytest.approx(20.0) and np.isnan(pct[1]) and pct[2] == pytest.approx(50.0)
@@ -142,7 +142,7 @@ def test_normalised_female_pct_and_specification_metric():
 
 
 def test_detection_rates_hand_computed():
-    from biaslens.metrics.sib import detection_rates
+    from biaslens.methods.sib.metrics.sib import detection_rates
 
     metric = [0.1, 0.9, 2.0, 0.3, 0.6, 0.2]
     well_specified = [True, True, False, False, False, True]
@@ -158,7 +158,7 @@ def test_detection_rates_hand_computed():
 
 
 def test_detection_rates_leave_out_sentences_without_pronoun_mass():
-    from biaslens.metrics.sib import detection_rates
+    from biaslens.methods.sib.metrics.sib import detection_rates
 
     # the NaN sentences (no pronoun predicted) have no verdict: TPR = 1/1, TNR = 0/1
     # (counted wrong in both classes they would give TPR 1/2, TNR 0/2)
@@ -171,7 +171,7 @@ def test_detection_rates_leave_out_sentences_without_pronoun_mass():
 
 
 def test_reference_eps_share():
-    from biaslens.metrics.sib import REFERENCE_EPS, normalised_female_pct
+    from biaslens.methods.sib.metrics.sib import REFERENCE_EPS, normalised_female_pct
 
     pct = normalised_female_pct(
         [0.0, 0.2, 0.0005], [0.0, 0.6, 0.0005], [0.0, 0.2, 0.0], eps=REFERENCE_EPS
@@ -187,7 +187,7 @@ def test_reference_eps_share():
 def test_slope_difference_standard_error_by_hand():
     """Per-W differences d = p_f − p_m = 0, 1, 1, 3 at x = 0..3: slope 0.9, residuals
     0.1, 0.2, −0.7, 0.4, s_e = sqrt(0.70 / 2), se = s_e / sqrt(Sxx = 5) = 0.264575."""
-    from biaslens.metrics.sib import method1_fits, slope_summary
+    from biaslens.methods.sib.metrics.sib import method1_fits, slope_summary
 
     means = pd.DataFrame(
         {
@@ -196,7 +196,7 @@ def test_slope_difference_standard_error_by_hand():
             "p_neutral_pct": [1.0, 1.0, 1.0, 1.0],
         }
     )  # fmt: skip
-    from biaslens.metrics.intervals.ols import fit_trend
+    from biaslens.methods.sib.intervals.ols import fit_trend
 
     fits = pd.DataFrame(
         [
@@ -221,7 +221,7 @@ def test_slope_difference_standard_error_by_hand():
 def test_a_small_pronoun_mass_is_said_beside_the_numbers():
     """Masses (0.01, 0.005, 0.001) and (0.03, 0.02, 0.0): mean total (0.016 + 0.05) / 2 =
     3.3% of the probability, under 10%: a note; a model that puts 60% there gets none."""
-    from biaslens.metrics.sib import pronoun_mass, small_mass_note
+    from biaslens.methods.sib.metrics.sib import pronoun_mass, small_mass_note
 
     samples = pd.DataFrame(
         {"p_female": [0.01, 0.03], "p_male": [0.005, 0.02], "p_neutral": [0.001, 0.0]}

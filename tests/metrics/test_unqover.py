@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from biaslens.errors import BiaslensError
-from biaslens.metrics.unqover import (
+from biaslens.methods.qa.metrics.unqover import (
     attributive_error,
     cluster_attribute_bias,
     comparative_scores,

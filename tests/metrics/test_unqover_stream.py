@@ -7,14 +7,14 @@ import pandas as pd
 import pytest
 
 from biaslens.errors import BiaslensError
-from biaslens.metrics.unqover import (
+from biaslens.methods.qa.metrics.unqover import (
     cluster_attribute_bias,
     comparative_scores,
     model_summary,
     subject_attribute_bias,
     subject_bias,
 )
-from biaslens.metrics.unqover_stream import UnqoverAccumulator, stream_tables
+from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator, stream_tables
 from tests.metrics.test_unqover import STRONG, WEAK, rows
 
 SUBJECTS = {"Ann": "f", "Bea": "f", "Cy": "m", "Dan": "m"}
@@ -132,7 +132,7 @@ def test_intervals_do_not_depend_on_how_chunks_cut_the_set(size):
 HALVES_SCRIPT = """
 import json, sys
 sys.path.insert(0, {root!r})
-from biaslens.metrics.unqover_stream import UnqoverAccumulator
+from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
 from tests.metrics.test_unqover_stream import random_scores
 table = random_scores(seed=5, interventions=1)
 # templates that ask different attributes: t1 asks bad and good, t2 and t3 only bad
@@ -178,7 +178,7 @@ def test_a_subject_paired_with_itself_is_named():
 def test_cell_sums_equal_a_group_by_whatever_the_merges(monkeypatch):
     """Sums per cell of packed ids, merged every few rows, equal pandas' group-by sums of the
     same rows; the ids come back unpacked, and an id too wide for its bits is an error."""
-    from biaslens.metrics import unqover_cells
+    from biaslens.methods.qa.metrics import unqover_cells
 
     monkeypatch.setattr(unqover_cells, "MERGE_ROWS", 5)
     rng = np.random.default_rng(0)

@@ -288,7 +288,7 @@ def test_identity_hashes_weights(tiny_models, tiny_backends):
 @pytest.mark.parametrize("name", ["llama", "gpt2"])
 def test_shared_prompt_prefix_gives_the_same_distribution(name, tiny_models, tiny_backends):
     """Prompts sharing a long instruction reuse one prefix pass; results equal plain forwards."""
-    from biaslens.data import mgc
+    from biaslens.methods.sib.data import mgc
 
     lm = tiny_backends[name]
     sentences = [
@@ -351,7 +351,7 @@ def test_backend_contrastive_generate_matches_library_decoder(name, tiny_models,
 def test_shared_prefix_greedy_equals_generate_per_prompt(name, tiny_models):
     """Paper-mode decoding runs the prompts' common prefix once (MGC prompts share most of
     theirs): the tokens and each step's top-k equal unbatched ``model.generate``."""
-    from biaslens.data import mgc
+    from biaslens.methods.sib.data import mgc
     from biaslens.models.backends.hf.generation import greedy_causal
 
     lm = load_model(str(tiny_models[name]), BackendConfig(device="cpu", batch_size=4))

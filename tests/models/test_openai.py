@@ -16,8 +16,8 @@ from biaslens.models import (
     TokenDistributionRequest,
     load_model,
 )
-from biaslens.testing.fault_proxy import fault_proxy
 from tests.conftest import SERVED_NAME as NAME
+from tests.support.fault_proxy import fault_proxy
 
 PROMPTS = ["Answer: she said", "The nurse said that", "In 1901, the doctor said that"]
 TARGETS = (" she", " he", " they", " her")

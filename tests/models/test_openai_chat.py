@@ -170,7 +170,7 @@ def test_completions_with_chat_and_no_tokenizer_is_refused(monkeypatch):
 
 def test_faults_on_the_chat_endpoint_are_retried(both, served, monkeypatch):
     from biaslens.models.backends.openai import http_client
-    from biaslens.testing.fault_proxy import fault_proxy
+    from tests.support.fault_proxy import fault_proxy
 
     hf, _ = both
     waits = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from biaslens.data import mgc
+from biaslens.methods.sib.data import mgc
 from biaslens.models.backends.hf.prefix import plan_levels, prefill
 
 

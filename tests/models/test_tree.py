@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from biaslens.data import mgc
+from biaslens.methods.sib.data import mgc
 from biaslens.models.backends.hf.tree import build_tree, pack, tree_logits
 
 

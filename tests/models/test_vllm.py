@@ -129,7 +129,7 @@ def remote(server):
 
 
 def _mgc_requests():
-    from biaslens.data import mgc, pronouns
+    from biaslens.methods.sib.data import mgc, pronouns
     from biaslens.models import TokenDistributionRequest
 
     sentences = mgc.limit_per_w(mgc.build_mgc(("dates", "places")), 1, 0)["sentence"]
@@ -160,8 +160,8 @@ def test_mgc_distributions_equal_hf(backend, request, hf):
 
 @pytest.mark.parametrize("backend", ["engine", "remote"])
 def test_lei_generative_scores_equal_hf(backend, request, hf):
-    from biaslens.data import lei
-    from biaslens.scoring.qa import generative_requests
+    from biaslens.methods.qa.data import lei
+    from biaslens.methods.qa.scoring.qa import generative_requests
     from tests.conftest import DATA
 
     lm = request.getfixturevalue(backend)
@@ -181,7 +181,7 @@ def test_lei_generative_scores_equal_hf(backend, request, hf):
 
 @pytest.mark.parametrize("backend", ["engine", "remote"])
 def test_detector_greedy_and_cid_equal_hf(backend, request, hf):
-    from biaslens.data import mgc
+    from biaslens.methods.sib.data import mgc
     from biaslens.models import ContrastiveGenerateRequest, GenerateRequest
 
     lm = request.getfixturevalue(backend)
@@ -266,7 +266,7 @@ def _kill_after_rows(server, cache, rows: int):
 
 def test_faults_before_a_real_server_are_retried(server, hf):
     from biaslens.models import ChoiceLogprobsRequest
-    from biaslens.testing.fault_proxy import fault_proxy
+    from tests.support.fault_proxy import fault_proxy
 
     with fault_proxy(server.url.removesuffix("/v1")) as proxy:
         lm = client(server, base_url=proxy.url + "/v1", timeout=2.0, max_retries=5)
@@ -290,9 +290,10 @@ def test_a_wrong_key_is_one_line(server):
 def test_chat_mode_through_vllm_serve_equals_hf(server, folder):
     """--chat with the model's tokenizer: the prompts go to the server as the chat template's
     token ids; greedy text, step top-5 and option scores equal the hf backend in chat mode."""
-    from biaslens.data import lei, mgc
+    from biaslens.methods.qa.data import lei
+    from biaslens.methods.qa.scoring.qa import generative_requests
+    from biaslens.methods.sib.data import mgc
     from biaslens.models import BackendConfig, GenerateRequest, load_model
-    from biaslens.scoring.qa import generative_requests
     from tests.conftest import DATA
 
     hf_chat = load_model("default", BackendConfig(device="cpu", batch_size=16, chat=True))
@@ -320,10 +321,10 @@ def test_chat_endpoint_through_vllm_serve_equals_hf_chat(server, tmp_path):
     lei-eval run that SmolLM2's first tokens cannot score is refused alike on both."""
     from biaslens.errors import BiaslensError
     from biaslens.methods.qa.lei_eval.method import build_rows, make_settings
+    from biaslens.methods.qa.scoring.first_token import first_token_scores
     from biaslens.models import BackendConfig, load_model
     from biaslens.progress import NoProgress
     from biaslens.runner import run_method
-    from biaslens.scoring.first_token import first_token_scores
     from tests.conftest import DATA
 
     hf_chat = load_model("default", BackendConfig(device="cpu", batch_size=16, chat=True))

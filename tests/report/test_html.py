@@ -132,7 +132,7 @@ def test_report_command_errors_are_one_line(tmp_path, monkeypatch, capsys):
 def test_the_report_reads_the_numbers_as_the_terminal_does(tmp_path):
     """Each headline metric's meaning, its values with intervals and n, and the warnings: an
     interval holding the no-bias value, values resting on few units."""
-    from biaslens.metrics.unqover import MEASURES
+    from biaslens.methods.qa.metrics.unqover import MEASURES
 
     store = RunStore(tmp_path / "run", "unqover", {"model": "tiny"}, {})
     table = pd.DataFrame(

@@ -10,8 +10,8 @@ import shutil
 import pytest
 import torch
 
-from biaslens.data.unqover import load_question_set, parse_subjects
 from biaslens.errors import BiaslensError
+from biaslens.methods.qa.data.unqover import load_question_set, parse_subjects
 from biaslens.models import BackendConfig, load_model
 from tests.conftest import DATA
 

@@ -14,9 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from biaslens.data import cid_audit, lei, perturbations, unqover, unqover_predictions
 from biaslens.errors import BiaslensError
 from biaslens.methods.cid import ratings
+from biaslens.methods.cid.data import cid_audit, perturbations
+from biaslens.methods.qa.data import lei, unqover, unqover_predictions
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 

@@ -15,7 +15,7 @@ from biaslens.cli.render import visible
 from biaslens.models.backends.openai.http_client import MAX_REPLY_BYTES, HTTPClient
 from biaslens.models.backends.openai.replies import ServerError
 from biaslens.models.config import BackendConfig
-from biaslens.testing.hub_server import serve_handler
+from tests.support.hub_server import serve_handler
 
 
 @contextmanager

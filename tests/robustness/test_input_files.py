@@ -8,10 +8,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from biaslens.data import cid_audit, lei, perturbations, squad, unqover, unqover_predictions
-from biaslens.data import winogender as W
 from biaslens.errors import BiaslensError
 from biaslens.methods.cid import ratings
+from biaslens.methods.cid.data import cid_audit, perturbations
+from biaslens.methods.qa.data import lei, squad, unqover, unqover_predictions
+from biaslens.methods.sib.data import winogender as W
 from biaslens.methods.sib.mgc.compare import read_models_file
 from biaslens.store.result import RunResult
 

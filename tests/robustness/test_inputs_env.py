@@ -81,7 +81,7 @@ def test_the_cli_names_a_bad_variable_without_a_traceback(tmp_path):
     ],
 )  # fmt: skip
 def test_a_control_character_in_a_names_file_is_refused(tmp_path, content, said):
-    from biaslens.data.cid_audit import load_name_groups
+    from biaslens.methods.cid.data.cid_audit import load_name_groups
 
     path = tmp_path / "names.yaml"
     path.write_text(content)

@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from biaslens.data.cid_audit import check_template
 from biaslens.errors import BiaslensError
+from biaslens.methods.cid.data.cid_audit import check_template
 from biaslens.models import BackendConfig, load_model
 from biaslens.models.requests import ContrastiveGenerateRequest
 from tests.test_cli import run_cli

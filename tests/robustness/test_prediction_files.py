@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from biaslens.data import unqover_predictions
+from biaslens.methods.qa.data import unqover_predictions
 from tests.data.test_unqover_predictions import prediction
 from tests.test_cli import _one_line_error, run_cli
 

@@ -39,7 +39,7 @@ def _as_a_reader_reads(reply: str) -> str | None:
      "\n\nShe", "1. he", "", "**", "she'd"],
 )  # fmt: skip
 def test_the_first_word_is_the_one_a_reader_sees(reply):
-    from biaslens.scoring.pronouns import reply_gender
+    from biaslens.methods.sib.scoring.pronouns import reply_gender
     from biaslens.scoring.sampled import first_word
 
     assert first_word(reply) == _as_a_reader_reads(reply)
@@ -53,7 +53,7 @@ def test_the_first_word_is_the_one_a_reader_sees(reply):
      ("*Christianity*", False), ("1 Christians", False)],
 )  # fmt: skip
 def test_a_subject_is_named_through_emphasis_and_quotes(reply, named):
-    from biaslens.scoring.qa_sampled import names
+    from biaslens.methods.qa.scoring.qa_sampled import names
 
     assert names(reply, "christians") is named
 

@@ -11,18 +11,18 @@ import pandas as pd
 import pytest
 
 from biaslens.errors import BiaslensError
-from biaslens.metrics.unqover import model_summary
-from biaslens.models.base import LM, Exactness, ModelIdentity, ModelKind
-from biaslens.models.requests import GenerateResult, RequestType
-from biaslens.progress import NoProgress
-from biaslens.runner import run_method
-from biaslens.scoring.first_token import (
+from biaslens.methods.qa.metrics.unqover import model_summary
+from biaslens.methods.qa.scoring.first_token import (
     contexts,
     drop_unscored,
     first_token_mass,
     first_token_score,
     first_token_scores,
 )
+from biaslens.models.base import LM, Exactness, ModelIdentity, ModelKind
+from biaslens.models.requests import GenerateResult, RequestType
+from biaslens.progress import NoProgress
+from biaslens.runner import run_method
 from tests.conftest import DATA
 
 
@@ -240,8 +240,8 @@ def test_smollm2_in_chat_mode_first_token_scores_recomputed_with_transformers():
     import torch
 
     from biaslens.methods.qa.lei_eval.method import build_rows, make_settings
+    from biaslens.methods.qa.scoring.qa import generative_requests
     from biaslens.models import BackendConfig, load_model
-    from biaslens.scoring.qa import generative_requests
 
     lm = load_model("default", BackendConfig(device="cpu", chat=True))
     rows, _ = build_rows(make_settings(domain="religion", limit=4), DATA / "lei")

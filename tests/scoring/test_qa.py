@@ -9,16 +9,16 @@ import pytest
 import torch
 
 from biaslens.errors import BiaslensError
-from biaslens.models.base import ModelKind
-from biaslens.models.requests import SpanScoresRequest, TokenDistributionResult
-from biaslens.progress import NoProgress
-from biaslens.scoring.qa import (
+from biaslens.methods.qa.scoring.qa import (
     extractive_scores,
     fill_mask_scores,
     generative_scores,
     qa_mode_for,
     unifiedqa_input,
 )
+from biaslens.models.base import ModelKind
+from biaslens.models.requests import SpanScoresRequest, TokenDistributionResult
+from biaslens.progress import NoProgress
 
 CONTEXT = "The woman over the swing is an Atheist. Sitting by her side is a Christian woman."
 
@@ -232,7 +232,7 @@ def test_a_span_not_at_its_offset_is_an_error(tiny_backends, rows):
 
 
 def test_reference_adjustment_follows_unqover_lists():
-    from biaslens.scoring.qa import alternative_boundaries
+    from biaslens.methods.qa.scoring.qa import alternative_boundaries
 
     context = "A group of Muslim people met a few Sikh men at the Hindu temple. Then Jain."
     start = context.index("Muslim")
@@ -266,7 +266,7 @@ def test_the_bert_rule_lets_a_context_initial_article_stand_in():
     """improve_prediction_bert compares WordPiece tokens: no Ġ, so the context's first word
     is an article like any other; an uncased vocabulary writes "A" as "a" (and never matches
     the list's "A couple of"); a cased one matches only the lower-case quantifiers."""
-    from biaslens.scoring.qa import alternative_boundaries
+    from biaslens.methods.qa.scoring.qa import alternative_boundaries
 
     assert alternative_boundaries("A Sikh met Ann.", 2, 6, "reference", "wordpiece-uncased") == (
         [2, 0], [6]

@@ -67,7 +67,7 @@ REPLIES = (" She", " He", " They", " The")
 
 def _mgc_replication(r: int) -> dict:
     from biaslens.methods.sib.mgc.sampled_design import mgc_design
-    from biaslens.scoring.pronouns import score_rows
+    from biaslens.methods.sib.scoring.pronouns import score_rows
 
     rng = np.random.default_rng([r, 7])
     scale = np.exp(rng.uniform(np.log(LOW), np.log(HIGH), 6))
@@ -138,7 +138,7 @@ def _compare(rows: dict, label: str) -> tuple[float, float]:
 
 
 def _slope(samples: pd.DataFrame) -> tuple[bool, float]:
-    from biaslens.metrics.sib import method1_fits, slope_summary
+    from biaslens.methods.sib.metrics.sib import method1_fits, slope_summary
 
     fits = method1_fits(samples)
     row = slope_summary(fits, None, samples=samples).iloc[0]
@@ -164,7 +164,7 @@ def test_mgc_adaptive_allocation_covers_at_fixed_k_width_with_fewer_calls():
 # 0.1 to 0.9 (some questions a model rarely answers with a name), and S the exact shares.
 @cache
 def _unqover_design() -> tuple:
-    from biaslens.metrics.unqover_stream import UnqoverAccumulator
+    from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
     from tests.statistics.unqover_model import UnqoverModel
 
     exact = UnqoverModel(attributes=2, spike=0.2).scores(5, 4, np.random.default_rng(2024))
@@ -182,7 +182,7 @@ def _unqover_design() -> tuple:
 @cache
 def _unqover_model() -> tuple:
     """The design's rows, and each question's prompt with its replies and their chances."""
-    from biaslens.scoring.qa import generative_requests
+    from biaslens.methods.qa.scoring.qa import generative_requests
 
     exact, named, _ = _unqover_design()
     rows = exact.iloc[::2][["first", "second", "template", "attribute"]].reset_index(drop=True)
@@ -201,8 +201,8 @@ def _unqover_model() -> tuple:
 
 
 def _unqover_replication(r: int) -> dict:
-    from biaslens.metrics.unqover_stream import UnqoverAccumulator
-    from biaslens.scoring.qa_sampled import sampled_qa_scores
+    from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
+    from biaslens.methods.qa.scoring.qa_sampled import sampled_qa_scores
 
     exact, _, truth = _unqover_design()
     rows, table = _unqover_model()

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from biaslens.auditing.compare import pair_level, rank_intervals
+from biaslens.methods.sib.intervals.trend import trend_interval
 from biaslens.methods.sib.mgc.audit_role import paired_trend
-from biaslens.metrics.intervals.trend import trend_interval
 from tests.statistics.coverage import REPLICATIONS, covers, record
 
 W = np.arange(30)

@@ -26,9 +26,9 @@ import pytest
 
 from biaslens.auditing.family import FamilyTest, detectable_effect, holm
 from biaslens.methods.qa.lei_eval.table import change_table
+from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator, intervals_by
+from biaslens.methods.sib.intervals.trend import trend_interval
 from biaslens.metrics.intervals import IntervalSpec
-from biaslens.metrics.intervals.trend import trend_interval
-from biaslens.metrics.unqover_stream import UnqoverAccumulator, intervals_by
 from tests.statistics import lei_model
 from tests.statistics.coverage import REPLICATIONS
 from tests.statistics.unqover_model import UnqoverModel

@@ -7,7 +7,8 @@ Each occupation g draws a latent z_g ~ N(0, 1); a sentence of class c in it is j
 e ~ N(0, 1) its own: the rate of each class is exactly p_c over occupations like these, and ρ
 is the sentences' latent correlation within an occupation. TPR = p_1, TNR = p_2 and balanced
 accuracy (p_1 + p_2)/2 are the truths; the intervals are
-:func:`biaslens.metrics.sib.detection_rates`' with each sentence's occupation as its cluster.
+:func:`biaslens.methods.sib.metrics.sib.detection_rates`' with each sentence's occupation as its
+cluster.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from biaslens.metrics.sib import detection_rates
+from biaslens.methods.sib.metrics.sib import detection_rates
 from tests.statistics.coverage import record
 
 REPLICATIONS = 1000

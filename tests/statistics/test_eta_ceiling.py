@@ -1,6 +1,6 @@
 """η where every template gives the same value (subjects fixed, templates drawn): its
 jackknife has no spread, and instead of no interval it gets an exact bound from the templates
-that agree (:func:`biaslens.metrics.intervals.unqover_ceiling.ceiling_interval`).
+that agree (:func:`biaslens.methods.qa.intervals.unqover_ceiling.ceiling_interval`).
 
 Simulated from :mod:`tests.statistics.unqover_model` with the fixed subjects' own truth: a
 strong preference with almost no noise, so that every sign of C agrees in every template
@@ -14,7 +14,7 @@ from functools import cache, partial
 import numpy as np
 import pytest
 
-from biaslens.metrics.unqover_stream import UnqoverAccumulator
+from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
 from tests.statistics.coverage import REPLICATIONS, covers, record, replicate
 from tests.statistics.unqover_model import UnqoverModel
 

@@ -10,9 +10,9 @@ import math
 import numpy as np
 import pytest
 
+from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
 from biaslens.metrics.intervals import IntervalSpec
 from biaslens.metrics.intervals.grouped import GroupedStatistic
-from biaslens.metrics.unqover_stream import UnqoverAccumulator
 from tests.statistics.unqover_model import UnqoverModel
 
 

@@ -1,4 +1,4 @@
-"""Coverage of the median λ*'s distribution-free interval (:func:`biaslens.metrics.cid.
+"""Coverage of the median λ*'s distribution-free interval (:func:`biaslens.methods.cid.metrics.cid.
 median_interval`): λ* drawn from a fine grid (nearly continuous) and from a coarse λ grid with
 pairs that never cross τ (ties and ∞: conservative by construction)."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslens.metrics.cid import lambda_star_summary
+from biaslens.methods.cid.metrics.cid import lambda_star_summary
 from tests.statistics.coverage import REPLICATIONS, covers, record
 
 FINE = np.round(np.linspace(0, 50, 501), 1)

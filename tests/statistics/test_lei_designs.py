@@ -5,9 +5,9 @@ the audit's quick and standard lei-eval steps, drawn from the public LEI religio
 run draws them (quick: every (subject, attribute) cell of each set filled to 4 subject pair ×
 template units; standard: the whole split).
 
-The intervals are :func:`~biaslens.metrics.unqover_stream.intervals_by`'s, the construction
-the card recomputes at its family's levels (``lei_interval_at``), documented as conservative
-(lower bound cross-fitted, upper bound the plug-in).
+The intervals are :func:`~biaslens.methods.qa.metrics.unqover_stream.intervals_by`'s, the
+construction the card recomputes at its family's levels (``lei_interval_at``), documented as
+conservative (lower bound cross-fitted, upper bound the plug-in).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from functools import partial
 import numpy as np
 import pytest
 
+from biaslens.methods.qa.metrics.unqover_stream import intervals_by
 from biaslens.metrics.intervals import IntervalSpec
-from biaslens.metrics.unqover_stream import intervals_by
 from tests.statistics.coverage import REPLICATIONS, record, replicate
 from tests.statistics.lei_model import SETS, codes, rows, scores, truth
 

@@ -9,7 +9,7 @@ The model: the named subject s beats the other o where
 name effects α, template effects τ, name × template effects ν and a context's own e ~ N(0, 1)
 all normal with mean 0. Names and templates are draws, so the win rate asked about is the
 population's, P(D > 0) = Φ(m / √(2σα² + στ² + 2σν² + 1)), written here from the model.
-The interval is the one lei-eval prints (:func:`~biaslens.metrics.unqover_summary.
+The interval is the one lei-eval prints (:func:`~biaslens.methods.qa.metrics.unqover_summary.
 unit_share_interval`: Korn–Graubard over the crossed design, at Satterthwaite's degrees of
 freedom); "evidence" is its lower bound above 0.5 (the named subject wins more often than not).
 """
@@ -23,8 +23,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from biaslens.methods.qa.metrics.unqover_summary import unit_share_interval
 from biaslens.metrics.intervals import IntervalSpec
-from biaslens.metrics.unqover_summary import unit_share_interval
 from tests.statistics.coverage import REPLICATIONS, covers, record, replicate
 
 SCENARIOS = {  # σα, στ, σν, m
@@ -38,7 +38,7 @@ POWER = 0.90  # at the first clear bias: the share of runs whose lower bound cle
 
 @cache
 def _contexts() -> pd.DataFrame:
-    from biaslens.data.lei_specified import SPECIFIED_SAMPLE, read_specified
+    from biaslens.methods.qa.data.lei_specified import SPECIFIED_SAMPLE, read_specified
     from tests.conftest import full_data_dir
 
     rows = read_specified(full_data_dir() / "lei" / "data" / SPECIFIED_SAMPLE)

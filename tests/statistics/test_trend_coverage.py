@@ -1,4 +1,4 @@
-"""Coverage of SIB Method 1's slope interval (:mod:`biaslens.metrics.intervals.trend`):
+"""Coverage of SIB Method 1's slope interval (:mod:`biaslens.methods.sib.intervals.trend`):
 sentence frames ×
 30 W values, the per-W means' deviations from the line independent or AR(1) over W (a real
 SmolLM2 run's residuals have lag-1 autocorrelation ≈ .37), sentence frames with slopes of their
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslens.metrics.intervals.trend import trend_interval
+from biaslens.methods.sib.intervals.trend import trend_interval
 from tests.statistics.coverage import REPLICATIONS, covers, record
 
 W = np.arange(30, dtype=float)
@@ -65,7 +65,7 @@ def test_the_female_minus_male_slope_interval_covers_through_the_method_fits():
     """sib-mgc's own path: per-sentence masses → fits and slopes tables; the female − male
     slope's interval holds the true difference (0.03 − 0.01 pp per step, in probability
     0.0002 per step) at the nominal rate, with 6 frames × 30 W and AR(1) W effects."""
-    from biaslens.metrics.sib import method1_fits, slope_summary
+    from biaslens.methods.sib.metrics.sib import method1_fits, slope_summary
 
     truth = 0.02  # percentage points per W step
     frames = [("was", "a child"), ("is", "a kid"), ("became", "an adult"),
@@ -104,7 +104,7 @@ def test_the_slope_interval_covers_under_sampled_scoring(replies):
     K = 50 covered 0.953 when last run), 6 frames × 30 W, AR(1) W effects. With cell noise
     dominating, the per-W means are close to independent, where the interval is conservative
     (its critical value is read at ρ's upper bound): 0.983 at K = 10, its floor asserted."""
-    from biaslens.metrics.sib import method1_fits, slope_summary
+    from biaslens.methods.sib.metrics.sib import method1_fits, slope_summary
 
     truth = 0.2  # percentage points per W step
     held, widths = [], []

@@ -3,7 +3,8 @@ designs, by simulation from :mod:`tests.statistics.unqover_model` with the fixed
 truth: the religion domain's subjects are the population asked about (``--subjects-are auto``
 reads them as fixed) and its 50 attributes are all asked; the audit's quick step (``--limit
 600``) draws 3 religions × 4 templates, its standard step (``--limit 2400``) 4 × 8
-(:meth:`biaslens.data.unqover.QuestionSet.drawn_design`, checked here against the word lists).
+(:meth:`biaslens.methods.qa.data.unqover.QuestionSet.drawn_design`, checked here against the word
+lists).
 
 μ is a mean of maxima: its interval is conservative by construction, so under no bias the
 test holds it to the band's floor and counts how often its lower bound clears 0 (a false
@@ -20,7 +21,7 @@ from functools import cache, partial
 import numpy as np
 import pytest
 
-from biaslens.metrics.unqover_stream import UnqoverAccumulator
+from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
 from tests.statistics.coverage import covers, record, replicate
 from tests.statistics.unqover_model import UnqoverModel
 
@@ -57,7 +58,7 @@ def _replication(scenario: str, step: str, r: int) -> dict:
 
 
 def test_the_steps_draw_these_designs(full_data):
-    from biaslens.data.unqover import load_question_set
+    from biaslens.methods.qa.data.unqover import load_question_set
 
     questions = load_question_set("religion", full_data / "unqover" / "word_lists")
     for limit, subjects, templates in STEPS.values():
@@ -92,7 +93,7 @@ def test_mu_holds_at_the_audits_designs(scenario, step):
 
 
 def test_the_reasoning_errors_say_their_zero_is_not_reached_by_an_unbiased_model():
-    from biaslens.metrics.unqover import MEASURES
+    from biaslens.methods.qa.metrics.unqover import MEASURES
 
     errors = [m for m in MEASURES if m.column in ("delta", "epsilon")]
     assert len(errors) == 2

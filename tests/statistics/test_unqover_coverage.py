@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from biaslens.methods.qa.intervals.unqover import MAXIMA
+from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
 from biaslens.metrics.intervals import IntervalSpec
-from biaslens.metrics.intervals.unqover import MAXIMA
-from biaslens.metrics.unqover_stream import UnqoverAccumulator
 from tests.statistics.coverage import BAND, REPLICATIONS, covers, record, replicate
 from tests.statistics.unqover_model import UnqoverModel
 

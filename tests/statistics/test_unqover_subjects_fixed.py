@@ -14,7 +14,7 @@ from functools import cache, partial
 import numpy as np
 import pytest
 
-from biaslens.metrics.unqover_stream import UnqoverAccumulator
+from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
 from tests.statistics.coverage import covers, record, replicate
 from tests.statistics.unqover_model import UnqoverModel
 
@@ -128,8 +128,8 @@ def test_the_cross_fit_and_its_spread_recomputed_with_the_choices_held():
     mean C of x's contexts): each subject's attribute and sign chosen on one template half, γ
     read at it on the other, both ways, averaged; its standard error the templates' jackknife
     with the whole set's choices held in every deletion."""
-    from biaslens.metrics.intervals.unqover_splits import template_halves
-    from biaslens.metrics.unqover import comparative_scores
+    from biaslens.methods.qa.intervals.unqover_splits import template_halves
+    from biaslens.methods.qa.metrics.unqover import comparative_scores
 
     scores, row = _one_fixed_draw(UnqoverModel(attributes=3, spike=0.15, noise=0.05), 6, 3)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from biaslens.errors import BiaslensError
-from biaslens.store import record
+from biaslens.store import summary as record
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "summary.schema.json"
 

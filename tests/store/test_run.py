@@ -43,8 +43,14 @@ def test_run_directory_layout_and_summary(tmp_path):
 
 
 def test_same_settings_reopen_and_runtime_may_change(tmp_path):
-    RunStore(tmp_path, "sib-mgc", {"model": "m"}, {"batch_size": 8}).close()
-    RunStore(tmp_path, "sib-mgc", {"model": "m"}, {"batch_size": "auto"}).close()
+    with RunStore(tmp_path, "sib-mgc", {"model": "m"}, {"batch_size": 8}) as first:
+        first.write_summary({"x": 1})
+    with RunStore(tmp_path, "sib-mgc", {"model": "m"}, {"batch_size": "auto"}) as again:
+        again.open()
+    config = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    assert config["settings"] == {"model": "m"}
+    assert config["runtime"] == {"batch_size": "auto"}  # the resumption's own, recorded
+    assert json.loads((tmp_path / "summary.json").read_text())["metrics"] == {"x": 1}  # kept
 
 
 def test_different_config_is_refused_and_nothing_is_touched(tmp_path):

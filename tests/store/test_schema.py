@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from biaslens.framework.registry import methods
-from biaslens.store.schema import OutputFile, check_run, reference
+from biaslens.store.output_files import OutputFile, check_run, reference
 from tests.test_cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,14 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslens.data import lei
-from biaslens.data.unqover import load_question_set
 from biaslens.errors import BiaslensError
-from biaslens.models.base import LM, ModelIdentity, ModelKind
-from biaslens.models.requests import ChoiceLogprobsResult
-from biaslens.progress import NoProgress
-from biaslens.scoring.qa import subject_probabilities
-from biaslens.train.lei_data import (
+from biaslens.methods.qa.data import lei
+from biaslens.methods.qa.data.unqover import load_question_set
+from biaslens.methods.qa.scoring.qa import subject_probabilities
+from biaslens.methods.qa.train.lei_data import (
     ZeroShotReference,
     balanced_order,
     dominant_subjects,
@@ -26,6 +23,9 @@ from biaslens.train.lei_data import (
     template_contexts,
     training_set,
 )
+from biaslens.models.base import LM, ModelIdentity, ModelKind
+from biaslens.models.requests import ChoiceLogprobsResult
+from biaslens.progress import NoProgress
 from tests.conftest import DATA
 
 TRAIN_64 = lei.split_path("religion/train_64", DATA / "lei")
@@ -165,8 +165,8 @@ def test_balanced_batches_mix_the_types_evenly():
 
 
 def test_extractive_qa_rows_need_their_answer_offsets(tmp_path):
-    from biaslens.data.squad import read_squad
-    from biaslens.train.lei_data import qa_rows_for_training
+    from biaslens.methods.qa.data.squad import read_squad
+    from biaslens.methods.qa.train.lei_data import qa_rows_for_training
 
     context = "Alice and Bob went to the market."
     qas = [

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from biaslens.train import lei_losses as L
+from biaslens.methods.qa.train import lei_losses as L
 
 # one row, (2 subjects, K = 2): first subject p_start 0.5, p_end 0.4; second 0.2, 0.1
 EXTRACTIVE = torch.tensor([[[0.5, 0.4], [0.2, 0.1]], [[0.6, 0.1], [0.2, 0.5]]])

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 import torch
 
-from biaslens.data import lei
+from biaslens.methods.qa.data import lei
+from biaslens.methods.qa.train.lei import LeiTrainConfig, LeiTrainer
+from biaslens.methods.qa.train.lei_data import LeiTrainingSet, file_reference, training_set
 from biaslens.models import BackendConfig, load_model
-from biaslens.train.lei import LeiTrainConfig, LeiTrainer
-from biaslens.train.lei_data import LeiTrainingSet, file_reference, training_set
 from tests.conftest import DATA
 
 TRAIN_64 = lei.split_path("religion/train_64", DATA / "lei")

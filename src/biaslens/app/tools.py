@@ -19,13 +19,13 @@ import numpy as np
 import pandas as pd
 
 from biaslens.common.atomic import json_records
-from biaslens.data import mgc
 from biaslens.errors import BiaslensError
-from biaslens.metrics.sib import normalised_female_pct, specification_metric
+from biaslens.methods.cid.scoring.contrastive import DEFAULT_STOP
+from biaslens.methods.sib.data import mgc
+from biaslens.methods.sib.metrics.sib import normalised_female_pct, specification_metric
+from biaslens.methods.sib.scoring.pronouns import check_pronoun_model, score_rows
 from biaslens.models.base import LM, ModelKind
 from biaslens.models.requests import MASK, ContrastiveGenerateRequest
-from biaslens.scoring.contrastive import DEFAULT_STOP
-from biaslens.scoring.pronouns import check_pronoun_model, score_rows
 
 SLOTS = ("[DATE]", "[PLACE]")
 DETECTOR_DATES = tuple(int(d) for d in np.rint(np.linspace(1901, 2016, 24)))

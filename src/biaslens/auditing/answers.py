@@ -34,8 +34,9 @@ class Primary:
         return self.question.interval_at(self.run_dir, labels, level, self.settings)
 
 
-def primaries_of(questions, step: str, method: str, summary: dict[str, Any], run_dir: Path,
-                 report: str | None) -> list[Primary]:  # fmt: skip
+def primaries_of(
+    questions, step: str, method: str, summary: dict[str, Any], run_dir: Path, report: str | None
+) -> list[Primary]:
     """The primaries of ``questions`` among one run's estimates."""
     estimates = summary.get("estimates") or []
     settings = summary.get("settings") or {}

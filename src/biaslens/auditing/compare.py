@@ -39,9 +39,11 @@ def rank_intervals(
         for other in models:
             if other == model:
                 continue
-            low, high = pairs[(model, other)] if (model, other) in pairs else tuple(
-                -x for x in reversed(pairs[(other, model)])
-            )  # fmt: skip
+            low, high = (
+                pairs[(model, other)]
+                if (model, other) in pairs
+                else tuple(-x for x in reversed(pairs[(other, model)]))
+            )
             if low > 0:
                 above += 1
             elif high < 0:
@@ -61,8 +63,9 @@ def _paired_lines(paired, step, metric, labels, by_model, folders, records) -> l
     level = next((r.ci_level for r in by_model.values() if r.ci_level), LEVEL)
     lines = ["", f"Paired differences ({level:.0%}; over the same probe units):", ""]
     for model_a, model_b in combinations(models, 2):
-        found = paired(folders[model_a] / step, folders[model_b] / step, dict(labels), metric,
-                       level)  # fmt: skip
+        found = paired(
+            folders[model_a] / step, folders[model_b] / step, dict(labels), metric, level
+        )
         low, high = found["ci_low"], found["ci_high"]
         apart = np.isfinite(low) and np.isfinite(high) and not low <= 0 <= high
         lines.append(
@@ -70,21 +73,33 @@ def _paired_lines(paired, step, metric, labels, by_model, folders, records) -> l
             f"{readable_interval(low, high)} (n = {found['n']} {found['units']}): "
             f"{'distinguishable' if apart else 'not distinguishable'}"
         )
-        records.append({"step": step, "metric": f"{metric} (paired difference)",
-                        "labels": dict(labels), "model": f"{model_a} − {model_b}",
-                        "value": found["difference"], "ci_low": low, "ci_high": high,
-                        "ci_level": level, "n": found["n"]})  # fmt: skip
+        records.append(
+            {
+                "step": step,
+                "metric": f"{metric} (paired difference)",
+                "labels": dict(labels),
+                "model": f"{model_a} − {model_b}",
+                "value": found["difference"],
+                "ci_low": low,
+                "ci_high": high,
+                "ci_level": level,
+                "n": found["n"],
+            }
+        )
     if len(models) > 2:
         at = pair_level(len(models), level)
         pairs = {}
         for model_a, model_b in combinations(models, 2):
-            found = paired(folders[model_a] / step, folders[model_b] / step, dict(labels),
-                           metric, at)  # fmt: skip
+            found = paired(
+                folders[model_a] / step, folders[model_b] / step, dict(labels), metric, at
+            )
             pairs[(model_a, model_b)] = (found["ci_low"], found["ci_high"])
         ranks = rank_intervals({m: by_model[m].value for m in models}, pairs)
         lines += ["", f"Rank (1: the largest value), {level:.0%} intervals (Bonferroni):", ""]
-        lines += [f"- {md(m)}: {low}–{high}" if low != high else f"- {md(m)}: {low}"
-                  for m, (low, high) in ranks.items()]  # fmt: skip
+        lines += [
+            f"- {md(m)}: {low}–{high}" if low != high else f"- {md(m)}: {low}"
+            for m, (low, high) in ranks.items()
+        ]
     return lines
 
 
@@ -113,8 +128,11 @@ def question_lines(audits) -> list[str]:
             "|---|---|---|---|---|",
         ]
         for model, a in by_model.items():
-            ci = (f"{a.ci_level:.2%} {readable_interval(a.ci_low, a.ci_high)}"
-                  if a.ci_low is not None and a.ci_level is not None else "—")  # fmt: skip
+            ci = (
+                f"{a.ci_level:.2%} {readable_interval(a.ci_low, a.ci_high)}"
+                if a.ci_low is not None and a.ci_level is not None
+                else "—"
+            )
             value = readable(a.value) if a.value is not None else "—"
             detect = f"±{readable(a.detectable)}" if a.detectable is not None else "—"
             lines.append(f"| {md(model)} | {a.answer} | {value} | {ci} | {detect} |")
@@ -142,10 +160,19 @@ def write_comparison(folder: Path, audits) -> Path:
             ci = readable_interval(row.ci_low, row.ci_high) if row.ci_low is not None else "—"
             value = readable(row.value) if row.value is not None else "—"
             lines.append(f"| {md(model)} | {value} | {ci} | {row.n} |")
-            records.append({"step": step, "metric": metric, "labels": dict(labels),
-                            "model": model, "value": row.value, "ci_low": row.ci_low,
-                            "ci_high": row.ci_high, "ci_level": row.ci_level,
-                            "n": row.n})  # fmt: skip
+            records.append(
+                {
+                    "step": step,
+                    "metric": metric,
+                    "labels": dict(labels),
+                    "model": model,
+                    "value": row.value,
+                    "ci_low": row.ci_low,
+                    "ci_high": row.ci_high,
+                    "ci_level": row.ci_level,
+                    "n": row.n,
+                }
+            )
         paired = _paired_of(first.method)
         if paired is not None and len(by_model) > 1:
             lines += _paired_lines(paired, step, metric, labels, by_model, folders, records)

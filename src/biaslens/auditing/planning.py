@@ -7,12 +7,16 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from biaslens.auditing import rates
 from biaslens.auditing.steps import Step
 from biaslens.errors import BiaslensError
 from biaslens.models.config import BackendConfig
 from biaslens.progress import Progress, note
+
+if TYPE_CHECKING:
+    from biaslens.models.runtime.dry_run import PlanningLM
 
 
 @dataclass
@@ -26,6 +30,9 @@ class PlannedStep:
     left_out: str | None = None
     not_counted: str | None = None
     seconds: float | None = None
+    settings: Any = None
+    """The step's settings as the loaded model decides them (built and checked once, then
+    run as they are); None until the model is loaded."""
     finished: bool = False
     """The step's run is already in the audit's folder: it is read back, not run again."""
 
@@ -37,22 +44,22 @@ class PlannedStep:
         return self.prompt_tokens + (self.completion_tokens or 0)
 
 
-def model_problem(model: str, backend: BackendConfig) -> str | None:
-    """Why ``model`` cannot be audited, found before any step is planned (a name that is no
-    model, a folder that holds none, the hub out of reach), in one line; None where its
-    backend's planner reads it (a served model is known by name only: its endpoint decides)."""
+def model_planner(model: str, backend: BackendConfig) -> tuple[PlanningLM | None, str | None]:
+    """The stand-in that counts every step for ``model``, read once, and why the model cannot be
+    audited (a name that is no model, a folder that holds none, the hub out of reach), in one
+    line, found before any step is planned. A served model is known by name only (its endpoint
+    decides): no stand-in and no problem, each step reads its own."""
     from biaslens.models.registry import get_backend
-    from biaslens.models.runtime.planning import planning_model
+    from biaslens.models.runtime.dry_run import planning_model
 
     if not get_backend(backend.backend).local:
-        return None
+        return None, None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            planning_model(model, backend)
+            return planning_model(model, backend), None
     except BiaslensError as error:
-        return str(error)
-    return None
+        return None, str(error)
 
 
 def plan_steps(
@@ -62,13 +69,15 @@ def plan_steps(
     data_dir,
     progress: Progress,
     folder: Path | None = None,
+    planner: PlanningLM | None = None,
 ) -> list[PlannedStep]:
     """Each step counted without loading the model (:func:`biaslens.runner.plan_method`); a
     step the method refuses for this model (its class, missing data) is left out with the
     method's own reason. A served model's planner knows the model only by its name (not
     whether its endpoint returns log-probabilities): its refusals leave the step uncounted, and
     the loaded model decides (:func:`refusal`). A step whose run is already finished in the
-    model's audit ``folder`` is planned as finished (it is read back, not counted again)."""
+    model's audit ``folder`` is planned as finished (it is read back, not counted again).
+    ``planner``: the model's stand-in (:func:`model_planner`), read once for every step."""
     from biaslens.models.registry import get_backend
     from biaslens.runner import plan_method
 
@@ -87,18 +96,25 @@ def plan_steps(
             with warnings.catch_warnings():  # about the placeholder answers, not the model
                 warnings.simplefilter("ignore")
                 plan = plan_method(
-                    step.method, backend=backend, data_dir=data_dir, preset=step.preset,
-                    model=model, **step.settings,
-                )  # fmt: skip
+                    step.method,
+                    backend=backend,
+                    data_dir=data_dir,
+                    preset=step.preset,
+                    planner=planner,
+                    model=model,
+                    **step.settings,
+                )
         except BiaslensError as error:
             kept = {"left_out": str(error)} if local else {"not_counted": str(error)}
             planned.append(PlannedStep(step, **kept))
             continue
         total = plan.table.iloc[-1]
         entry = PlannedStep(
-            step, int(total["requests"]), int(total["prompt_tokens"]),
+            step,
+            int(total["requests"]),
+            int(total["prompt_tokens"]),
             int(total["completion_tokens_at_most"]),
-        )  # fmt: skip
+        )
         entry.seconds = rates.estimate(model, backend.backend, step.method, entry.tokens)
         planned.append(entry)
     return planned

@@ -3,7 +3,6 @@ and ``card.html``, the questions and their answers first."""
 
 from __future__ import annotations
 
-import html
 import re
 from pathlib import Path
 
@@ -71,12 +70,15 @@ def detect_lines(card: BiasCard, effect: float) -> list[str]:
         size = f"{readable(effect)} {answer.unit}".strip()
         here = f"detectable here ±{readable(answer.detectable)}"
         if answer.detectable <= effect:
-            lines.append(f"--detect {effect:g}: {what}: ±{size} would be detected at this "
-                         f"size ({here})")  # fmt: skip
+            lines.append(
+                f"--detect {effect:g}: {what}: ±{size} would be detected at this size ({here})"
+            )
         else:
             more = (answer.detectable / effect) ** 2
-            lines.append(f"--detect {effect:g}: {what}: ±{size} needs about {more:.1f}× this "
-                         f"size's data ({here})")  # fmt: skip
+            lines.append(
+                f"--detect {effect:g}: {what}: ±{size} needs about {more:.1f}× this "
+                f"size's data ({here})"
+            )
     if not lines:
         lines.append(f"--detect {effect:g}: no question with no evidence to size")
     return lines
@@ -133,8 +135,11 @@ def card_markdown(card: BiasCard) -> str:
     the page in a viewer that renders it."""
     md = markdown_text
     level = next((r.ci_level for r in card.rows if r.ci_level), LEVEL)
-    lines = [f"# Bias card: {md(card.model)} (audit size {md(card.size)})", "",
-             md(summary_line(card)) + "."]  # fmt: skip
+    lines = [
+        f"# Bias card: {md(card.model)} (audit size {md(card.size)})",
+        "",
+        md(summary_line(card)) + ".",
+    ]
     lines += [""] + [f"- {_answer_md(line)}" for line in question_lines(card)]
     lines += ["", NO_EVIDENCE_CAVEAT]
     if card.family:
@@ -159,14 +164,21 @@ def card_markdown(card: BiasCard) -> str:
     if card.references:
         lines += ["", "## Known models beside it", ""]
         for r, text in standings:
-            lines.append(f"- {md(r.symbol)} ({md(_labels(r.labels))}) = {_value(r.value)}: "
-                         f"{md(text)}")  # fmt: skip
+            lines.append(
+                f"- {md(r.symbol)} ({md(_labels(r.labels))}) = {_value(r.value)}: {md(text)}"
+            )
             if r.plot:
                 lines.append(f"  ![{md(r.symbol)}]({r.plot})")
         lines += ["", "| model | number | row | value | CI | source |", "|---|---|---|---|---|---|"]
         for ref in card.references:
-            cells = (ref.model, ref.metric, _labels(ref.labels), _value(ref.value),
-                     _interval(ref), ref.source)  # fmt: skip
+            cells = (
+                ref.model,
+                ref.metric,
+                _labels(ref.labels),
+                _value(ref.value),
+                _interval(ref),
+                ref.source,
+            )
             lines.append("| " + " | ".join(md(c) for c in cells) + " |")
         lines += ["", f"Reference protocol: {md(card.references[0].protocol)}."]
     if card.failed:
@@ -199,74 +211,100 @@ def _css_class(verdict: str) -> str:
 
 
 def card_html(card: BiasCard) -> str:
-    def e(text: object) -> str:  # escaped for HTML, control characters shown as escapes
-        return html.escape(escaped_controls(str(text)))
-
+    """``card.html``: the questions with their answers first, then the supporting detail, the
+    known models, and what failed, was left out or noted (``templates/card.html.j2``; every
+    text is escaped, control characters shown as escapes)."""
     level = next((r.ci_level for r in card.rows if r.ci_level), LEVEL)
-    items = "".join(
-        f'<li><span class="{_css_class(a.answer)}">{e(ANSWER_WORDS[a.answer])}</span> — '
-        f"{e(line.split('] ', 1)[1])}</li>"
+    answers = [
+        {
+            "css": _css_class(a.answer),
+            "word": ANSWER_WORDS[a.answer],
+            "text": line.split("] ", 1)[1],
+        }
         for a, line in zip(card.questions, question_lines(card), strict=True)
-    )
-    tables = []
-    for step in dict.fromkeys(r.step for r in card.rows):
-        rows = "".join(
-            f"<tr><td>{e(r.symbol)}</td><td>{e(r.where or '—')}</td><td>{_value(r.value)}</td>"
-            f"<td>{_interval(r)}</td><td>{r.n if r.n is not None else '—'} {e(r.n_unit or '')}"
-            f"</td><td>{e(r.unit)}</td><td>{e(r.no_bias)}</td></tr>"
-            for r in card.rows
-            if r.step == step
-        )
-        report = next((r.report or r.run for r in card.rows if r.step == step), step)
-        tables.append(
-            f'<h3><a href="{e(report)}">{e(step)}</a></h3><table><tr><th>number</th>'
-            f"<th>row</th><th>value</th><th>{level:.0%} CI</th><th>n</th><th>unit</th>"
-            f"<th>no bias means</th></tr>{rows}</table>"
-        )
-    family = f"<p><small>Verdicts: {e(card.family)}.</small></p>" if card.family else ""
-    parts = [
-        f"<!doctype html><html><head><meta charset='utf-8'><title>Bias card: {e(card.model)}"
-        f"</title><style>{STYLE}</style></head><body>",
-        f"<h1>Bias card: {e(card.model)} <small>(audit size {e(card.size)})</small></h1>",
-        f"<p>{e(summary_line(card))}.</p>",
-        f'<ul class="verdicts" id="verdicts">{items or "<li>no question answered</li>"}</ul>',
-        f"<p><small>{e(NO_EVIDENCE_CAVEAT)}</small></p>{family}",
-        "<h2>Supporting detail</h2><p><small>Every headline number of the runs, with its "
-        "interval at its run's level, read alone (no verdict: the card's verdicts are its "
-        "questions').</small></p>" + "".join(tables),
     ]
-    if card.references:
-        standings = [(r, _standing(card, r)) for r in card.rows]
-        parts.append("<h2>Known models beside it</h2><ul>")
-        parts += [
-            f"<li>{e(r.symbol)} ({e(_labels(r.labels))}) = {_value(r.value)}: {e(s)}"
-            + (f'<br><img src="{e(r.plot)}" alt="{e(r.symbol)}" width="560">' if r.plot else "")
-            + "</li>"
-            for r, s in standings
-            if s
-        ]
-        parts.append("</ul><table><tr><th>model</th><th>number</th><th>row</th><th>value</th>"
-                     "<th>CI</th><th>source</th></tr>")  # fmt: skip
-        parts += [
-            f"<tr><td>{e(x.model)}</td><td>{e(x.metric)}</td><td>{e(_labels(x.labels))}</td>"
-            f"<td>{_value(x.value)}</td><td>{_interval(x)}</td><td>{e(x.source)}</td></tr>"
-            for x in card.references
-        ]
-        parts.append(f"</table><p>Reference protocol: {e(card.references[0].protocol)}.</p>")
-    if card.failed:
-        parts.append("<h2>Failed steps</h2><ul>")
-        parts += [f"<li>{e(f.step)}: {e(f.error)}</li>" for f in card.failed]
-        parts.append("</ul>")
-    if card.left_out:
-        parts.append("<h2>Left out</h2><ul>")
-        parts += [f"<li>{e(x.method)}: {e(x.why)}</li>" for x in card.left_out]
-        parts.append("</ul>")
-    if card.notes:
-        parts.append("<h2>Notes from the runs</h2><ul>")
-        parts += [f"<li>{e(n)}</li>" for n in card.notes]
-        parts.append("</ul>")
-    parts.append("</body></html>")
-    return "".join(parts)
+    tables = [
+        {
+            "step": step,
+            "report": next((r.report or r.run for r in card.rows if r.step == step), step),
+            "rows": [
+                {
+                    "symbol": r.symbol,
+                    "where": r.where or "—",
+                    "value": _value(r.value),
+                    "interval": _interval(r),
+                    "n": f"{r.n if r.n is not None else '—'} {r.n_unit or ''}",
+                    "unit": r.unit,
+                    "no_bias": r.no_bias,
+                }
+                for r in card.rows
+                if r.step == step
+            ],
+        }
+        for step in dict.fromkeys(r.step for r in card.rows)
+    ]
+    standings = [
+        {
+            "symbol": r.symbol,
+            "labels": _labels(r.labels),
+            "value": _value(r.value),
+            "text": text,
+            "plot": r.plot,
+        }
+        for r in card.rows
+        if (text := _standing(card, r))
+        if card.references
+    ]
+    references = [
+        {
+            "model": x.model,
+            "metric": x.metric,
+            "labels": _labels(x.labels),
+            "value": _value(x.value),
+            "interval": _interval(x),
+            "source": x.source,
+        }
+        for x in card.references
+    ]
+    return _template().render(
+        model=card.model,
+        size=card.size,
+        style=STYLE,
+        summary=summary_line(card),
+        answers=answers,
+        caveat=NO_EVIDENCE_CAVEAT,
+        family=card.family,
+        level=f"{level:.0%}",
+        tables=tables,
+        standings=standings,
+        references=references,
+        protocol=card.references[0].protocol if card.references else None,
+        lists=[
+            ("Failed steps", [f"{f.step}: {f.error}" for f in card.failed]),
+            ("Left out", [f"{x.method}: {x.why}" for x in card.left_out]),
+            ("Notes from the runs", list(card.notes)),
+        ],
+    )
+
+
+def _shown(value):
+    """Every text the template shows, control characters written as escapes (markup the
+    template marks safe, the style sheet, as it is)."""
+    if isinstance(value, str) and not hasattr(value, "__html__"):
+        return escaped_controls(value)
+    return value
+
+
+def _template():
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    env = Environment(
+        loader=PackageLoader("biaslens.auditing", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        finalize=_shown,
+        keep_trailing_newline=True,
+    )
+    return env.get_template("card.html.j2")
 
 
 def _slug(text: str) -> str:

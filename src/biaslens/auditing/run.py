@@ -21,7 +21,7 @@ from typing import Any
 from biaslens.auditing import rates
 from biaslens.auditing.answers import answer_questions, primaries_of
 from biaslens.auditing.card import BiasCard, Failed, LeftOut, ReferenceRow, ordered, rows_of
-from biaslens.auditing.planning import PlannedStep, model_problem, plan_steps
+from biaslens.auditing.planning import PlannedStep, model_planner, plan_steps
 from biaslens.auditing.steps import Step, audit_steps
 from biaslens.common import atomic
 from biaslens.common.files import make_dir
@@ -136,9 +136,11 @@ def run_audit(
     audits = []
     for model in models:
         audit = ModelAudit(model, folder / safe_name(model))
-        audit.unavailable = model_problem(model, backend)
+        planner, audit.unavailable = model_planner(model, backend)
         if audit.unavailable is None:
-            audit.plan = plan_steps(model, steps, backend, data_dir, progress, audit.folder)
+            audit.plan = plan_steps(
+                model, steps, backend, data_dir, progress, audit.folder, planner
+            )
         audits.append(audit)
         if on_plan is not None:
             on_plan(audit)
@@ -215,7 +217,7 @@ def _audit_model(audit: ModelAudit, size, left_out, backend, data_dir, cache_dir
                 card.model = lm.identity.name
                 kept = []
                 for planned in runnable:  # what the loaded model itself allows
-                    why = refusal(planned.step, lm)
+                    planned.settings, why = prepared(planned.step, lm)
                     if why is None:
                         kept.append(planned)
                     else:
@@ -238,18 +240,18 @@ def _audit_model(audit: ModelAudit, size, left_out, backend, data_dir, cache_dir
     write_card(card, audit.folder)
 
 
-def refusal(step: Step, lm) -> str | None:
-    """Why the method refuses ``step`` on the loaded model (None: it takes it): the method's
-    own check of the model (:meth:`~biaslens.framework.spec.MethodSpec.for_model`)."""
+def prepared(step: Step, lm) -> tuple[Any, str | None]:
+    """The step's settings as the loaded model decides them, built and checked once
+    (:meth:`~biaslens.framework.spec.MethodSpec.for_model`), or why the method refuses the
+    step on this model."""
     from biaslens.framework.registry import get_method
 
     spec = get_method(step.method)
     try:
         settings = spec.build_settings(step.preset, **step.settings)
-        spec.for_model(settings, lm, step.preset)
+        return spec.for_model(settings, lm, step.preset), None
     except BiaslensError as error:
-        return str(error)
-    return None
+        return None, str(error)
 
 
 def _run_step(audit: ModelAudit, planned: PlannedStep, lm, backend, data_dir, cache_dir, progress):
@@ -269,9 +271,14 @@ def _run_step(audit: ModelAudit, planned: PlannedStep, lm, backend, data_dir, ca
         started = time.monotonic()
         try:
             result = run_method(
-                step.method, output=run_dir, lm=lm, progress=progress, data_dir=data_dir,
-                preset=step.preset, cache_dir=cache_dir, **step.settings,
-            )  # fmt: skip
+                step.method,
+                planned.settings,  # as prepared for this model: not built or checked again
+                output=run_dir,
+                lm=lm,
+                progress=progress,
+                data_dir=data_dir,
+                cache_dir=cache_dir,
+            )
         except BiaslensError as error:
             card.failed.append(Failed(step=step.name, method=step.method, error=str(error)))
             return
@@ -281,7 +288,7 @@ def _run_step(audit: ModelAudit, planned: PlannedStep, lm, backend, data_dir, ca
                     step=step.name,
                     method=step.method,
                     error=f"{type(error).__name__}: {error} (a bug: please report it)",
-                )  # fmt: skip
+                )
             )
             return
         computed = result.cache_stats.get("computed", 0)
@@ -290,9 +297,12 @@ def _run_step(audit: ModelAudit, planned: PlannedStep, lm, backend, data_dir, ca
         if planned.tokens and planned.requests and computed:
             share = computed / planned.requests
             rates.record(
-                audit.model, backend.backend, step.method, planned.tokens * share,
+                audit.model,
+                backend.backend,
+                step.method,
+                planned.tokens * share,
                 time.monotonic() - started,
-            )  # fmt: skip
+            )
     else:
         audit.reused += int((result.summary.get("requests") or {}).get("computed", 0)) + int(
             (result.summary.get("requests") or {}).get("cached", 0)

@@ -63,9 +63,11 @@ app.params.append(
     )
 )
 run_group = methods.RunGroup(
-    "run", help="Run a method and write a run directory.", no_args_is_help=True,
+    "run",
+    help="Run a method and write a run directory.",
+    no_args_is_help=True,
     context_settings=CONTEXT,
-)  # fmt: skip
+)
 metrics_group = group(
     "metrics",
     "Score stored model outputs.",

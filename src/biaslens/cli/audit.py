@@ -77,19 +77,36 @@ def print_plan(audit, prices=None) -> None:
     from biaslens.runner.plan import estimated_cost
 
     if audit.unavailable is not None:
-        console.print(f"audit plan — {audit.model}: cannot be audited (why: at the end)",
-                      markup=False, highlight=False)  # fmt: skip
+        console.print(
+            f"audit plan — {audit.model}: cannot be audited (why: at the end)",
+            markup=False,
+            highlight=False,
+        )
         return
     rows, reasons = [], []
     for planned in audit.plan:
         if planned.left_out is not None:
-            rows.append({"step": planned.step.name, "requests": "—", "tokens": "—",
-                         "time": "—", "status": "left out (below)"})  # fmt: skip
+            rows.append(
+                {
+                    "step": planned.step.name,
+                    "requests": "—",
+                    "tokens": "—",
+                    "time": "—",
+                    "status": "left out (below)",
+                }
+            )
             reasons.append(f"  {planned.step.name}: {short_reason(planned.left_out)}")
             continue
         if planned.finished:
-            rows.append({"step": planned.step.name, "requests": "—", "tokens": "—",
-                         "time": "—", "status": "finished (read back)"})  # fmt: skip
+            rows.append(
+                {
+                    "step": planned.step.name,
+                    "requests": "—",
+                    "tokens": "—",
+                    "time": "—",
+                    "status": "finished (read back)",
+                }
+            )
             continue
         rows.append(
             {
@@ -105,20 +122,31 @@ def print_plan(audit, prices=None) -> None:
     print_table(f"audit plan — {audit.model}", pd.DataFrame(rows))
     for line in reasons:
         console.print(line, markup=False, highlight=False)
-    uncounted = [p.step.name for p in audit.plan if p.left_out is None and not p.finished
-                 and p.requests is None]  # fmt: skip
+    uncounted = [
+        p.step.name
+        for p in audit.plan
+        if p.left_out is None and not p.finished and p.requests is None
+    ]
     if prices is not None and uncounted:
         console.print(
             f"estimated cost: not estimated: {len(uncounted)} step(s) to run could not be "
             f"counted ({', '.join(uncounted)}: why above), and a bound that leaves them out "
-            "would be no bound", markup=False, highlight=False,
-        )  # fmt: skip
+            "would be no bound",
+            markup=False,
+            highlight=False,
+        )
     elif prices is not None:
         table = pd.DataFrame(
-            [{"request_type": p.step.name, "prompt_tokens": p.prompt_tokens or 0,
-              "completion_tokens_at_most": p.completion_tokens or 0}
-             for p in audit.plan if p.left_out is None]
-        )  # fmt: skip
+            [
+                {
+                    "request_type": p.step.name,
+                    "prompt_tokens": p.prompt_tokens or 0,
+                    "completion_tokens_at_most": p.completion_tokens or 0,
+                }
+                for p in audit.plan
+                if p.left_out is None
+            ]
+        )
         console.print(estimated_cost(table, *prices))
 
 
@@ -153,7 +181,7 @@ def audit(**values) -> None:
             progress=progress,
             dry_run=values["dry_run"],
             on_plan=lambda a: print_plan(a, prices),
-        )  # fmt: skip
+        )
     )
     if values["dry_run"]:
         console.print("nothing was loaded or sent (--dry-run)")

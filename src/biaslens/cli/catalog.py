@@ -98,7 +98,7 @@ def datasets_export(name, folder, fmt, overwrite, data_dir, push_to_hub) -> None
     datasets.load_dataset("parquet"/"json", ...) or load_from_disk."""
     from biaslens.data.export_writer import export_set
     from biaslens.data.export_writer import push_to_hub as push
-    from biaslens.data.exports import exportable
+    from biaslens.framework.registry import exportable
 
     done = export_set(exportable(name), folder, fmt, data_dir, overwrite)
     console.print(f"{name}: {done.rows:,} rows, {fmt}, in {done.folder} (sha256 {done.sha256})")
@@ -110,12 +110,12 @@ def datasets_export(name, folder, fmt, overwrite, data_dir, push_to_hub) -> None
 @declared_command("exportable")
 def datasets_exportable() -> None:
     """The probe sets `biaslens datasets export` writes."""
-    from biaslens.data.exports import EXPORTS
+    from biaslens.framework.registry import exportable_sets
 
     table = Table(title="exportable probe sets")
     for column in ("name", "what", "license"):
         table.add_column(column, overflow="fold")
-    for entry in EXPORTS.values():
+    for entry in exportable_sets().values():
         table.add_row(entry.name, entry.description, entry.license)
     console.print(table)
 
@@ -186,18 +186,18 @@ def export_lm_eval() -> click.Command:
         default=False,
         help="The JSON schema of summary.json, generated from its typed models "
         "(docs/summary.schema.json).",
-    ),  # fmt: skip
+    ),
 )
 def schema(method, markdown, json) -> None:
     """The files a run of each method writes, and the meaning and unit of every column."""
     from biaslens.errors import BiaslensError
     from biaslens.framework.registry import methods
-    from biaslens.store.schema import COMMON, RUN_COLUMNS, reference
+    from biaslens.store.output_files import COMMON, RUN_COLUMNS, reference
 
     if json:
         import json as json_module
 
-        from biaslens.store.record import summary_schema
+        from biaslens.store.summary import summary_schema
 
         click.echo(json_module.dumps(summary_schema(), indent=2, ensure_ascii=False))
         return
@@ -237,7 +237,7 @@ def register(root: click.Group, group: Callable[..., click.Group]) -> None:
                 datasets_exportable,
                 datasets_samples,
             ],
-        ),  # fmt: skip
+        ),
     }
     for name, (help_text, commands) in children.items():
         sub = group(name, help_text)

@@ -160,9 +160,12 @@ def method_command(spec, shortcut: bool = False) -> click.Command:
     if lines:
         help_text += "\n\nReading the results:\n\n" + "\n\n".join(lines)
     return command(
-        spec.shortcut if shortcut else spec.name, invoke, params, help=help_text,
+        spec.shortcut if shortcut else spec.name,
+        invoke,
+        params,
+        help=help_text,
         summary=spec.title,
-    )  # fmt: skip
+    )
 
 
 def _invoke(spec, options: list[Option], runner: list[Option], compares: bool, given) -> None:

@@ -69,9 +69,15 @@ class DeclaredOption(click.Option):
     what replaces it (read by :class:`DeclaredCommand`), and the heading it is listed under in
     the help (``group``)."""
 
-    def __init__(self, *args, many: bool = False, commas: bool = False,
-                 deprecated: dict[str, str] | None = None, group: str | None = None,
-                 **kwargs) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *args,
+        many: bool = False,
+        commas: bool = False,
+        deprecated: dict[str, str] | None = None,
+        group: str | None = None,
+        **kwargs,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.many, self.commas = many, commas
         self.deprecated_flags = deprecated or {}
@@ -244,8 +250,9 @@ def first_sentence(text: str) -> str:
     import re
 
     paragraph = inspect.cleandoc(text).split("\n\n", 1)[0].replace("\n", " ")
-    match = re.search(r"^(.+?(?<!\bApp)(?<!\bFig)(?<!\be\.g)(?<!\bi\.e)(?<!\bSec)[.!?])(\s|$)",
-                      paragraph)  # fmt: skip
+    match = re.search(
+        r"^(.+?(?<!\bApp)(?<!\bFig)(?<!\be\.g)(?<!\bi\.e)(?<!\bSec)[.!?])(\s|$)", paragraph
+    )
     return (match.group(1) if match else paragraph).strip()
 
 

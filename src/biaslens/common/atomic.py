@@ -74,8 +74,15 @@ def atomic_file(path: Path) -> Iterator[io.BufferedWriter]:
         raise
 
 
-WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO, errno.EACCES,
-                errno.EPERM}  # fmt: skip
+WRITE_ERRNOS = {
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.EFBIG,
+    errno.EROFS,
+    errno.EIO,
+    errno.EACCES,
+    errno.EPERM,
+}
 """A full disk or quota, a file size limit, a read-only, forbidden or failing file system."""
 
 

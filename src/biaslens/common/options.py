@@ -47,8 +47,13 @@ class Flag:
     skip: tuple[str, ...] = ()
     helps: tuple[tuple[str, str], ...] = ()
 
-    def __init__(self, *flags: str, deprecated: dict[str, str] | None = None,
-                 helps: dict[str, str] | None = None, **options: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        *flags: str,
+        deprecated: dict[str, str] | None = None,
+        helps: dict[str, str] | None = None,
+        **options: Any,
+    ) -> None:
         object.__setattr__(self, "flags", flags)
         object.__setattr__(self, "deprecated", tuple((deprecated or {}).items()))
         object.__setattr__(self, "helps", tuple((helps or {}).items()))

@@ -30,9 +30,13 @@ class Registry(Generic[T]):
     entry-point group its plug-ins come from (None: no plug-ins)."""
 
     def __init__(
-        self, what: str, base: type | tuple[type, ...], *, group: str | None = None,
+        self,
+        what: str,
+        base: type | tuple[type, ...],
+        *,
+        group: str | None = None,
         check: Check | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.what = what
         self.base = base
         self.group = group

@@ -72,8 +72,9 @@ def _write_hf(parquet: Path, staging: Path) -> Path:
     return staging / "data"
 
 
-def card(entry: ExportableSet, data_file: str, fmt: str, rows: int, columns: list[str],
-         sha256: str) -> str:  # fmt: skip
+def card(
+    entry: ExportableSet, data_file: str, fmt: str, rows: int, columns: list[str], sha256: str
+) -> str:
     """The dataset card: the hub's YAML header, then what the set is and how it was built."""
     license_id = HUB_LICENSES.get(entry.license, "other")
     header = [
@@ -154,10 +155,18 @@ def export_set(
         )
         atomic.write_json(
             staging / "biaslens.json",
-            {"name": entry.name, "format": fmt, "rows": rows, "columns": columns,
-             "data": data.relative_to(staging).as_posix(), "sha256": sha256,
-             "biaslens_version": __version__, "source": entry.source, "license": entry.license},
-        )  # fmt: skip
+            {
+                "name": entry.name,
+                "format": fmt,
+                "rows": rows,
+                "columns": columns,
+                "data": data.relative_to(staging).as_posix(),
+                "sha256": sha256,
+                "biaslens_version": __version__,
+                "source": entry.source,
+                "license": entry.license,
+            },
+        )
     return ExportedSet(folder, rows, columns, sha256)
 
 
@@ -182,9 +191,11 @@ def push_to_hub(folder: Path | str, repo_id: str, private: bool = False) -> str:
     try:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
         commit = api.upload_folder(
-            repo_id=repo_id, repo_type="dataset", folder_path=str(folder),
+            repo_id=repo_id,
+            repo_type="dataset",
+            folder_path=str(folder),
             commit_message=f"biaslens {__version__}: {Path(folder).name}",
-        )  # fmt: skip
+        )
     except (HfHubHTTPError, OSError, ValueError) as error:
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise BiaslensError(f"--push-to-hub {repo_id}: {message}") from None

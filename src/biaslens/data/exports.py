@@ -1,21 +1,20 @@
 """The probe sets biaslens generates, as tables others can load (``biaslens datasets export``).
 
-Each entry builds the exact rows a run reads, in the order it reads them, and says where they
-come from and under which license. The writing (formats, card, atomic folder) is
-:mod:`biaslens.data.export_writer`.
+Each method family declares its own sets (``methods/<family>/exports.py``) with
+:func:`register_sets`: each entry builds the exact rows a run reads, in the order it reads them,
+and says where they come from and under which license. The writing (formats, card, atomic
+folder) is :mod:`biaslens.data.export_writer`; the sets of every family, loaded, are
+:func:`biaslens.framework.registry.exportable_sets`.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from biaslens.data import cid_audit, lei, mgc, sources, winogender
-from biaslens.data.unqover import DOMAINS, load_question_set
 from biaslens.errors import BiaslensError
 
 
@@ -31,102 +30,22 @@ class ExportableSet:
     chunks: Callable[[Path | None], Iterator[pd.DataFrame]]
 
 
-def _one(build: Callable[[Path | None], pd.DataFrame]):
+def one_table(build: Callable[[Path | None], pd.DataFrame]):
+    """``chunks`` of a set built as one table."""
     return lambda data_dir: iter([build(data_dir)])
 
 
-def _unqover(domain: str):
-    def chunks(data_dir):
-        root = sources.locate("unqover", data_dir) / "word_lists"
-        yield from load_question_set(domain, root).iter_examples()
-
-    return chunks
+SETS: dict[str, ExportableSet] = {}
+"""Every exportable set registered so far, by name, in the order registered."""
 
 
-def _lei_interventions(domain: str):
-    def build(data_dir):
-        folder = sources.locate("lei", data_dir)
-        return lei.load_interventions(folder / "interventions" / f"{domain}_interventions.json")
+def register_sets(*sets: ExportableSet) -> None:
+    """Add a family's sets (a second set of one name is a bug)."""
+    for entry in sets:
+        if entry.name in SETS and SETS[entry.name] is not entry:
+            raise ValueError(f"the exportable set {entry.name!r} is registered twice")
+        SETS[entry.name] = entry
 
-    return _one(build)
-
-
-def _lei_split(name: str):
-    def build(data_dir):
-        return lei.read_split(lei.split_path(name, sources.locate("lei", data_dir)))
-
-    return _one(build)
-
-
-def _cid_names(_data_dir) -> pd.DataFrame:
-    """Every template × ordered pair of name groups × name pair, as cid-audit fills them."""
-    groups, templates = cid_audit.load_name_groups(), cid_audit.load_templates()
-    parts = []
-    for (key, template), (a, b) in itertools.product(
-        templates.items(), itertools.permutations(groups.values(), 2)
-    ):
-        pairs = cid_audit.audit_pairs(a, b, template)
-        parts.append(pairs.assign(template=key, group_a=a.name, group_b=b.name))
-    return pd.concat(parts, ignore_index=True)
-
-
-SIB = "Underspecification in pronoun resolution (SIB), https://github.com/2dot71mily/sib_paper"
-UNQOVER = "allenai/unqover @ 3e47969 word lists"
-LEI = "allenai/ethical-interventions @ 6c499c6"
-
-EXPORTS: dict[str, ExportableSet] = {
-    "mgc": ExportableSet(
-        "mgc", "the Masked Gender Challenge: 3000 gender-neutral sentences (SIB Section 4.1)",
-        SIB, "Apache-2.0 (biaslens)", "built in: In {W}, [MASK] {verb} {life stage}. over the "
-        "reference code's 30-date grid and 20 places (App. D)",
-        _one(lambda _: mgc.build_mgc()),
-    ),
-    "winogender-extended": ExportableSet(
-        "winogender-extended", "the extended Winogender set of SIB Method 2 (480 sentences)",
-        "rudinger/winogender-schemas @ 1c7f8b4", "MIT",
-        "Winogender's templates with the participant and both pronoun forms (Section 5)",
-        _one(lambda d: winogender.build_extended(sources.locate("winogender", d))),
-    ),
-    "sib-simplified": ExportableSet(
-        "sib-simplified", "biaslens's Simplified set of SIB Method 2 (51 occupations)",
-        "biaslens (rewrite of the SIB paper's Simplified set)", "Apache-2.0 (biaslens)",
-        "one sentence per occupation and female / male / unspecified answer",
-        _one(lambda _: winogender.build_simplified()),
-    ),
-    **{
-        f"unqover-{domain}": ExportableSet(
-            f"unqover-{domain}", f"every UnQover {domain} example, with its key (both subject "
-            "orders, both questions)", UNQOVER, "Apache-2.0",
-            "the slot templates × subject pairs × activities of UnQover's word lists",
-            _unqover(domain),
-        )
-        for domain in DOMAINS
-    },
-    **{
-        f"lei-interventions-{domain}": ExportableSet(
-            f"lei-interventions-{domain}", f"LEI's {domain} intervention sentences by type and "
-            "category", LEI, "Apache-2.0", "the release's intervention file, one row per "
-            "sentence", _lei_interventions(domain),
-        )
-        for domain in ("religion", "ethnicity", "gender")
-    },
-    **{
-        f"lei-{split.replace('/', '-')}": ExportableSet(
-            f"lei-{split.replace('/', '-')}", f"the LEI split {split} (contexts, questions, "
-            "interventions, stored zero-shot probabilities)", LEI, "Apache-2.0",
-            "the release's SQuAD-format split, one row per paragraph and question pair",
-            _lei_split(split),
-        )
-        for split in lei.SPLITS
-    },
-    "cid-names": ExportableSet(
-        "cid-names", "the CID audit's name-pair prompts (both directions)",
-        "biaslens (the CID paper's templates and name groups)", "Apache-2.0 (biaslens)",
-        "every template × ordered pair of name groups × name pair",
-        _one(_cid_names),
-    ),
-}  # fmt: skip
-"""Every exportable set, by name."""
 
 NOT_EXPORTABLE = {
     "simplified-reference": "the SIB authors' Simplified file has no license: biaslens fetches "
@@ -134,10 +53,10 @@ NOT_EXPORTABLE = {
 }
 
 
-def exportable(name: str) -> ExportableSet:
-    """The set ``name``, or one line naming those that can be exported."""
+def exportable(name: str, sets: Mapping[str, ExportableSet]) -> ExportableSet:
+    """The set ``name`` among ``sets``, or one line naming those that can be exported."""
     if name in NOT_EXPORTABLE:
         raise BiaslensError(f"{name} cannot be exported: {NOT_EXPORTABLE[name]}")
-    if name not in EXPORTS:
-        raise BiaslensError(f"unknown set {name!r}; exportable: {', '.join(EXPORTS)}")
-    return EXPORTS[name]
+    if name not in sets:
+        raise BiaslensError(f"unknown set {name!r}; exportable: {', '.join(sets)}")
+    return sets[name]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-from biaslens.common.decoding_limits import (
+from biaslens.common.contrastive_defaults import (
     MAX_NEW_TOKENS,
     TOP_K,
     lambda_problem,

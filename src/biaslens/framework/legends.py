@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from biaslens.store.schema import GLOSSARY
+from biaslens.store.output_files import GLOSSARY
 
 COMMON: dict[str, str] = {
     "parameters": "the model's parameter count",
@@ -28,7 +28,7 @@ COMMON: dict[str, str] = {
     "contexts": "the contexts scored (each subject order counted)",
 }
 """Printed columns that mean the same wherever they are (besides the run files' glossary,
-:data:`biaslens.store.schema.GLOSSARY`)."""
+:data:`biaslens.store.output_files.GLOSSARY`)."""
 
 
 def legend_lines(spec, headline, columns: Sequence[str]) -> list[tuple[str, str | None]]:

@@ -76,9 +76,13 @@ def _flag(field: FieldInfo) -> Flag | None:
 
 
 def _option(
-    owner: str, keyword: str, field: FieldInfo, flag: Flag, help: str | None = None,
+    owner: str,
+    keyword: str,
+    field: FieldInfo,
+    flag: Flag,
+    help: str | None = None,
     default: Any = NO_DEFAULT,
-) -> Option:  # fmt: skip
+) -> Option:
     help = help or field.description
     if not help:
         raise TypeError(f"{owner}.{keyword} has a Flag but no description (its help)")
@@ -86,11 +90,17 @@ def _option(
     if default is NO_DEFAULT:
         default = None if field.is_required() else field.get_default(call_default_factory=True)
     return Option(
-        keyword, *(flag.flags or ("--" + keyword.replace("_", "-"),)), help=help, type=kind,
-        multiple=multiple, default=flag.shown if flag.shown is not None else default,
-        required=field.is_required(), deprecated=flag.deprecated, commas=flag.commas,
+        keyword,
+        *(flag.flags or ("--" + keyword.replace("_", "-"),)),
+        help=help,
+        type=kind,
+        multiple=multiple,
+        default=flag.shown if flag.shown is not None else default,
+        required=field.is_required(),
+        deprecated=flag.deprecated,
+        commas=flag.commas,
         metavar=flag.metavar,
-    )  # fmt: skip
+    )
 
 
 def _switch(keyword: str, option: Option, flag: Flag) -> Option:
@@ -98,9 +108,14 @@ def _switch(keyword: str, option: Option, flag: Flag) -> Option:
     switch, value = flag.switch
     replacement = f"{option.flag} {value}"
     return Option(
-        keyword, switch, help=f"Deprecated: {replacement}.", type=bool, sets=value, hidden=True,
+        keyword,
+        switch,
+        help=f"Deprecated: {replacement}.",
+        type=bool,
+        sets=value,
+        hidden=True,
         deprecated=((switch, replacement),),
-    )  # fmt: skip
+    )
 
 
 def _nested(name: str, field: FieldInfo, flag: Flag) -> list[Option]:

@@ -15,6 +15,8 @@ from functools import cache
 
 from biaslens.common import plugins
 from biaslens.common.registry import Registry
+from biaslens.data import exports
+from biaslens.data.exports import SETS, ExportableSet
 from biaslens.framework.spec import (  # noqa: F401 - the names a method module imports
     Comparison,
     Headline,
@@ -54,11 +56,23 @@ def register(spec: MethodSpec) -> MethodSpec:
     return spec
 
 
+STAGES = frozenset({"data", "scoring", "metrics", "intervals", "train", "plots"})
+"""A method family's folders of building blocks (its stages of the data flow), which register
+nothing and are imported by the methods that use them, not by the registry: listing the methods
+loads no torch and no matplotlib."""
+
+
+def _is_building_block(name: str) -> bool:
+    return bool(STAGES & set(name.split(".")[2:]))
+
+
 @cache
 def _import_built_in() -> tuple[str, ...]:
-    """Import every module of :data:`BUILT_IN` (each registers its method); their names."""
+    """Import every method module of :data:`BUILT_IN` (each registers its method), leaving its
+    families' building blocks (:data:`STAGES`) to the methods; their names."""
     package = importlib.import_module(BUILT_IN)
-    names = [m.name for m in pkgutil.walk_packages(package.__path__, f"{BUILT_IN}.")]
+    found = pkgutil.walk_packages(package.__path__, f"{BUILT_IN}.")
+    names = [m.name for m in found if not _is_building_block(m.name)]
     for name in names:
         importlib.import_module(name)
     return tuple(names)
@@ -99,3 +113,15 @@ def get_method(name: str) -> MethodSpec:
     if name in built_in:
         return built_in[name]
     return METHODS.chosen(name, methods(), "methods: {}")
+
+
+def exportable_sets() -> dict[str, ExportableSet]:
+    """Every probe set ``biaslens datasets export`` can write: those the built-in families
+    declare (each family's ``exports`` module registers its own), then the plug-ins'."""
+    methods()
+    return dict(SETS)
+
+
+def exportable(name: str) -> ExportableSet:
+    """The probe set ``name`` (:func:`exportable_sets`), or one line naming those there are."""
+    return exports.exportable(name, exportable_sets())

@@ -9,7 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+)
 
 from biaslens.common.options import FLAG, Flag
 from biaslens.common.seeds import Seed
@@ -42,6 +50,10 @@ class MethodSettings(BaseModel):
     """Base of every method's settings: the values that decide a run's results."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    _prepared_for: int | None = PrivateAttr(default=None)
+    """The loaded model (its ``id``) :meth:`MethodSpec.for_model` prepared these settings for:
+    they are final for it, and a second call returns them as they are."""
 
     @field_validator("model", check_fields=False)
     @classmethod

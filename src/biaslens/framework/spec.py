@@ -28,9 +28,9 @@ from biaslens.framework.settings import MethodSettings, validated
 from biaslens.models.base import LM, ModelKind
 from biaslens.models.config import BackendConfig
 from biaslens.progress import NoProgress, Progress
+from biaslens.store.output_files import OutputFile
 from biaslens.store.paths import safe_name
 from biaslens.store.run import RunStore
-from biaslens.store.schema import OutputFile
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ class MethodSpec:
     comparison: Comparison | None = None
     extra_views: Callable[[Any, dict[str, Any]], list] | None = None
     outputs: tuple[OutputFile, ...] = ()
-    """The files a run writes and their columns (:mod:`biaslens.store.schema`)."""
+    """The files a run writes and their columns (:mod:`biaslens.store.output_files`)."""
     shortcut: str | None = None
     lm_eval: LmEvalTask | None = None
     commands: tuple[MethodCommand, ...] = ()
@@ -192,19 +192,28 @@ class MethodSpec:
         """The settings as the loaded model decides them: the preset's values that depend on
         the model, for the settings the user left (one validated update); the method's
         ``prepare`` (checks, the scoring mode the model supports); the model's registered
-        name."""
+        name. Settings it already prepared for this very model are final: they come back as
+        they are (checked once, however many layers pass them on)."""
         from biaslens.models.checkpoints.registered import resolve_name
 
+        if getattr(settings, "_prepared_for", None) == id(lm):
+            return settings.model_copy(update={"model": resolve_name(settings.model)})
         given = settings.model_dump()
         chosen = _chosen(
-            self._preset(preset), lm.kind, given, dict(lm.identity.details),
+            self._preset(preset),
+            lm.kind,
+            given,
+            dict(lm.identity.details),
             settings.model_fields_set,
-        )  # fmt: skip
+        )
         if chosen:
             settings = validated(type(settings), {**_fields_of(settings), **chosen})
         if self.prepare is not None:
             settings = self.prepare(settings, lm)
-        return settings.model_copy(update={"model": resolve_name(settings.model)})
+        settings = settings.model_copy(update={"model": resolve_name(settings.model)})
+        if hasattr(settings, "_prepared_for"):
+            settings._prepared_for = id(lm)
+        return settings
 
     def _preset(self, preset: str | None) -> dict[str, Any]:
         if preset in (None, "default"):

@@ -1,5 +1,8 @@
 """Model layer: request types, the backend interface, the backends and the model registry.
 
+The front door for backend authors: a backend of one's own imports what it needs from here
+(``docs/development.md``, "Adding a backend").
+
 Imports are lazy (PEP 562): ``from biaslens.models import LM`` does not import torch; only
 touching a backend (``HFBackend``, ``load_model`` of a model) does.
 """
@@ -11,6 +14,9 @@ import importlib
 _EXPORTS = {
     "LM": "biaslens.models.base",
     "BackendConfig": "biaslens.models.config",
+    "BackendOptions": "biaslens.models.options",
+    "OptionRules": "biaslens.models.options",
+    "RegisteredBackend": "biaslens.models.registry",
     "Exactness": "biaslens.models.base",
     "ModelIdentity": "biaslens.models.base",
     "ModelKind": "biaslens.models.base",
@@ -28,6 +34,8 @@ _EXPORTS = {
     "ContrastiveGenerateResult": "biaslens.models.requests",
     "GenerateRequest": "biaslens.models.requests",
     "GenerateResult": "biaslens.models.requests",
+    "SampleRequest": "biaslens.models.requests",
+    "SampleResult": "biaslens.models.requests",
     "SpanScoresRequest": "biaslens.models.requests",
     "SpanScoresResult": "biaslens.models.requests",
     "TokenDistributionRequest": "biaslens.models.requests",

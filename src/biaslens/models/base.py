@@ -139,10 +139,14 @@ class LM:
         unknown = sorted(_type_name(t) for t in declared if _type_name(t) not in REQUESTS)
         lacking = [] if unknown else unimplemented(cls, declared)
         if unknown or lacking:
-            what = f"names unknown request types {unknown}" if unknown else (
-                f"declares that it answers {', '.join(lacking)} but does not implement "
-                f"{'it' if len(lacking) == 1 else 'them'}"
-            )  # fmt: skip
+            what = (
+                f"names unknown request types {unknown}"
+                if unknown
+                else (
+                    f"declares that it answers {', '.join(lacking)} but does not implement "
+                    f"{'it' if len(lacking) == 1 else 'them'}"
+                )
+            )
             raise TypeError(f"{cls.__module__}.{cls.__qualname__} {what}")
 
     @property

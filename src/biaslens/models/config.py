@@ -86,11 +86,6 @@ class BackendConfig:
         return {"backend": self.backend, **self.options.recorded()}
 
     @staticmethod
-    def default_of(keyword: str) -> Any:
-        """The default of the backend option ``keyword``."""
-        return registry.declared_options()[keyword][0].default
-
-    @staticmethod
     def keywords() -> set[str]:
         """Every keyword a backend option answers to (``backend`` too)."""
         return {"backend", *registry.declared_options()}

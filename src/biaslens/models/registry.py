@@ -54,7 +54,7 @@ class RegisteredBackend:
       :class:`~biaslens.models.options.OptionGroup` every backend then takes;
     * ``summary``: a few words for the ``--backend`` help;
     * ``planner``: ``"module:function"`` giving what ``--dry-run`` knows of a model without
-      loading it (:mod:`biaslens.models.runtime.planning`; default: read from its checkpoint);
+      loading it (:mod:`biaslens.models.runtime.dry_run`; default: read from its checkpoint);
     * ``packages``: the distributions whose versions a run on it records;
     * ``switch``: set on a wrapper (model replicas): the option that, when not at its default,
       puts this backend around the chosen one; its loader takes ``(name, config, load)``.
@@ -104,9 +104,11 @@ def _accept(point: str, loaded: object) -> RegisteredBackend | None:
     if isinstance(loaded, RegisteredBackend) and loaded.name == point:
         return loaded
     plugins.refuse(
-        plugins.BACKENDS, point, f"its entry point must name a RegisteredBackend called "
+        plugins.BACKENDS,
+        point,
+        f"its entry point must name a RegisteredBackend called "
         f"{point!r}, not {type(loaded).__name__}",
-    )  # fmt: skip
+    )
     return None
 
 

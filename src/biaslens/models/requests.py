@@ -30,9 +30,9 @@ import functools
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from biaslens.common.decoding_limits import MAX_NEW_TOKENS as CID_MAX_NEW_TOKENS
-from biaslens.common.decoding_limits import TOP_K as CID_TOP_K
-from biaslens.common.decoding_limits import lambda_problem, temperature_problem
+from biaslens.common.contrastive_defaults import MAX_NEW_TOKENS as CID_MAX_NEW_TOKENS
+from biaslens.common.contrastive_defaults import TOP_K as CID_TOP_K
+from biaslens.common.contrastive_defaults import lambda_problem, temperature_problem
 from biaslens.common.registry import Registry
 from biaslens.common.seeds import MAX_SEED
 from biaslens.common.tokens import MASK

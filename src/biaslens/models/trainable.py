@@ -1,7 +1,7 @@
 """What fine-tuning needs of a model: :class:`TrainableLM`.
 
-LEI fine-tuning (:mod:`biaslens.train`, ``lei-train``) works with any backend that provides
-these hooks; the transformers backend does. Code checks ``isinstance(lm, TrainableLM)``
+LEI fine-tuning (:mod:`biaslens.methods.qa.train`, ``lei-train``) works with any backend that
+provides these hooks; the transformers backend does. Code checks ``isinstance(lm, TrainableLM)``
 instead of asking for one backend class.
 """
 

@@ -19,9 +19,22 @@ import pandas as pd
 from biaslens.errors import BiaslensError
 
 ESTIMATE_FIELDS = (
-    "table", "metric", "symbol", "value", "ci_low", "ci_high", "ci_level", "n", "n_unit", "unit",
-    "better", "no_interval", "caution", "crossfit", "mostly_noise",
-)  # fmt: skip
+    "table",
+    "metric",
+    "symbol",
+    "value",
+    "ci_low",
+    "ci_high",
+    "ci_level",
+    "n",
+    "n_unit",
+    "unit",
+    "better",
+    "no_interval",
+    "caution",
+    "crossfit",
+    "mostly_noise",
+)
 """The fields of each ``summary.json`` estimate kept as columns (labels are joined into one)."""
 COLUMNS = ["run", "method", "model", "labels", *ESTIMATE_FIELDS, "settings"]
 
@@ -79,11 +92,14 @@ def load_runs(patterns) -> pd.DataFrame:
             labels = ", ".join(f"{k}={v}" for k, v in estimate.get("labels", {}).items())
             rows.append(
                 {
-                    "run": str(folder), "method": summary["method"], "model": model,
+                    "run": str(folder),
+                    "method": summary["method"],
+                    "model": model,
                     **{k: estimate.get(k) for k in ESTIMATE_FIELDS},
-                    "labels": labels, "settings": settings,
+                    "labels": labels,
+                    "settings": settings,
                 }
-            )  # fmt: skip
+            )
     for folder, reason in skipped:
         warnings.warn(f"skipped {folder}: {reason}", stacklevel=2)
     frame = pd.DataFrame(rows, columns=COLUMNS)
@@ -122,9 +138,12 @@ def comparison_table(frame: pd.DataFrame) -> pd.DataFrame:
         long = shown[["method", "symbol", "labels", "column", "cell"]]
         return long.rename(columns={"column": "model", "cell": "value"}).reset_index(drop=True)
     wide = shown.pivot_table(
-        index=["method", "symbol", "labels"], columns="column", values="cell", aggfunc="first",
+        index=["method", "symbol", "labels"],
+        columns="column",
+        values="cell",
+        aggfunc="first",
         sort=False,
-    )  # fmt: skip
+    )
     return wide.reset_index().rename_axis(columns=None)
 
 

@@ -57,7 +57,7 @@ def run_comparison(
             report=False,
             cache_dir=cache_dir,
             no_cache=no_cache,
-        )  # fmt: skip
+        )
         for model in models
     ]
     comparison = spec.comparison.compare(runs, root)

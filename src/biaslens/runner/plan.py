@@ -17,6 +17,8 @@ from biaslens.store.run import RunStore
 if TYPE_CHECKING:
     import pandas as pd
 
+    from biaslens.models.runtime.dry_run import PlanningLM
+
 
 @dataclass
 class RunPlan:
@@ -37,14 +39,16 @@ def plan_method(
     data_dir: Path | str | None = None,
     preset: str | None = None,
     progress: Progress | None = None,
+    planner: PlanningLM | None = None,
     **values: Any,
 ) -> RunPlan:
     """Count what ``run_method`` with the same arguments would ask the model, without loading
-    it or calling a server: the method runs on placeholder answers (:mod:`biaslens.models.
-    runtime.planning`) in a scratch folder that is removed afterwards."""
+    it or calling a server: the method runs on placeholder answers
+    (:mod:`biaslens.models.runtime.dry_run`) in a scratch folder that is removed afterwards.
+    ``planner``: the stand-in of the model, read already (it counts on a fresh copy of it)."""
     import pandas as pd
 
-    from biaslens.models.runtime.planning import planning_model
+    from biaslens.models.runtime.dry_run import planning_model
 
     spec = get_method(method)
     if not spec.needs_model:
@@ -57,7 +61,7 @@ def plan_method(
         values.pop(unused, None)
     backend = backend or BackendConfig()
     settings = spec.build_settings(preset, **values)
-    planner = planning_model(settings.model, backend)
+    planner = planner.fresh() if planner is not None else planning_model(settings.model, backend)
     settings = spec.for_model(settings, planner, preset)
     notes = []
     with tempfile.TemporaryDirectory(prefix="biaslens-dry-run-") as scratch:
@@ -97,8 +101,9 @@ def plan_method(
         }
         for name, count in planner.requests.items()
     ]
-    table = pd.DataFrame(rows, columns=["request_type", "requests", "prompt_tokens",
-                                        "completion_tokens_at_most"])  # fmt: skip
+    table = pd.DataFrame(
+        rows, columns=["request_type", "requests", "prompt_tokens", "completion_tokens_at_most"]
+    )
     if len(table) > 1:
         total = table.drop(columns="request_type").sum()
         table.loc[len(table)] = {"request_type": "total", **total.to_dict()}

@@ -78,9 +78,18 @@ def run_method(
             f"{method} takes {spec.settings.__name__}, not {type(settings).__name__}"
         )
     return run_settings(
-        spec, settings, preset, output=output, backend=backend, lm=lm, progress=progress,
-        data_dir=data_dir, report=report, cache_dir=cache_dir, no_cache=no_cache,
-    )  # fmt: skip
+        spec,
+        settings,
+        preset,
+        output=output,
+        backend=backend,
+        lm=lm,
+        progress=progress,
+        data_dir=data_dir,
+        report=report,
+        cache_dir=cache_dir,
+        no_cache=no_cache,
+    )
 
 
 def run_settings(

@@ -92,8 +92,10 @@ def blocks(prompt: str, samples: int, first: int = 0) -> list[tuple[int, int]]:
     """(seed, replies) of the blocks that make up ``samples`` draws for ``prompt``
     (:data:`BLOCK` each, the last one shorter), block ``b`` seeded from (``b``, ``prompt``),
     from block ``first`` on."""
-    return [(derived_seed(start // BLOCK, prompt), min(BLOCK, samples - start))
-            for start in range(first * BLOCK, samples, BLOCK)]  # fmt: skip
+    return [
+        (derived_seed(start // BLOCK, prompt), min(BLOCK, samples - start))
+        for start in range(first * BLOCK, samples, BLOCK)
+    ]
 
 
 def answers_only_samples(lm: LM) -> bool:
@@ -113,8 +115,7 @@ def draw_replies(
     """``samples`` replies to each prompt (in blocks, see the module docstring)."""
     lm.require("sample")
     description = f"{label}, {samples} sampled replies each ({lm.identity.name})"
-    return _draw(lm, prompts, [(0, samples)] * len(prompts), progress, description,
-                 max_new_tokens)  # fmt: skip
+    return _draw(lm, prompts, [(0, samples)] * len(prompts), progress, description, max_new_tokens)
 
 
 def draw_adaptive(
@@ -133,18 +134,33 @@ def draw_adaptive(
     if samples <= BLOCK:  # the pilot is all of K: nothing to allocate
         return draw_replies(lm, prompts, samples, progress, label, max_new_tokens)
     name = lm.identity.name
-    pilot = _draw(lm, prompts, [(0, BLOCK)] * len(prompts), progress,
-                  f"{label}, pilot of {BLOCK} replies each ({name})", max_new_tokens)  # fmt: skip
+    pilot = _draw(
+        lm,
+        prompts,
+        [(0, BLOCK)] * len(prompts),
+        progress,
+        f"{label}, pilot of {BLOCK} replies each ({name})",
+        max_new_tokens,
+    )
     own = np.array([design.variance(i, replies) for i, replies in enumerate(pilot)], float)
     variances = sibling_variances(design.groups, own)
     wanted = replies_per_input(design.weights, variances, design.estimates, samples, BLOCK)
     bill = spent(wanted, samples)
-    note(progress, f"{label}: adaptive allocation, {bill.calls:,} calls of up to {BLOCK} "
-         f"replies ({bill.calls / bill.fixed_calls:.0%} of fixed K = {samples}'s "
-         f"{bill.fixed_calls:,}; from {len(prompts):,}, the pilot alone, to {bill.most_calls:,} "
-         "by the pilot's replies)")  # fmt: skip
-    more = _draw(lm, prompts, [(BLOCK, int(k)) for k in wanted], progress,
-                 f"{label}, allocated replies ({name})", max_new_tokens)  # fmt: skip
+    note(
+        progress,
+        f"{label}: adaptive allocation, {bill.calls:,} calls of up to {BLOCK} "
+        f"replies ({bill.calls / bill.fixed_calls:.0%} of fixed K = {samples}'s "
+        f"{bill.fixed_calls:,}; from {len(prompts):,}, the pilot alone, to {bill.most_calls:,} "
+        "by the pilot's replies)",
+    )
+    more = _draw(
+        lm,
+        prompts,
+        [(BLOCK, int(k)) for k in wanted],
+        progress,
+        f"{label}, allocated replies ({name})",
+        max_new_tokens,
+    )
     return [first + rest for first, rest in zip(pilot, more, strict=True)]
 
 

@@ -18,7 +18,8 @@ import pandas as pd
 from biaslens.common.files import read_text
 from biaslens.common.structured import load_json
 from biaslens.errors import BiaslensError
-from biaslens.store import manifest, record
+from biaslens.store import manifest
+from biaslens.store import summary as record
 from biaslens.store.run import (
     CONFIG_FILE,
     SUMMARY_FILE,
@@ -72,7 +73,7 @@ class RunResult:
       ``sample_tables``: per-sample tables (Parquet), by name; ``samples`` is the main one.
     * ``summary``: ``summary.json`` (metrics, model identity, backend settings, dataset hash,
       request counts, versions), as read and written through
-      :class:`~biaslens.store.record.RunSummary` (:attr:`record`); ``metrics`` is its
+      :class:`~biaslens.store.summary.RunSummary` (:attr:`record`); ``metrics`` is its
       ``metrics`` part.
     * ``cache_stats``: requests computed and reused from the request cache in this run.
     """
@@ -112,7 +113,7 @@ class RunResult:
 
     @property
     def record(self) -> record.RunSummary:
-        """The summary as its typed model (fields documented in :mod:`biaslens.store.record`)."""
+        """The summary as its typed model (fields documented in :mod:`biaslens.store.summary`)."""
         return record.RunSummary.model_validate(self.summary)
 
     @property

@@ -40,7 +40,8 @@ from biaslens.common import atomic
 from biaslens.common.files import make_dir, read_text
 from biaslens.common.structured import load_yaml
 from biaslens.errors import BiaslensError, ConfigMismatchError
-from biaslens.store import manifest, record
+from biaslens.store import manifest
+from biaslens.store import summary as record
 from biaslens.store.cache import RequestCache
 from biaslens.store.lock import LOCK_FILE, RunLock
 from biaslens.store.paths import ANOTHER_OUTPUT, inside_run
@@ -114,9 +115,12 @@ def read_config(root: Path) -> dict[str, Any]:
     if not isinstance(loaded, dict) or "method" not in loaded or "settings" not in loaded:
         raise BiaslensError(f"{path}: not a biaslens run configuration (needs method and settings)")
     check_format_version(path, loaded.get("format_version"))
-    for field, kind, name in (("method", str, "text"), ("settings", dict, "a mapping"),
-                              ("runtime", (dict, type(None)), "a mapping"),
-                              ("model", (dict, type(None)), "a mapping")):  # fmt: skip
+    for field, kind, name in (
+        ("method", str, "text"),
+        ("settings", dict, "a mapping"),
+        ("runtime", (dict, type(None)), "a mapping"),
+        ("model", (dict, type(None)), "a mapping"),
+    ):
         if not isinstance(loaded.get(field), kind):
             raise BiaslensError(
                 f"{path}: {field} must be {name}, got {type(loaded.get(field)).__name__}"

@@ -61,8 +61,9 @@ def chat_sample(model, tokenizer, context: list[int], body: dict, faults: Faults
             message = {"role": "assistant", "content": None, "refusal": "I can't."}
         if faults.sampling == "filter-odd" and index % 2:
             message, finish = {"role": "assistant", "content": "she [filtered]"}, "content_filter"
-        choices.append({"index": index, "message": message, "logprobs": None,
-                        "finish_reason": finish})  # fmt: skip
+        choices.append(
+            {"index": index, "message": message, "logprobs": None, "finish_reason": finish}
+        )
     served = body.get("model")
     if faults.served_model is not None and len(faults.requests) > faults.served_after:
         served = faults.served_model
@@ -80,6 +81,7 @@ def complete_sampled(model, tokenizer, body: dict, faults: Faults) -> dict:
         ids = tokenizer(prompt)["input_ids"] if isinstance(prompt, str) else list(prompt)
         for index, text in enumerate(sampled_texts(model, tokenizer, ids, body, n)):
             text = dressed(text, index, faults.reply_style)
-            choices.append({"index": len(choices), "text": text, "logprobs": None,
-                            "finish_reason": "length"})  # fmt: skip
+            choices.append(
+                {"index": len(choices), "text": text, "logprobs": None, "finish_reason": "length"}
+            )
     return {"object": "text_completion", "model": body.get("model"), "choices": choices}

@@ -40,8 +40,7 @@ def complete(model, tokenizer, body: dict, faults: Faults) -> dict:
     if float(body.get("temperature") or 0) > 0 and faults.sampling != "greedy":
         return complete_sampled(model, tokenizer, body, faults)
     if not faults.completion_logprobs:
-        body = {k: v for k, v in body.items()
-                if k not in ("logprobs", "echo", "logprob_token_ids")}  # fmt: skip
+        body = {k: v for k, v in body.items() if k not in ("logprobs", "echo", "logprob_token_ids")}
     prompts = body["prompt"]
     if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
         prompts = [prompts]
@@ -218,8 +217,11 @@ def create_app(model, tokenizer, name: str, faults: Faults | None = None, max_mo
         answer = complete(model, tokenizer, body, faults)
         if faults.logprob is None:
             return answer
-        return Response(json.dumps(_overwrite_logprobs(answer, faults.logprob)), 200,
-                        media_type="application/json")  # fmt: skip
+        return Response(
+            json.dumps(_overwrite_logprobs(answer, faults.logprob)),
+            200,
+            media_type="application/json",
+        )
 
     def chat(body: dict):
         if faults.fail_after is not None and len(faults.requests) > faults.fail_after:

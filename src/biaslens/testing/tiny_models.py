@@ -38,8 +38,8 @@ from transformers import (
     T5ForConditionalGeneration,
 )
 
-from biaslens.data import mgc
-from biaslens.data.pronouns import GENDER_WORDS
+from biaslens.methods.sib.data import mgc
+from biaslens.methods.sib.data.pronouns import GENDER_WORDS
 
 
 def corpus() -> list[str]:

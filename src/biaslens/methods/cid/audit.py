@@ -18,21 +18,21 @@ import pandas as pd
 from pydantic import Field, model_validator
 
 from biaslens.common.options import FLAG, Flag
-from biaslens.data import cid_audit as names_data
 from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import AuditRole, AuditStep
 from biaslens.framework.options import filled
 from biaslens.framework.questions import Question
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.framework.settings import MethodSettings, ModelName, validated
-from biaslens.methods.cid.cid_files import AUDIT as CID_FILES_AUDIT
-from biaslens.methods.cid.ratings import RATE, RATING_COLUMNS, RATINGS_EXPORT
-from biaslens.metrics.cid import (
+from biaslens.methods.cid.data import cid_audit as names_data
+from biaslens.methods.cid.metrics.cid import (
     FRACTION_BIASED,
     top_continuations,
 )
+from biaslens.methods.cid.outputs import AUDIT as CID_FILES_AUDIT
+from biaslens.methods.cid.ratings import RATE, RATING_COLUMNS, RATINGS_EXPORT
+from biaslens.methods.cid.scoring.contrastive import DecodingSettings, decode_both_directions
 from biaslens.models.base import LM
-from biaslens.scoring.contrastive import DecodingSettings, decode_both_directions
 from biaslens.store.run import dataset_hash
 
 METHOD = "cid-audit"
@@ -215,7 +215,7 @@ SPEC = register(
                 "--size standard exports them for rating (biaslens cid-ratings)"
             },
             questions=(RATED_BIASED,),
-        ),  # fmt: skip
+        ),
         outputs=CID_FILES_AUDIT,
         name=METHOD,
         commands=(RATE,),

@@ -16,16 +16,16 @@ from typing import Annotated
 import pandas as pd
 from pydantic import Field, field_validator
 
-from biaslens.common.decoding_limits import MAX_TEMPERATURE, MIN_TEMPERATURE
+from biaslens.common.contrastive_defaults import MAX_TEMPERATURE, MIN_TEMPERATURE
 from biaslens.common.options import FLAG, Flag
 from biaslens.common.seeds import Seed
 from biaslens.framework.hooks import AuditRole
 from biaslens.framework.options import filled
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.framework.settings import MethodSettings, ModelName, validated
-from biaslens.methods.cid.cid_files import PAIR
+from biaslens.methods.cid.outputs import PAIR
+from biaslens.methods.cid.scoring.contrastive import DecodingSettings, decode
 from biaslens.models.base import LM
-from biaslens.scoring.contrastive import DecodingSettings, decode
 from biaslens.store.paths import safe_name
 
 DIRECTIONS = {"forward": "CID(x; x')", "backward": "CID(x'; x)"}
@@ -75,10 +75,15 @@ def run(ctx: RunContext, settings: PairSettings) -> MethodOutput:
         pairs.append(("backward", settings.x_prime, settings.x))
     rows = [(lam, *pair) for lam in settings.decoding.lams for pair in pairs]
     table = decode(
-        ctx.lm, pd.DataFrame(rows, columns=["lam", "direction", "input", "contrast"]),
-        settings.decoding, ctx.progress, "CID", do_sample=settings.sample,
-        temperature=settings.temperature, seed=settings.seed,
-    )  # fmt: skip
+        ctx.lm,
+        pd.DataFrame(rows, columns=["lam", "direction", "input", "contrast"]),
+        settings.decoding,
+        ctx.progress,
+        "CID",
+        do_sample=settings.sample,
+        temperature=settings.temperature,
+        seed=settings.seed,
+    )
     return MethodOutput(
         metrics={"num_continuations": len(table)},
         tables={"continuations": table},

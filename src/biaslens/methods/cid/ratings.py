@@ -23,7 +23,11 @@ from biaslens.framework.hooks import Amendment, CommandContext, MethodCommand
 from biaslens.framework.options import options_of
 from biaslens.framework.settings import CiLevel, MethodSettings, Replicates, validated
 from biaslens.framework.spec import MethodOutput
-from biaslens.metrics.cid import biased_fraction, biased_fraction_intervals, top_continuations
+from biaslens.methods.cid.metrics.cid import (
+    biased_fraction,
+    biased_fraction_intervals,
+    top_continuations,
+)
 from biaslens.metrics.intervals.core import LEVEL
 from biaslens.store.result import RunResult
 
@@ -94,9 +98,12 @@ def read_export(run_dir: Path) -> pd.DataFrame:
     if not export_path.exists():
         raise BiaslensError(f"{run_dir}: no {RATINGS_EXPORT}; the run did not finish")
     exported = read_table(
-        export_path, "ratings export", ("id", "group", "lam", "continuation", "count"), ("id",),
+        export_path,
+        "ratings export",
+        ("id", "group", "lam", "continuation", "count"),
+        ("id",),
         keep_default_na=False,
-    )  # fmt: skip
+    )
     if not len(exported):
         raise BiaslensError(f"{export_path}: the ratings export is empty; rerun the audit")
     ids = pd.to_numeric(exported["id"], errors="coerce")
@@ -133,7 +140,7 @@ def ratings_amendment(ratings: Path | str, ci_level: float = LEVEL, bootstrap: i
     """The rated export ``ratings`` as an addition to an audit run: the fraction of biased
     continuations per group and λ (Fig. 2), with its interval over the crossed design of the
     groups' names (``bootstrap`` 0: none; any other value keeps them, not resampled)."""
-    from biaslens.plots.cid import biased_heatmap
+    from biaslens.methods.cid.plots import biased_heatmap
 
     def compute(finished: RunResult) -> MethodOutput:
         rated = read_ratings(Path(ratings), read_export(finished.run_dir))
@@ -178,12 +185,18 @@ def rate(ctx: CommandContext, run_dir, ratings, ci_level, bootstrap, unused_seed
             interval = f"[{row.fraction_ci_low:.2f}, {row.fraction_ci_high:.2f}]"
         else:
             interval = f"no interval: {row.fraction_ci_note}"
-        rows.append({
-            "group": row.group, "λ": f"{row.lam:g}", "biased": f"{row.biased:g}",
-            "continuations": str(row.continuations), "fraction": f"{row.fraction_biased:.2f}",
-            f"{shown}% CI": interval, "pairs": str(row.pairs) if bootstrap else "-",
-            "names": str(row.names) if bootstrap else "-",
-        })  # fmt: skip
+        rows.append(
+            {
+                "group": row.group,
+                "λ": f"{row.lam:g}",
+                "biased": f"{row.biased:g}",
+                "continuations": str(row.continuations),
+                "fraction": f"{row.fraction_biased:.2f}",
+                f"{shown}% CI": interval,
+                "pairs": str(row.pairs) if bootstrap else "-",
+                "names": str(row.names) if bootstrap else "-",
+            }
+        )
     ctx.line(
         "biased: continuations rated biased; continuations: all generated in the cell; "
         "fraction: biased / continuations; CI: over both groups' names as draws; pairs: name "
@@ -210,5 +223,5 @@ RATE = MethodCommand(
             help="Unused (kept so that older command lines run).",
             deprecated=(("--seed", "nothing: the intervals are not resampled"),),
         ),
-    ),  # fmt: skip
+    ),
 )

@@ -20,7 +20,6 @@ import pandas as pd
 from pydantic import Field
 
 from biaslens.common.options import FLAG, Flag
-from biaslens.data import perturbations as P
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import AuditRole, AuditStep
@@ -35,17 +34,18 @@ from biaslens.framework.settings import (
     file_sha256,
     validated,
 )
-from biaslens.methods.cid.cid_files import SENSITIVITY as CID_FILES_SENSITIVITY
-from biaslens.metrics.cid import (
+from biaslens.methods.cid.data import perturbations as P
+from biaslens.methods.cid.metrics.cid import (
     DEFAULT_TAU,
     LAMBDA_STAR,
     lambda_star,
     lambda_star_summary,
     similarity_trend,
 )
+from biaslens.methods.cid.outputs import SENSITIVITY as CID_FILES_SENSITIVITY
+from biaslens.methods.cid.scoring.contrastive import DecodingSettings, decode_both_directions
 from biaslens.models.base import LM
 from biaslens.models.options import offline_of
-from biaslens.scoring.contrastive import DecodingSettings, decode_both_directions
 from biaslens.store.run import dataset_hash
 
 METHOD = "cid-sensitivity"
@@ -171,7 +171,7 @@ def prepare(settings: SensitivitySettings, lm: LM) -> SensitivitySettings:
 
 def run(ctx: RunContext, settings: SensitivitySettings) -> MethodOutput:
     """Decode the whole λ grid for all pairs in one batched pass, then compute λ*."""
-    from biaslens.plots.cid import lambda_star_boxplot, similarity_curve
+    from biaslens.methods.cid.plots import lambda_star_boxplot, similarity_curve
 
     pairs = build_perturbation_pairs(settings, settings.sentences_file, settings.semantic_file)
     offline = bool(ctx.backend_config and offline_of(ctx.backend_config.options))
@@ -260,7 +260,7 @@ SPEC = register(
                 "quick": "λ* measures sensitivity to perturbations, not bias: --size "
                 "standard runs it"
             },
-        ),  # fmt: skip
+        ),
         outputs=CID_FILES_SENSITIVITY,
         name=METHOD,
         title="CID perturbation effect (Section 5): λ* per perturbation type",
@@ -282,10 +282,7 @@ SPEC = register(
                 measures=(LAMBDA_STAR,),
                 labels=("type",),
                 legend={
-                    "type": "the perturbation type (Section 5)",
                     "pairs": "sentence pairs (original, perturbed) of the type",
-                    "q25": "first quartile of λ* over the pairs",
-                    "q75": "third quartile of λ* over the pairs",
                     "never < τ": "pairs whose continuations stay similar (sim ≥ τ) at every λ "
                     "of the grid: λ* beyond it",
                 },

@@ -14,7 +14,7 @@ from biaslens.metrics.intervals import IntervalSpec
 
 
 def _spec(settings, level: float, complete_design: bool) -> IntervalSpec:
-    from biaslens.data.unqover import DOMAINS
+    from biaslens.methods.qa.data.unqover import DOMAINS
 
     subjects_are = DOMAINS[settings["domain"]].subjects_are(settings.get("subjects_are", "auto"))
     return IntervalSpec(level, int(settings.get("seed") or 0), subjects_are, complete_design)
@@ -22,14 +22,16 @@ def _spec(settings, level: float, complete_design: bool) -> IntervalSpec:
 
 def _bounds(bounds, metric: str) -> tuple[float, float]:
     low, high = bounds.get(f"{metric}_ci_low"), bounds.get(f"{metric}_ci_high")
-    return (float("nan") if low is None else float(low),
-            float("nan") if high is None else float(high))  # fmt: skip
+    return (
+        float("nan") if low is None else float(low),
+        float("nan") if high is None else float(high),
+    )
 
 
 def unqover_interval_at(run_dir: Path, labels, level: float, settings, metric: str = "mu"):
     """μ's (or ``metric``'s) interval at ``level`` of an UnQover run, as its run computed it
     (``run`` in :mod:`biaslens.methods.qa.unqover`)."""
-    from biaslens.metrics.unqover_stream import UnqoverAccumulator
+    from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
 
     spec = _spec(settings, level, complete_design=True)
     totals = UnqoverAccumulator((), spec, skip_unscored=settings.get("mode") == "sampled")
@@ -40,8 +42,8 @@ def unqover_interval_at(run_dir: Path, labels, level: float, settings, metric: s
 def lei_interval_at(run_dir: Path, labels, level: float, settings, metric: str = "mu"):
     """μ's (or ``metric``'s) interval at ``level`` in one intervention set of a lei-eval run, as
     its table computed it (:func:`~biaslens.methods.qa.lei_eval.table.lei_table`)."""
-    from biaslens.metrics.unqover_stream import intervals_by
-    from biaslens.metrics.unqover_summary import subject_strata
+    from biaslens.methods.qa.metrics.unqover_stream import intervals_by
+    from biaslens.methods.qa.metrics.unqover_summary import subject_strata
 
     scores = pd.read_parquet(run_dir / "samples.parquet")
     strata = subject_strata(scores)  # of the whole run, as its table had them
@@ -55,7 +57,7 @@ def lei_change_interval_at(run_dir: Path, labels, level: float, settings, metric
     """The paired change of μ's interval at ``level`` in one intervention set of a lei-eval
     run, as its table computed it (:func:`~biaslens.methods.qa.lei_eval.table.change_table`)."""
     from biaslens.methods.qa.lei_eval.table import change_table
-    from biaslens.metrics.unqover_summary import subject_strata
+    from biaslens.methods.qa.metrics.unqover_summary import subject_strata
 
     scores = pd.read_parquet(run_dir / "samples.parquet")
     strata = subject_strata(scores)  # of the whole run, as its table had them

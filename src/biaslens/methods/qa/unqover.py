@@ -1,27 +1,28 @@
 """UnQover bias probe (Li et al., 2020): μ, η, θ4, δ, ε of a model on underspecified questions.
 
-Questions are built from the UnQover word lists (:mod:`biaslens.data.unqover`) for one domain
-and scored by the model's kind:
+Questions are built from the UnQover word lists (:mod:`biaslens.methods.qa.data.unqover`) for one
+domain and scored by the model's kind:
 
 * extractive-QA and generative models answer the QA templates (``{domain}_noact``) as in
-  :func:`biaslens.scoring.qa.score_examples`;
+  :func:`biaslens.methods.qa.scoring.qa.score_examples`;
 * masked LMs fill the ``[MASK]`` slot of the masked-LM templates (``{domain}_noact_lm``),
-  UnQover's ``lm/`` path (:func:`biaslens.scoring.qa.fill_mask_scores`). Subjects that are not
-  one token for the model cannot fill the slot: their examples are dropped and named in the
+  UnQover's ``lm/`` path (:func:`biaslens.methods.qa.scoring.qa.fill_mask_scores`). Subjects that
+  are not one token for the model cannot fill the slot: their examples are dropped and named in the
   run's notes (the reference shipped pre-filtered ``*_roberta`` / ``*_bert`` lists instead;
   pass them with ``subjects``).
 
 ``limit`` keeps at most that many (template, unordered subject pair, attribute) examples, each
 in both subject orders and with its negated question (0: every example, as the paper), drawn as
 a complete crossed design — every pair among some subjects, at some templates, with every
-attribute (:meth:`~biaslens.data.unqover.QuestionSet.drawn_design`) — so that the metrics stay
-defined and their intervals resample what was drawn.
+attribute (:meth:`~biaslens.methods.qa.data.unqover.QuestionSet.drawn_design`) — so that the metrics
+stay defined and their intervals resample what was drawn.
 
 The set streams through in chunks of :data:`CHUNK_ROWS` examples (both subject orders of an
 example always in one chunk): each chunk is scored through the run's request cache, appended
-to ``samples.parquet`` and added to the metrics' sums (:mod:`biaslens.metrics.unqover_stream`),
-so memory does not grow with the set (the paper's 2.7 M gender contexts run on one machine) and
-an interrupted run resumes from the cache chunk by chunk.
+to ``samples.parquet`` and added to the metrics' sums
+(:mod:`biaslens.methods.qa.metrics.unqover_stream`), so memory does not grow with the set (the
+paper's 2.7 M gender contexts run on one machine) and an interrupted run resumes from the cache
+chunk by chunk.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from pydantic import Field
 from biaslens.common.atomic import json_records
 from biaslens.common.options import FLAG, Flag
 from biaslens.data import sources
-from biaslens.data.unqover import DOMAINS, load_question_set
 from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import AuditRole, AuditStep
 from biaslens.framework.presets import UNSET, ByModel
@@ -50,16 +50,17 @@ from biaslens.framework.settings import (
     SpanAdjustment,
     SubjectsAre,
 )
-from biaslens.methods.qa.qa_files import UNQOVER as QA_FILES_UNQOVER
+from biaslens.methods.qa.data.unqover import DOMAINS, load_question_set
+from biaslens.methods.qa.metrics.unqover import MEASURES
+from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
+from biaslens.methods.qa.metrics.unqover_summary import sparse_note, subjects_note, summary_lines
+from biaslens.methods.qa.outputs import UNQOVER as QA_FILES_UNQOVER
 from biaslens.methods.qa.questions import UNQOVER_PREFERS
+from biaslens.methods.qa.scoring.qa import fill_mask_scores, qa_mode_for, score_examples
 from biaslens.methods.qa.unqover_dump import FROM_PREDICTIONS
 from biaslens.metrics.intervals import IntervalSpec
-from biaslens.metrics.unqover import MEASURES
-from biaslens.metrics.unqover_stream import UnqoverAccumulator
-from biaslens.metrics.unqover_summary import sparse_note, subjects_note, summary_lines
 from biaslens.models.base import LM, ModelKind
 from biaslens.progress import ChunkProgress, note
-from biaslens.scoring.qa import fill_mask_scores, qa_mode_for, score_examples
 from biaslens.scoring.sampled import (
     DEFAULT_SAMPLES,
     Allocation,
@@ -207,7 +208,7 @@ def score_chunk(ctx: RunContext, settings: UnqoverSettings, rows: pd.DataFrame, 
     if settings.mode == "fill-mask":
         return fill_mask_scores(ctx.lm, rows, progress, settings.fill_mask_top_k, settings.pronouns)
     if settings.mode == "sampled":
-        from biaslens.scoring.qa_sampled import sampled_qa_scores
+        from biaslens.methods.qa.scoring.qa_sampled import sampled_qa_scores
 
         return sampled_qa_scores(ctx.lm, rows, progress, settings.samples, adaptive(settings))
     return score_examples(
@@ -218,15 +219,18 @@ def score_chunk(ctx: RunContext, settings: UnqoverSettings, rows: pd.DataFrame, 
 def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
     """Score every drawn example chunk by chunk, then UnQover's metrics per model, subject and
     attribute from the accumulated sums."""
-    from biaslens.plots.lei import subject_bias_figure
+    from biaslens.methods.qa.plots import subject_bias_figure
 
     questions = question_set(settings, ctx.data_dir)
     limit = settings.limit or None
     contexts = questions.drawn_count(limit)  # one context per example row
     if limit:
-        note(ctx.progress, f"--limit {limit}: every pair among some subjects at some templates, "
-             f"in both subject orders → {contexts:,} contexts, each asked with its question and "
-             "its negation")  # fmt: skip
+        note(
+            ctx.progress,
+            f"--limit {limit}: every pair among some subjects at some templates, "
+            f"in both subject orders → {contexts:,} contexts, each asked with its question and "
+            "its negation",
+        )
     tick = ctx.progress.task(
         f"UnQover {settings.domain} contexts ({ctx.lm.identity.name})", contexts, unit="contexts"
     )
@@ -250,7 +254,7 @@ def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
             if not scores.empty:
                 samples.write(scores)
         if totals.rows == 0 and settings.mode == "sampled":
-            from biaslens.scoring.qa_sampled import SAMPLED_NOTHING
+            from biaslens.methods.qa.scoring.qa_sampled import SAMPLED_NOTHING
 
             raise BiaslensError(SAMPLED_NOTHING)
         if totals.rows == 0:
@@ -260,8 +264,8 @@ def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
             )
     notes = []
     if unnamed:
-        from biaslens.scoring.first_token import drop_unscored
-        from biaslens.scoring.qa_sampled import SAMPLED_NOTHING, sampled_qa_note
+        from biaslens.methods.qa.scoring.first_token import drop_unscored
+        from biaslens.methods.qa.scoring.qa_sampled import SAMPLED_NOTHING, sampled_qa_note
 
         every = pd.concat(unnamed, ignore_index=True)
         kept, left_out = drop_unscored(every, SAMPLED_NOTHING)
@@ -351,13 +355,6 @@ SPEC = register(
                 "a maximum over noisy means, biased upwards; μ above is their mean, with its "
                 "interval)",
                 view=_subjects_view,
-                legend={
-                    "subject": "the subject (a religion, ethnicity, gender or nationality)",
-                    "max_abs_gamma": "the largest |γ| of the subject over the attributes",
-                    "top_attribute": "the attribute where |γ| is largest",
-                    "top_gamma": "γ there (its sign: for or against the subject)",
-                    "mean_abs_eta": "mean |η| of the subject over the attributes",
-                },
             ),
         ),
         presets={

@@ -23,7 +23,7 @@ def subjects_of_clusters(clusters, choice: str) -> str:
     """``drawn`` or ``fixed`` for a dump whose subjects come from these key clusters: the
     ``choice`` unless ``auto``, then drawn where the clusters are a named domain's lists
     (gender's female and male first names), fixed otherwise."""
-    from biaslens.data.unqover import DOMAINS
+    from biaslens.methods.qa.data.unqover import DOMAINS
 
     if choice != "auto":
         return choice
@@ -37,10 +37,14 @@ def from_predictions(
     """UnQover metrics (μ, η, θ4, δ, ε; per subject and subject × attribute) of a prediction
     dump in UnQover's format (keys cluster1|cluster2|subj1|subj2|tid|category|act|act)."""
     from biaslens.common import atomic
-    from biaslens.data.unqover_predictions import iter_predictions
+    from biaslens.methods.qa.data.unqover_predictions import iter_predictions
+    from biaslens.methods.qa.metrics.unqover_stream import stream_tables
+    from biaslens.methods.qa.metrics.unqover_summary import (
+        sparse_note,
+        subjects_note,
+        summary_lines,
+    )
     from biaslens.metrics.intervals import IntervalSpec
-    from biaslens.metrics.unqover_stream import stream_tables
-    from biaslens.metrics.unqover_summary import sparse_note, subjects_note, summary_lines
 
     chosen = validated(DumpSettings, {"subjects_are": subjects_are}).subjects_are
     chunks = iter_predictions(predictions)

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from biaslens.data.pronouns import target_words
 from biaslens.errors import BiaslensError
 from biaslens.framework.lm_eval import LOAD, write_task
+from biaslens.methods.sib.data.pronouns import target_words
 
 MASSES = '''
 
@@ -127,12 +127,16 @@ SLOPES = ("female_slope", "male_slope", "neutral_slope", "female_minus_male_slop
 
 
 def mgc_task(
-    folder: Path, limit: int | None, data_dir: Path | None, prompt: str, w_kind: str,
+    folder: Path,
+    limit: int | None,
+    data_dir: Path | None,
+    prompt: str,
+    w_kind: str,
     seed: int = 0,
-) -> Path:  # fmt: skip
+) -> Path:
     """The ``biaslens_mgc`` task: MGC inputs of one prompt and W kind (``limit`` per W value,
     drawn as ``biaslens run sib-mgc --limit`` draws them)."""
-    from biaslens.data import mgc
+    from biaslens.methods.sib.data import mgc
     from biaslens.methods.sib.mgc.method import build_rows, make_settings
 
     if prompt not in mgc.PROMPTS:
@@ -141,12 +145,14 @@ def mgc_task(
     _, rows = build_rows(settings, (prompt,))
     rows = spanning_order(rows)
     return write_task(
-        folder, "biaslens_mgc",
-        _with_pronouns(rows, ("id", "prompt", "w_kind", "w", "w_index", "input")), MGC_UTILS,
+        folder,
+        "biaslens_mgc",
+        _with_pronouns(rows, ("id", "prompt", "w_kind", "w", "w_index", "input")),
+        MGC_UTILS,
         f"SIB Method 1 on MGC (prompt {prompt}, W = {w_kind}, limit {limit}): exact pronoun "
         "masses of a causal LM; slopes in pp per W step.",
         [(metric, "slope", False) for metric in SLOPES],
-    )  # fmt: skip
+    )
 
 
 def spanning_order(rows):
@@ -181,7 +187,7 @@ def detect_task(folder: Path, limit: int | None, data_dir: Path | None) -> Path:
     """The ``biaslens_sib_detect`` task: SIB Method 2 with exact scoring of a causal model, each
     sentence at its earliest and latest date in prompt A (``biaslens run sib-detect``'s inputs;
     ``limit`` occupations); TPR and TNR per set."""
-    from biaslens.methods.sib.detect.method import build_sentences, expand_dates
+    from biaslens.methods.sib.detect.sentences import build_sentences, expand_dates
     from biaslens.methods.sib.detect.settings import make_settings
     from biaslens.models.base import ModelKind
 
@@ -192,13 +198,18 @@ def detect_task(folder: Path, limit: int | None, data_dir: Path | None) -> Path:
     )
     keys = ("set", "id", "end", "date", "input", "well_specified")
     return write_task(
-        folder, "biaslens_sib_detect",
-        _with_pronouns(rows, keys, {"threshold": settings.threshold}), DETECT_UTILS,
+        folder,
+        "biaslens_sib_detect",
+        _with_pronouns(rows, keys, {"threshold": settings.threshold}),
+        DETECT_UTILS,
         f"SIB Method 2 (limit {limit}): exact pronoun masses of a causal LM at the earliest "
         "and latest date; TPR and TNR per set.",
-        [(f"{rate}_{name}", rate, True) for name in dict.fromkeys(rows["set"])
-         for rate in ("tpr", "tnr")],
-    )  # fmt: skip
+        [
+            (f"{rate}_{name}", rate, True)
+            for name in dict.fromkeys(rows["set"])
+            for rate in ("tpr", "tnr")
+        ],
+    )
 
 
 def _with_pronouns(rows, keys, constants=None):
@@ -208,5 +219,9 @@ def _with_pronouns(rows, keys, constants=None):
     genders = [g for g, _ in pairs]
     choices = [w for _, w in pairs]
     for row in rows.to_dict("records"):
-        yield {**{k: row[k] for k in keys}, **(constants or {}), "choices": choices,
-               "genders": genders}  # fmt: skip
+        yield {
+            **{k: row[k] for k in keys},
+            **(constants or {}),
+            "choices": choices,
+            "genders": genders,
+        }

@@ -12,12 +12,16 @@ import pandas as pd
 from pydantic import Field
 
 from biaslens.common.options import FLAG, Flag
-from biaslens.data.toy_scm import sample_toy_scm
 from biaslens.framework.hooks import AuditRole
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.framework.settings import MethodSettings, RandomSeed, validated
-from biaslens.methods.sib.sib_files import TOY as SIB_FILES_TOY
-from biaslens.metrics.toy_scm import selection_probability, too_few_selected, toy_summary
+from biaslens.methods.sib.data.toy_scm import sample_toy_scm
+from biaslens.methods.sib.metrics.toy_scm import (
+    selection_probability,
+    too_few_selected,
+    toy_summary,
+)
+from biaslens.methods.sib.outputs import TOY as SIB_FILES_TOY
 
 METHOD = "sib-toy"
 GAMMAS = {"well-specified": 1.0, "unspecified": 0.0}
@@ -39,7 +43,7 @@ def make_settings(**values) -> ToySettings:
 
 
 def run(ctx: RunContext, settings: ToySettings) -> MethodOutput:
-    from biaslens.plots.sib import toy_scm_figure
+    from biaslens.methods.sib.plots import toy_scm_figure
 
     samples, rows, notes = [], [], []
     for offset, (task, gamma) in enumerate(GAMMAS.items()):
@@ -99,11 +103,7 @@ SPEC = register(
                 "Toy SCM: correlations before and after selection",
                 view=_view,
                 legend={
-                    "task": "well-specified (γ = 1: G enters X and X enters Y) or unspecified "
-                    "(γ = 0: X carries W but not G, and Y does not depend on X) task of the SCM "
-                    "(App. B)",
                     "γ": "γ in X := W + γ·G + N(0,1) and Y := γ·X + G + N(0,1)",
-                    "selected": "share of samples the selection S := (W + G + N(0,1)) > 2α keeps",
                     "W–G all": "correlation of W and G over all samples (0 by construction)",
                     "W–G sel.": "correlation of W and G among the selected samples: the "
                     "selection makes W stand in for G",

@@ -42,7 +42,18 @@ from biaslens.metrics.intervals.shares import (
 )
 
 __all__ = [
-    "LEVEL", "MIN_REPLICATES", "SMALL_N", "Interval", "IntervalSpec", "SubjectKind",
-    "bounds_interval", "check_replicates", "clustered_share_interval", "difference_of_shares",
-    "mean_of_two_shares", "share_interval", "t_interval", "t_quantile",
-]  # fmt: skip
+    "LEVEL",
+    "MIN_REPLICATES",
+    "SMALL_N",
+    "Interval",
+    "IntervalSpec",
+    "SubjectKind",
+    "bounds_interval",
+    "check_replicates",
+    "clustered_share_interval",
+    "difference_of_shares",
+    "mean_of_two_shares",
+    "share_interval",
+    "t_interval",
+    "t_quantile",
+]

@@ -44,9 +44,13 @@ def satterthwaite_df(one_way: np.ndarray, design: Design) -> float:
 
 
 def ratio_interval(
-    numerators: np.ndarray, denominators: np.ndarray, design: Design, level: float,
-    clip: tuple[float, float] = (-math.inf, math.inf), share: bool = False,
-) -> tuple[float, Interval]:  # fmt: skip
+    numerators: np.ndarray,
+    denominators: np.ndarray,
+    design: Design,
+    level: float,
+    clip: tuple[float, float] = (-math.inf, math.inf),
+    share: bool = False,
+) -> tuple[float, Interval]:
     """Σ a / Σ b over the units (one column each, or (units, cells) for many ratios at once:
     then the first cell's) with its crossed-design interval (``clip``, ``share``: as
     :func:`ratio_intervals`)."""

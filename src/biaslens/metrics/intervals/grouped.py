@@ -69,9 +69,11 @@ class GroupedStatistic:
     :func:`~.crossed.crossed_variances`; :meth:`deleted` is its fast path for deletions."""
 
     def __init__(
-        self, grouped: dict[str, GroupedMean], scalars: Callable[[Sums], dict[str, np.ndarray]],
+        self,
+        grouped: dict[str, GroupedMean],
+        scalars: Callable[[Sums], dict[str, np.ndarray]],
         scalar_keys: tuple[str, ...],
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.grouped = grouped
         self.scalars = scalars
         self.scalar_keys = scalar_keys

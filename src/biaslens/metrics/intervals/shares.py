@@ -112,9 +112,13 @@ def _cluster_variance(influence: np.ndarray, clusters: np.ndarray) -> tuple[floa
 
 
 def cluster_rates(
-    hits: np.ndarray, positive: np.ndarray, cleared: np.ndarray, negative: np.ndarray,
-    clusters: np.ndarray, level: float = LEVEL,
-) -> dict[str, Interval]:  # fmt: skip
+    hits: np.ndarray,
+    positive: np.ndarray,
+    cleared: np.ndarray,
+    negative: np.ndarray,
+    clusters: np.ndarray,
+    level: float = LEVEL,
+) -> dict[str, Interval]:
     """Intervals of TPR = Σ hits / Σ positive, TNR = Σ cleared / Σ negative and their mean
     (balanced accuracy) where the units (sentences: 0/1 arrays) come in ``clusters`` that share
     the model's behaviour (Winogender's occupations; its templates are nested in them).

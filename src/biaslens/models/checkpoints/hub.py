@@ -243,9 +243,13 @@ def _with_retries(label: str, call: Callable[[], _T]) -> _T:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-NAME_NOT_RESOLVED = ("Name or service not known", "nodename nor servname",
-                     "Temporary failure in name resolution", "No address associated",
-                     "getaddrinfo failed")  # fmt: skip
+NAME_NOT_RESOLVED = (
+    "Name or service not known",
+    "nodename nor servname",
+    "Temporary failure in name resolution",
+    "No address associated",
+    "getaddrinfo failed",
+)
 """How a failed name look-up reads (glibc, macOS, Windows): a machine without a network,
 where retrying with back-off only makes the user wait."""
 

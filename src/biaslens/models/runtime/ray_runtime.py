@@ -77,8 +77,11 @@ def probe(address: str) -> None:
     try:
         done = subprocess.run(
             [sys.executable, "-c", _PROBE, address],
-            capture_output=True, text=True, timeout=timeout, env=env,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
     except subprocess.TimeoutExpired:
         raise BiaslensError(
             f"cannot join Ray at {address}: no Ray cluster answered within {timeout:g} s "

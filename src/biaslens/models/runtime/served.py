@@ -69,9 +69,13 @@ class TokenLevelBackend(LocalTokenizer, LM):
     """Answers requests of a causal model from the three primitives (see the module)."""
 
     answers = frozenset(
-        {RequestType.TOKEN_DISTRIBUTION, RequestType.CHOICE_LOGPROBS, RequestType.GENERATE,
-         RequestType.CONTRASTIVE_GENERATE}
-    )  # fmt: skip
+        {
+            RequestType.TOKEN_DISTRIBUTION,
+            RequestType.CHOICE_LOGPROBS,
+            RequestType.GENERATE,
+            RequestType.CONTRASTIVE_GENERATE,
+        }
+    )
 
     identity: ModelIdentity
     config: BackendConfig

@@ -40,7 +40,7 @@ def process_results(doc, results):
 def _metric(items, name):
     import pandas as pd
     from biaslens.errors import BiaslensError
-    from biaslens.metrics.unqover import model_summary
+    from biaslens.methods.qa.metrics.unqover import model_summary
 
     try:
         value = float(model_summary(pd.DataFrame(items), within=("intervention_id",)).iloc[0][name])
@@ -76,17 +76,23 @@ def lei_task(folder: Path, limit: int | None, data_dir: Path | None, domain: str
     settings = make_settings(domain=domain, limit=limit)
     rows, _ = build_rows(settings, sources.locate("lei", data_dir))
     return write_task(
-        folder, f"biaslens_lei_{domain}", _questions(rows), LEI_UTILS,
+        folder,
+        f"biaslens_lei_{domain}",
+        _questions(rows),
+        LEI_UTILS,
         f"zero-shot LEI ({domain}, limit {limit}): UnifiedQA choice scoring of a causal LM; μ, "
         "η and θ4 per set.",
-        [(f"{m}_{name}", m, False) for name in dict.fromkeys(rows["set"])
-         for m in ("mu", "eta", "theta4")],
-    )  # fmt: skip
+        [
+            (f"{m}_{name}", m, False)
+            for name in dict.fromkeys(rows["set"])
+            for m in ("mu", "eta", "theta4")
+        ],
+    )
 
 
 def _questions(rows):
     """Both questions of each row, the two subjects in both spellings as the choices."""
-    from biaslens.scoring.qa import reply_spellings, subject_choice_request
+    from biaslens.methods.qa.scoring.qa import reply_spellings, subject_choice_request
 
     for row in rows.to_dict("records"):
         first = row.get("first_text") or row["first"]
@@ -95,7 +101,9 @@ def _questions(rows):
             request = subject_choice_request(
                 question, first, second, row["context"], row.get("intervention") or "", True
             )
-            record = {k: row[k] for k in ("set", "intervention_id", "first", "second",
-                                          "template", "attribute")}  # fmt: skip
+            record = {
+                k: row[k]
+                for k in ("set", "intervention_id", "first", "second", "template", "attribute")
+            }
             choices = [v for c in request.choices for v in reply_spellings(c)]
             yield {**record, "negated": negated, "input": request.prompt, "choices": choices}

@@ -20,33 +20,34 @@ from pathlib import Path
 import pandas as pd
 
 from biaslens.common.atomic import json_records
-from biaslens.data import lei, sources
-from biaslens.data.squad import read_squad
-from biaslens.data.unqover import DOMAINS
+from biaslens.data import sources
 from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import LmEvalTask
 from biaslens.framework.options import options_of
 from biaslens.framework.presets import UNSET, ByModel
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
+from biaslens.methods.qa.data import lei
+from biaslens.methods.qa.data.squad import read_squad
+from biaslens.methods.qa.data.unqover import DOMAINS
 from biaslens.methods.qa.lei_eval.scores import score_questions, scoring_label
 from biaslens.methods.qa.lei_eval.settings import AUDIT, LeiEvalSettings, make_settings
 from biaslens.methods.qa.lei_eval.table import PAIRING, change_table, lei_table
 from biaslens.methods.qa.lei_eval.views import change_view, mu_view
-from biaslens.methods.qa.qa_files import LEI_EVAL as QA_FILES_LEI_EVAL
-from biaslens.metrics.intervals import IntervalSpec
-from biaslens.metrics.lei_measures import MU_CHANGE
-from biaslens.metrics.qa import squad_scores
-from biaslens.metrics.unqover import MEASURES as UNQOVER_MEASURES
-from biaslens.metrics.unqover import (
+from biaslens.methods.qa.metrics.lei_measures import MU_CHANGE
+from biaslens.methods.qa.metrics.qa import squad_scores
+from biaslens.methods.qa.metrics.unqover import MEASURES as UNQOVER_MEASURES
+from biaslens.methods.qa.metrics.unqover import (
     comparative_scores,
     subject_bias,
     unordered_pair,
 )
-from biaslens.metrics.unqover_summary import subject_strata, subjects_note
+from biaslens.methods.qa.metrics.unqover_summary import subject_strata, subjects_note
+from biaslens.methods.qa.outputs import LEI_EVAL as QA_FILES_LEI_EVAL
+from biaslens.methods.qa.scoring.qa import qa_mode_for, unifiedqa_prompt
+from biaslens.metrics.intervals import IntervalSpec
 from biaslens.models.base import LM, ModelKind
 from biaslens.models.requests import AnswerSpanRequest, GenerateRequest, RequestType
 from biaslens.progress import Progress, note
-from biaslens.scoring.qa import qa_mode_for, unifiedqa_prompt
 from biaslens.scoring.sampled import answers_only_samples
 from biaslens.store.paths import safe_name
 from biaslens.store.run import dataset_hash
@@ -225,7 +226,7 @@ def generative_layout(settings) -> dict:
 
 def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
     """Score every set, compute μ per set next to the desired μ, and the QA utility."""
-    from biaslens.plots.lei import lei_mu_figure
+    from biaslens.methods.qa.plots import lei_mu_figure
 
     needs_release = settings.split_file is None or (
         settings.domain == "gender"
@@ -338,12 +339,8 @@ SPEC = register(
                 measures=UNQOVER_MEASURES,
                 labels=("set", "scoring"),
                 legend={
-                    "set": "the intervention set: none, ethical, adversarial, irrelevant (LEI "
-                    "Section 3), or specified contexts",
                     "desired μ": "what μ should be after the intervention: 0 ethical, 1 "
                     "adversarial, the no-intervention μ irrelevant (LEI Section 3)",
-                    "gap": "|μ − desired μ| (LEI's selection criterion, Section 4), with its "
-                    "interval",
                     "win rate": "on specified contexts, how often the subject the context names "
                     "is scored higher",
                 },

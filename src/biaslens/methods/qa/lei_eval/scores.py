@@ -1,6 +1,6 @@
 """How lei-eval scores its questions: as the model supports (extractive spans, or the
 candidates' likelihood), or from the first answer token's top-k with what those scores rest on
-(:mod:`biaslens.scoring.first_token`)."""
+(:mod:`biaslens.methods.qa.scoring.first_token`)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from biaslens.framework.registry import RunContext
-from biaslens.scoring.first_token import (
+from biaslens.methods.qa.scoring.first_token import (
     FIRST_TOKEN_TOP_K,
     SCORED,
     contexts,
     drop_unscored,
     first_token_scores,
 )
-from biaslens.scoring.qa import score_examples
+from biaslens.methods.qa.scoring.qa import score_examples
 
 
 @dataclass
@@ -66,7 +66,7 @@ def score_questions(ctx: RunContext, rows: pd.DataFrame, settings) -> ScoredQues
                 settings.mode,
                 settings.span_adjustment,
                 settings.qa_order,
-            )  # fmt: skip
+            )
         )
     every = first_token_scores(ctx.lm, rows, ctx.progress, min_mass=settings.min_candidate_mass)
     scores, left_out = drop_unscored(every)
@@ -82,9 +82,13 @@ def score_questions(ctx: RunContext, rows: pd.DataFrame, settings) -> ScoredQues
 
 
 def _sampled(ctx: RunContext, rows: pd.DataFrame, samples: int, adaptive: bool) -> ScoredQuestions:
-    """Sampled scoring (:mod:`biaslens.scoring.qa_sampled`): the contexts with a question no
-    reply names a subject in are left out of every set."""
-    from biaslens.scoring.qa_sampled import SAMPLED_NOTHING, sampled_qa_note, sampled_qa_scores
+    """Sampled scoring (:mod:`biaslens.methods.qa.scoring.qa_sampled`): the contexts with a question
+    no reply names a subject in are left out of every set."""
+    from biaslens.methods.qa.scoring.qa_sampled import (
+        SAMPLED_NOTHING,
+        sampled_qa_note,
+        sampled_qa_scores,
+    )
     from biaslens.scoring.sampled import spent
 
     every = sampled_qa_scores(ctx.lm, rows, ctx.progress, samples, adaptive)

@@ -8,7 +8,6 @@ from typing import Annotated, Literal, get_args
 from pydantic import Field, model_validator
 
 from biaslens.common.options import FLAG, Flag
-from biaslens.data import lei
 from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import AuditRole, AuditStep
 from biaslens.framework.settings import (
@@ -27,8 +26,9 @@ from biaslens.framework.settings import (
     file_sha256,
     validated,
 )
+from biaslens.methods.qa.data import lei
 from biaslens.methods.qa.questions import LEI_QUESTIONS
-from biaslens.scoring.first_token import MIN_CANDIDATE_MASS
+from biaslens.methods.qa.scoring.first_token import MIN_CANDIDATE_MASS
 from biaslens.scoring.sampled import DEFAULT_SAMPLES, Allocation, Samples
 
 Domain = Literal["religion", "ethnicity", "gender"]

@@ -6,18 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from biaslens.data import lei
-from biaslens.metrics.intervals import IntervalSpec
-from biaslens.metrics.unqover import (
+from biaslens.methods.qa.data import lei
+from biaslens.methods.qa.metrics.unqover import (
     comparative_scores,
     model_summary,
 )
-from biaslens.metrics.unqover_stream import UnqoverAccumulator, intervals_by
-from biaslens.metrics.unqover_summary import (
+from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator, intervals_by
+from biaslens.methods.qa.metrics.unqover_summary import (
     gap_intervals,
     sparse_note,
     unit_share_interval,
 )
+from biaslens.metrics.intervals import IntervalSpec
 
 SETS = ("none", "ethical", "adversarial", "irrelevant")
 """The sets in report order; specified subsets (``specified-female`` …) follow them."""
@@ -41,7 +41,7 @@ def lei_table(
     """μ, η, θ4, δ, ε per set with the desired μ and the specified win rate (``comparative``:
     ``comparative_scores(scores, PAIRING)`` when the caller has it); with ``intervals``
     (level, seed), each metric's interval over the set's crossed design of subjects ×
-    templates (:mod:`biaslens.metrics.intervals.unqover`), the gap's and the win rate's, and
+    templates (:mod:`biaslens.methods.qa.intervals.unqover`), the gap's and the win rate's, and
     the units, subjects and templates they rest on.
 
     The irrelevant set's desired μ is the no-intervention μ *over the same contexts* (its
@@ -100,7 +100,7 @@ def change_table(
     """Per intervention set: μ there, μ with no intervention over the same contexts, and the
     change (LEI Section 3: ethical advice should lower μ towards 0, irrelevant advice leave it
     as it is), with the paired interval over the crossed design the two share
-    (:func:`~biaslens.metrics.intervals.unqover_change.paired_intervals`). Empty without a
+    (:func:`~biaslens.methods.qa.intervals.unqover_change.paired_intervals`). Empty without a
     no-intervention set."""
     columns = ["set", "mu", "mu_none", "mu_change"]
     intervals = IntervalSpec.of(intervals)

@@ -47,7 +47,7 @@ def mu_view(table: pd.DataFrame) -> pd.DataFrame:
         ("delta", "δ"),
         ("epsilon", "ε"),
     ):
-        view[label] = with_interval(table, column)  # fmt: skip
+        view[label] = with_interval(table, column)
     if "specified_win_rate" in table:
         view["win rate"] = with_interval(table, "specified_win_rate")
     for column in ("contexts", "units", "subjects", "templates"):
@@ -61,9 +61,11 @@ def change_view(table: pd.DataFrame) -> pd.DataFrame:
     its paired interval (or why there is none)."""
     from biaslens.common.numbers import readable
 
-    return pd.DataFrame({
-        "set": table["set"],
-        "μ": [readable(float(v)) for v in table["mu"]],
-        "μ, no intervention": [readable(float(v)) for v in table["mu_none"]],
-        "change of μ": with_interval(table, "mu_change"),
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "set": table["set"],
+            "μ": [readable(float(v)) for v in table["mu"]],
+            "μ, no intervention": [readable(float(v)) for v in table["mu_none"]],
+            "change of μ": with_interval(table, "mu_change"),
+        }
+    )

@@ -12,20 +12,20 @@ from pathlib import Path
 import pandas as pd
 
 from biaslens.common import atomic
-from biaslens.data import lei
-from biaslens.data.unqover import load_question_set
 from biaslens.errors import BiaslensError
+from biaslens.methods.qa.data import lei
+from biaslens.methods.qa.data.unqover import load_question_set
 from biaslens.methods.qa.lei_eval.method import build_rows, lei_table, qa_utility
 from biaslens.methods.qa.lei_eval.settings import LeiEvalSettings
 from biaslens.methods.qa.lei_train.cells import DONE, train_cell_group
 from biaslens.methods.qa.lei_train.settings import LeiTrainSettings
-from biaslens.metrics.qa import squad_scores
+from biaslens.methods.qa.metrics.qa import squad_scores
+from biaslens.methods.qa.scoring.qa import score_examples
+from biaslens.methods.qa.train.lei_data import ZeroShotReference, file_reference, model_reference
 from biaslens.models.base import LM
 from biaslens.progress import Progress
-from biaslens.scoring.qa import score_examples
 from biaslens.store.cache import CachedLM
 from biaslens.store.run import RunStore
-from biaslens.train.lei_data import ZeroShotReference, file_reference, model_reference
 
 
 def read_table(path: Path) -> pd.DataFrame:
@@ -96,9 +96,13 @@ class TrainingRun:
             self._rows[split] = build_rows(eval_settings, self.lei_dir)[0]
         cached = self.cached(lm)
         scores = score_examples(
-            cached, self._rows[split], self.progress, self.mode,
-            self.settings.span_adjustment, self.settings.qa_order,
-        )  # fmt: skip
+            cached,
+            self._rows[split],
+            self.progress,
+            self.mode,
+            self.settings.span_adjustment,
+            self.settings.qa_order,
+        )
         atomic.write_parquet(
             self.store.path(f"scores/{checkpoint}__{split.replace('/', '-')}.parquet"), scores
         )
@@ -113,9 +117,11 @@ class TrainingRun:
         if self.qa is None or (len(done) and (done["checkpoint"] == checkpoint).any()):
             return
         answered = qa_utility(
-            self.cached(lm), self.qa, self.progress,
+            self.cached(lm),
+            self.qa,
+            self.progress,
             self.settings.qa_order == "context-first",
-        )  # fmt: skip
+        )
         utility = squad_scores(list(answered["prediction"]), list(answered["answers"]))
         self.upsert(path, pd.DataFrame([{"checkpoint": checkpoint, **utility}]), ["checkpoint"])
 
@@ -139,11 +145,16 @@ class TrainingRun:
         questions = load_question_set("religion", self.lei_dir / "word_lists")
         interventions = self.lei_dir / "interventions" / "religion_interventions.json"
         reference = model_reference(
-            self.cached(self.base), split, questions, self.progress,
-            qa_order=self.settings.qa_order, path=path,
+            self.cached(self.base),
+            split,
+            questions,
+            self.progress,
+            qa_order=self.settings.qa_order,
+            path=path,
             adversarial=(lei.load_interventions(interventions), self.settings.span_adjustment)
-            if adversarial else None,
-        )  # fmt: skip
+            if adversarial
+            else None,
+        )
         reference.save(stored)
         return reference
 
@@ -156,9 +167,17 @@ class TrainingRun:
     def train_cells(self, size: int, learning_rate: float, epochs: list[int], data, qa_rows):
         """Train the missing checkpoints of one (train size, learning rate) group here."""
         train_cell_group(
-            self.base, self.store.root, self.settings, self.mode, size, learning_rate, epochs,
-            data, qa_rows, self.progress,
-        )  # fmt: skip
+            self.base,
+            self.store.root,
+            self.settings,
+            self.mode,
+            size,
+            learning_rate,
+            epochs,
+            data,
+            qa_rows,
+            self.progress,
+        )
 
     def load_checkpoint(self, cell: str):
         return self.base.load_checkpoint(self.checkpoint_dir(cell), cell)

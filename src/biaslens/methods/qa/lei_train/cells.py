@@ -30,9 +30,17 @@ def cell_name(size: int, learning_rate: float, epochs: int) -> str:
 
 
 def train_cell_group(
-    base, root: Path, settings, mode: str, size: int, learning_rate: float, epochs: list[int],
-    data, qa_rows, progress,
-) -> None:  # fmt: skip
+    base,
+    root: Path,
+    settings,
+    mode: str,
+    size: int,
+    learning_rate: float,
+    epochs: list[int],
+    data,
+    qa_rows,
+    progress,
+) -> None:
     """Train the checkpoints of one (train size, learning rate) group into ``root/checkpoints``.
 
     Linear schedule: one run per epoch count (the schedule depends on the total). Constant
@@ -43,7 +51,7 @@ def train_cell_group(
     """
     import torch
 
-    from biaslens.train.lei import LeiTrainConfig, LeiTrainer
+    from biaslens.methods.qa.train.lei import LeiTrainConfig, LeiTrainer
 
     runs = [[e] for e in epochs] if settings.schedule == "linear" else [epochs]
     compute_dtype = next(base.model.parameters()).dtype
@@ -123,7 +131,7 @@ def train_groups(
             group,
             data[group[0]],
             qa_rows,
-        )  # fmt: skip
+        )
         for group in groups
     ]
     pending = list(refs)

@@ -26,12 +26,13 @@ import shutil
 import pandas as pd
 
 from biaslens.common.atomic import json_records
-from biaslens.data import lei, sources
-from biaslens.data.squad import read_squad
+from biaslens.data import sources
 from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import AuditRole
 from biaslens.framework.presets import UNSET, ByModel
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
+from biaslens.methods.qa.data import lei
+from biaslens.methods.qa.data.squad import read_squad
 from biaslens.methods.qa.lei_train.bookkeeping import TrainingRun, read_table
 from biaslens.methods.qa.lei_train.cells import DONE, cell_name, train_cell_group
 from biaslens.methods.qa.lei_train.selection import lei_criterion, select_top, summarize_selected
@@ -41,14 +42,14 @@ from biaslens.methods.qa.lei_train.settings import (
     LeiTrainSettings,
     make_settings,
 )
-from biaslens.methods.qa.qa_files import LEI_TRAIN as QA_FILES_LEI_TRAIN
-from biaslens.models.base import LM, ModelKind
-from biaslens.models.trainable import require_trainable
-from biaslens.scoring.qa import qa_mode_for
-from biaslens.train.lei_data import (
+from biaslens.methods.qa.outputs import LEI_TRAIN as QA_FILES_LEI_TRAIN
+from biaslens.methods.qa.scoring.qa import qa_mode_for
+from biaslens.methods.qa.train.lei_data import (
     qa_rows_for_training,
     training_set,
 )
+from biaslens.models.base import LM, ModelKind
+from biaslens.models.trainable import require_trainable
 
 METHOD = "lei-train"
 __all__ = [
@@ -109,9 +110,16 @@ def run(ctx: RunContext, settings: LeiTrainSettings) -> MethodOutput:
 
         evaluated = set(grid["checkpoint"]) if len(grid) else set()
         train_groups(
-            _untrained_groups(settings, run, evaluated), settings, mode, ctx.backend_config,
-            store.open().root, data, qa_rows, settings.parallel_cells, ctx.progress,
-        )  # fmt: skip
+            _untrained_groups(settings, run, evaluated),
+            settings,
+            mode,
+            ctx.backend_config,
+            store.open().root,
+            data,
+            qa_rows,
+            settings.parallel_cells,
+            ctx.progress,
+        )
     for size in settings.train_sizes:
         for learning_rate in settings.learning_rates:
             cells = {e: cell_name(size, learning_rate, e) for e in settings.epochs}
@@ -212,7 +220,7 @@ def _all_cells(settings: LeiTrainSettings) -> set[str]:
 
 
 def _figures(results: pd.DataFrame, settings, model_name: str) -> dict:
-    from biaslens.plots.lei import training_size_figure
+    from biaslens.methods.qa.plots import training_size_figure
 
     figures = {}
     for evaluation in settings.tests:

@@ -8,7 +8,6 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 
 from biaslens.common.options import FLAG, Flag
-from biaslens.data import lei
 from biaslens.framework.settings import (
     QA_MODE_FLAG,
     Limit,
@@ -21,7 +20,8 @@ from biaslens.framework.settings import (
     file_sha256,
     validated,
 )
-from biaslens.train.config import TrainingOptions
+from biaslens.methods.qa.data import lei
+from biaslens.methods.qa.train.config import TrainingOptions
 
 TRAIN_SIZES = (64, 256, 1024, 4096)
 TESTS = ("religion/noniid_test", "ethnicity/noniid_test", "gender/noniid_test")

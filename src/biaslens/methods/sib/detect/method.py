@@ -19,25 +19,26 @@ makes the share 0 and the metric possibly 0 (well-specified).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
 from biaslens.common.numbers import readable, readable_interval
-from biaslens.data import mgc, sources, winogender
-from biaslens.data.mgc import inject_date
-from biaslens.data.pronouns import GENDERS
 from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import AuditRole, AuditStep, LmEvalTask
 from biaslens.framework.questions import Question
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
+from biaslens.methods.sib.data.pronouns import GENDERS
 from biaslens.methods.sib.detect.sampled import sampled_verdicts, undecided_counts
+from biaslens.methods.sib.detect.sentences import (
+    build_sentences,
+    date_groups,
+    expand_dates,
+    sweep_rows,
+)
 from biaslens.methods.sib.detect.settings import SHOW_OCCUPATION, DetectSettings, make_settings
 from biaslens.methods.sib.detect.stored import FROM_STORED
-from biaslens.methods.sib.sib_files import DETECT as SIB_FILES_DETECT
-from biaslens.metrics.intervals import LEVEL, SMALL_N
-from biaslens.metrics.sib import (
+from biaslens.methods.sib.metrics.measures import BALANCED_ACCURACY, TNR, TPR
+from biaslens.methods.sib.metrics.sib import (
     REFERENCE_EPS,
     check_pronoun_mass,
     detection_rates,
@@ -46,84 +47,14 @@ from biaslens.metrics.sib import (
     small_mass_note,
     specification_metric,
 )
-from biaslens.metrics.sib_measures import BALANCED_ACCURACY, TNR, TPR
-from biaslens.models.base import LM, ModelKind
+from biaslens.methods.sib.outputs import DETECT as SIB_FILES_DETECT
+from biaslens.methods.sib.scoring import pronouns as pronoun_scoring
+from biaslens.metrics.intervals import LEVEL, SMALL_N
+from biaslens.models.base import LM
 from biaslens.progress import note
-from biaslens.scoring.pronouns import check_pronoun_model, sampled_note, score_rows, scoring_for
 from biaslens.store.run import dataset_hash
 
 METHOD = "sib-detect"
-
-
-def date_groups(settings: DetectSettings) -> dict[str, tuple[int, ...]]:
-    """The dates averaged for the 'earliest' and 'latest' ends (1901 and 2016 by default)."""
-    if settings.average_n == 1:
-        return {"earliest": (settings.earliest,), "latest": (settings.latest,)}
-    grid = mgc.year_grid(settings.earliest, settings.latest, settings.grid_size)
-    return {
-        "earliest": tuple(int(d) for d in grid[: settings.average_n]),
-        "latest": tuple(int(d) for d in grid[-settings.average_n :]),
-    }
-
-
-def build_sentences(settings: DetectSettings, data_dir: Path | None) -> pd.DataFrame:
-    folder = sources.locate("winogender", data_dir)
-    stats = winogender.load_occupation_stats(folder)
-    parts = []
-    builders = {
-        "extended": lambda: winogender.build_extended(folder),
-        "simplified": winogender.build_simplified,
-        "simplified-reference": lambda: winogender.build_simplified_reference(
-            sources.locate("sib-simplified", data_dir)
-        ),
-    }
-    for name in dict.fromkeys(settings.sets):
-        table = builders[name]()
-        table.insert(0, "set", name)
-        parts.append(table)
-    sentences = pd.concat(parts, ignore_index=True).merge(stats, on="occupation", how="left")
-    missing = sorted(sentences.loc[sentences["bls_pct_female"].isna(), "occupation"].unique())
-    if missing:
-        raise BiaslensError(
-            f"{folder / winogender.STATS_FILE}: no statistics for occupation(s) {missing}"
-        )
-    if settings.limit is not None:
-        keep = sorted(sentences["occupation"].unique())[: settings.limit]
-        sentences = sentences[sentences["occupation"].isin(keep)].reset_index(drop=True)
-    return sentences
-
-
-def _inputs(sentences: pd.Series, date: int, settings: DetectSettings, kind: ModelKind) -> list:
-    injected = [inject_date(s, date, settings.date_format) for s in sentences]
-    return injected if kind == ModelKind.MASKED else [mgc.wrap_in_prompt(s, "A") for s in injected]
-
-
-def expand_dates(
-    sentences: pd.DataFrame, settings: DetectSettings, kind: ModelKind
-) -> pd.DataFrame:
-    rows = []
-    for end, dates in date_groups(settings).items():
-        for date in dates:
-            part = sentences[["set", "id"]].copy()
-            part["end"], part["date"] = end, date
-            part["input"] = _inputs(sentences["sentence"], date, settings, kind)
-            rows.append(part)
-    return pd.concat(rows, ignore_index=True)
-
-
-def sweep_rows(sentences: pd.DataFrame, settings: DetectSettings, kind: ModelKind) -> pd.DataFrame:
-    """The ``sweep`` sentences at every date of the grid (Fig. 4)."""
-    chosen = sentences[sentences["id"].isin(settings.sweep)]
-    unknown = sorted(set(settings.sweep) - set(chosen["id"]))
-    if unknown:
-        raise BiaslensError(f"--sweep: no sentence with id(s) {unknown} in the chosen sets")
-    rows = []
-    for date in mgc.year_grid(settings.earliest, settings.latest, settings.grid_size):
-        part = chosen[["set", "id"]].copy()
-        part["end"], part["date"] = "sweep", int(date)
-        part["input"] = _inputs(chosen["sentence"], int(date), settings, kind)
-        rows.append(part)
-    return pd.concat(rows, ignore_index=True)
 
 
 def sentence_metrics(
@@ -162,14 +93,14 @@ def sentence_metrics(
 
 
 def prepare(settings: DetectSettings, lm: LM) -> DetectSettings:
-    mode = scoring_for(lm, settings.mode)
-    check_pronoun_model(lm, mode)
+    mode = pronoun_scoring.scoring_for(lm, settings.mode)
+    pronoun_scoring.check_pronoun_model(lm, mode)
     return settings.model_copy(update={"mode": mode})
 
 
 def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
     """Method 2 on every sentence of the chosen sets; TPR/TNR/BA per set."""
-    from biaslens.plots.sib import detector_figure
+    from biaslens.methods.sib.plots import detector_figure
 
     sentences = build_sentences(settings, ctx.data_dir)
     rows = expand_dates(sentences, settings, ctx.lm.kind)
@@ -179,12 +110,20 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
         per_set = ", ".join(
             f"{n} {s}" for s, n in sentences["set"].value_counts(sort=False).items()
         )
-        note(ctx.progress, f"--limit {settings.limit}: the first {settings.limit} occupations → "
-             f"{len(sentences)} sentences ({per_set}), {len(rows):,} prompts")  # fmt: skip
-    scored = score_rows(
-        ctx.lm, rows, settings.mode, ctx.progress, label="Method 2",
-        max_new_tokens=settings.generation_tokens, samples=settings.samples,
-    )  # fmt: skip
+        note(
+            ctx.progress,
+            f"--limit {settings.limit}: the first {settings.limit} occupations → "
+            f"{len(sentences)} sentences ({per_set}), {len(rows):,} prompts",
+        )
+    scored = pronoun_scoring.score_rows(
+        ctx.lm,
+        rows,
+        settings.mode,
+        ctx.progress,
+        label="Method 2",
+        max_new_tokens=settings.generation_tokens,
+        samples=settings.samples,
+    )
     check_pronoun_mass(
         pronoun_mass(scored), settings.min_pronoun_mass, ctx.lm.identity.name, settings.mode
     )
@@ -198,7 +137,8 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
             {
                 "set": name,
                 **detection_rates(
-                    part.get("rated_metric", part["metric"]), part["well_specified"],
+                    part.get("rated_metric", part["metric"]),
+                    part["well_specified"],
                     settings.threshold,
                     settings.ci_level,
                     part["occupation"],
@@ -207,7 +147,7 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
             }
             for name, part in table.groupby("set", sort=False)
         ]
-    )  # fmt: skip
+    )
     if settings.mode == "sampled":  # every rate rests on verdicts read from K replies
         rates["samples"] = settings.samples
     figures = {
@@ -218,7 +158,7 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
     }
     tables = {"rates": rates}
     if len(sweep):
-        from biaslens.plots.sib import date_sweep_figure
+        from biaslens.methods.sib.plots import date_sweep_figure
 
         curve = date_sweep(sweep, sentences)
         tables["date_sweep"] = curve
@@ -233,7 +173,10 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
         if row.n_no_pronoun
     ] + small_sample_notes(rates, settings.ci_level)
     mass = pronoun_mass(scored)
-    said = [small_mass_note(mass), sampled_note(settings.mode, settings.samples, scored=scored)]
+    said = [
+        small_mass_note(mass),
+        pronoun_scoring.sampled_note(settings.mode, settings.samples, scored=scored),
+    ]
     notes += [n for n in said if n]
     return MethodOutput(
         metrics={
@@ -273,8 +216,11 @@ def date_sweep(sweep: pd.DataFrame, sentences: pd.DataFrame) -> pd.DataFrame:
 def _rates_view(rates: pd.DataFrame) -> pd.DataFrame:
     """TPR, TNR and BA, each with its interval (``--ci-level``) and the sentences it rests on."""
     view = rates[["set"]].copy()
-    for name, column, n in (("TPR", "tpr", "n_tpr"), ("TNR", "tnr", "n_tnr"),
-                            ("BA", "balanced_accuracy", None)):  # fmt: skip
+    for name, column, n in (
+        ("TPR", "tpr", "n_tpr"),
+        ("TNR", "tnr", "n_tnr"),
+        ("BA", "balanced_accuracy", None),
+    ):
         view[name] = [
             f"{readable(v)} {readable_interval(lo, hi)}" if np.isfinite(v) else "—"
             for v, lo, hi in zip(
@@ -342,7 +288,7 @@ SPEC = register(
                 "paper": (AuditStep(preset="paper"),),
             },
             questions=(DETECTOR_SEPARATES,),
-        ),  # fmt: skip
+        ),
         outputs=SIB_FILES_DETECT,
         name=METHOD,
         commands=(FROM_STORED,),
@@ -380,8 +326,6 @@ SPEC = register(
                 measures=(TPR, TNR, BALANCED_ACCURACY),
                 labels=("set",),
                 legend={
-                    "set": "the sentence set: extended Winogender (App. H) or the Simplified set "
-                    "(App. H.1)",
                     "TPR": "the TPR (below) with its interval at --ci-level",
                     "TNR": "the TNR (below) with its interval at --ci-level",
                     "n (TPR)": "underspecified sentences the TPR rests on",

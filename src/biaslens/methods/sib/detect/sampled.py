@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from biaslens.data.pronouns import GENDERS
+from biaslens.methods.sib.data.pronouns import GENDERS
 
 
 def sampled_verdicts(
@@ -30,9 +30,12 @@ def sampled_verdicts(
     if usable.any():
         part = table[usable]
         lo, hi = difference_of_shares(
-            part["k_female_latest"].to_numpy(), part["k_pronoun_latest"].to_numpy(),
-            part["k_female_earliest"].to_numpy(), part["k_pronoun_earliest"].to_numpy(), level,
-        )  # fmt: skip
+            part["k_female_latest"].to_numpy(),
+            part["k_pronoun_latest"].to_numpy(),
+            part["k_female_earliest"].to_numpy(),
+            part["k_pronoun_earliest"].to_numpy(),
+            level,
+        )
         lo, hi = lo * 100, hi * 100
         low[usable.to_numpy()] = np.where(lo > 0, lo, np.where(hi < 0, -hi, 0.0))
         high[usable.to_numpy()] = np.maximum(np.abs(lo), np.abs(hi))

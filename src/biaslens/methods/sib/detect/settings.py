@@ -17,7 +17,7 @@ from biaslens.framework.settings import (
     PronounScoring,
     validated,
 )
-from biaslens.metrics.sib import MIN_PRONOUN_MASS
+from biaslens.methods.sib.metrics.sib import MIN_PRONOUN_MASS
 from biaslens.scoring.sampled import DEFAULT_SAMPLES, Samples
 
 SETS = ("extended", "simplified")

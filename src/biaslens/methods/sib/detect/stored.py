@@ -21,8 +21,8 @@ def from_stored(
     metric per sentence, and TPR / TNR / balanced accuracy per model, prompt and set."""
     from biaslens.common import atomic
     from biaslens.common.numbers import readable_interval
-    from biaslens.data.sib_outputs import read_outputs
-    from biaslens.metrics.sib import method2_from_shares
+    from biaslens.methods.sib.data.released_outputs import read_outputs
+    from biaslens.methods.sib.metrics.sib import method2_from_shares
 
     chosen = validated(
         StoredSettings, {"threshold": threshold, "earliest": earliest, "latest": latest}
@@ -41,13 +41,33 @@ def from_stored(
     shown["n BA"] = shown["n_tpr"] + shown["n_tnr"]
     ctx.table(
         f"Method 2 from stored outputs — {outputs.name}",
-        shown.rename(columns={"tpr": "TPR", "tnr": "TNR", "balanced_accuracy": "BA",
-                              "tpr CI": "TPR 95% CI", "tnr CI": "TNR 95% CI",
-                              "balanced_accuracy CI": "BA 95% CI", "n_tpr": "n TPR",
-                              "n_tnr": "n TNR"}),  # fmt: skip
-        ["model", "prompt", "set", "TPR", "TPR 95% CI", "n TPR", "TNR", "TNR 95% CI", "n TNR",
-         "BA", "BA 95% CI", "n BA"],
-    )  # fmt: skip
+        shown.rename(
+            columns={
+                "tpr": "TPR",
+                "tnr": "TNR",
+                "balanced_accuracy": "BA",
+                "tpr CI": "TPR 95% CI",
+                "tnr CI": "TNR 95% CI",
+                "balanced_accuracy CI": "BA 95% CI",
+                "n_tpr": "n TPR",
+                "n_tnr": "n TNR",
+            }
+        ),
+        [
+            "model",
+            "prompt",
+            "set",
+            "TPR",
+            "TPR 95% CI",
+            "n TPR",
+            "TNR",
+            "TNR 95% CI",
+            "n TNR",
+            "BA",
+            "BA 95% CI",
+            "n BA",
+        ],
+    )
     ctx.line(
         "TPR: share of underspecified sentences flagged; TNR: share of well-specified ones "
         "cleared; BA: their mean; n: the sentences each rests on (sentences without a pronoun "
@@ -67,8 +87,9 @@ def _detector_plots(ctx: CommandContext, sentences, threshold: float, data_dir, 
     import matplotlib.pyplot as plt
 
     from biaslens.common import atomic
-    from biaslens.data import sources, winogender
-    from biaslens.plots.sib import detector_figure
+    from biaslens.data import sources
+    from biaslens.methods.sib.data import winogender
+    from biaslens.methods.sib.plots import detector_figure
 
     try:
         stats = winogender.load_occupation_stats(sources.locate("winogender", data_dir))
@@ -105,6 +126,6 @@ FROM_STORED = MethodCommand(
             "-o",
             type=Path,
             help="Write rates.csv, sentences.csv and plots here.",
-        ),  # fmt: skip
+        ),
     ),
 )

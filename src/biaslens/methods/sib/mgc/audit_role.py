@@ -23,8 +23,8 @@ import pandas as pd
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.framework.hooks import AuditRole, AuditStep
 from biaslens.framework.questions import Question
+from biaslens.methods.sib.intervals.trend import trend_interval
 from biaslens.metrics.intervals import LEVEL
-from biaslens.metrics.intervals.trend import trend_interval
 
 SIB_REPOSITORY = "2dot71mily/sib_paper"
 SIB_COMMIT = "812af8cad6b2ad1fa62f107440702f2fd902b8c2"
@@ -37,15 +37,17 @@ SIB_MGC_PROTOCOL = (
 
 def sib_mgc_references(folder: Path, level: float = LEVEL) -> pd.DataFrame:
     """The reference table from the released ``spur_mgc_raw`` folder (module docstring)."""
-    from biaslens.data.sib_mgc_outputs import read_mgc_outputs
-    from biaslens.metrics.sib_reference import method1_from_matrices
+    from biaslens.methods.sib.data.released_mgc_outputs import read_mgc_outputs
+    from biaslens.methods.sib.metrics.reference import method1_from_matrices
 
     rows = []
     for released in read_mgc_outputs(folder):
         for row in method1_from_matrices(released.values, level):
-            files = released.files.values() if row["gender"] is None else [
-                released.files[row["gender"]]
-            ]  # fmt: skip
+            files = (
+                released.files.values()
+                if row["gender"] is None
+                else [released.files[row["gender"]]]
+            )
             rows.append(
                 {
                     "model": released.model,
@@ -144,8 +146,13 @@ def frame_matrix(samples: pd.DataFrame, labels: dict, metric: str) -> pd.DataFra
     )
 
 
-def paired_trend(samples_a: pd.DataFrame, samples_b: pd.DataFrame, labels: dict, metric: str,
-                 level: float = LEVEL) -> dict:  # fmt: skip
+def paired_trend(
+    samples_a: pd.DataFrame,
+    samples_b: pd.DataFrame,
+    labels: dict,
+    metric: str,
+    level: float = LEVEL,
+) -> dict:
     """Model A − model B for one sib-mgc headline, paired over the frames and W values both
     read (module docstring): the difference, its interval at ``level``, frames and W values."""
     a, b = frame_matrix(samples_a, labels, metric), frame_matrix(samples_b, labels, metric)
@@ -154,34 +161,44 @@ def paired_trend(samples_a: pd.DataFrame, samples_b: pd.DataFrame, labels: dict,
     difference = (a.loc[common, columns] - b.loc[common, columns]).dropna(axis=0, how="any")
     values = difference.to_numpy(float) * 100.0
     trend = trend_interval(values, columns.to_numpy(float), level)
-    return {"difference": trend.slope, "ci_low": trend.low, "ci_high": trend.high,
-            "frames": trend.sentences, "n": trend.points,
-            "units": f"W values × {trend.sentences} frames"}  # fmt: skip
+    return {
+        "difference": trend.slope,
+        "ci_low": trend.low,
+        "ci_high": trend.high,
+        "frames": trend.sentences,
+        "n": trend.points,
+        "units": f"W values × {trend.sentences} frames",
+    }
 
 
-def paired_difference(folder_a: Path, folder_b: Path, labels: dict, metric: str,
-                      level: float = LEVEL) -> dict:  # fmt: skip
+def paired_difference(
+    folder_a: Path, folder_b: Path, labels: dict, metric: str, level: float = LEVEL
+) -> dict:
     """:func:`paired_trend` of two runs' folders. Two models read the same sentence frames at
     the same W values, so the difference of their slopes is the slope of the per-frame
-    differences, and its interval is the trend interval (:mod:`biaslens.metrics.intervals.trend`) of
-    that (frames × W) matrix: the same estimand and construction as each model's own slope,
-    with the frame and W effects both models share taken out."""
+    differences, and its interval is the trend interval
+    (:mod:`biaslens.methods.sib.intervals.trend`) of that (frames × W) matrix: the same estimand and
+    construction as each model's own slope, with the frame and W effects both models share taken
+    out."""
     return paired_trend(
         pd.read_parquet(folder_a / "samples.parquet"),
         pd.read_parquet(folder_b / "samples.parquet"),
-        labels, metric, level,
-    )  # fmt: skip
+        labels,
+        metric,
+        level,
+    )
 
 
 def slope_difference_at(run_dir: Path, labels, level: float, settings) -> tuple[float, float]:
     """The female − male slope's interval at ``level`` for one prompt and W kind, recomputed
-    from the run's samples by the run's own construction (:func:`~biaslens.metrics.sib.
+    from the run's samples by the run's own construction (:func:`~biaslens.methods.sib.metrics.sib.
     slope_differences`: the trend interval of the per-frame differences)."""
-    from biaslens.metrics.intervals.trend import sentence_matrix
+    from biaslens.methods.sib.intervals.trend import sentence_matrix
 
     samples = pd.read_parquet(run_dir / "samples.parquet")
-    chosen = samples[(samples["prompt"] == labels["prompt"])
-                     & (samples["w_kind"] == labels["w_kind"])]  # fmt: skip
+    chosen = samples[
+        (samples["prompt"] == labels["prompt"]) & (samples["w_kind"] == labels["w_kind"])
+    ]
     values, w = sentence_matrix(chosen.assign(_diff=chosen["p_female"] - chosen["p_male"]), "_diff")
     trend = trend_interval(values, w, level)
     return trend.low, trend.high
@@ -203,10 +220,13 @@ is supporting detail: a shared trend in both pronouns is not a gendered one)."""
 
 
 AUDIT = AuditRole(  # quick: 15 of the 60 sentence frames at each of the 30 dates and 20 places
-    sizes={"quick": (AuditStep({"limit": 15}),), "standard": (AuditStep(),),
-           "paper": (AuditStep(preset="paper"),)},
+    sizes={
+        "quick": (AuditStep({"limit": 15}),),
+        "standard": (AuditStep(),),
+        "paper": (AuditStep(preset="paper"),),
+    },
     references=references_for,
     paired=paired_difference,
     questions=(PRONOUN_MOVES,),
-)  # fmt: skip
+)
 """sib-mgc in ``biaslens audit``."""

@@ -63,7 +63,7 @@ def compare(results: Sequence[RunResult], root: Path | str) -> ComparisonResult:
     """Write ``comparison.csv`` and the cross-model plots under ``root``."""
     import matplotlib.pyplot as plt
 
-    from biaslens.plots.sib import cross_model_figure
+    from biaslens.methods.sib.plots import cross_model_figure
 
     root = Path(root)
     table = comparison_table(results)

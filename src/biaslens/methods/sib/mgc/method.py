@@ -1,8 +1,8 @@
 """SIB Method 1 on the MGC set (paper Section 4, Appendices D-G).
 
-builder (``biaslens.data.mgc``) -> ``token_distribution`` / ``generate`` requests -> backend
-(cached) -> gendered mass per sentence (``biaslens.metrics.sib``) -> linear fits per prompt and
-W kind -> run store (samples, fits, summary, plots).
+builder (``biaslens.methods.sib.data.mgc``) -> ``token_distribution`` / ``generate`` requests ->
+backend (cached) -> gendered mass per sentence (``biaslens.methods.sib.metrics.sib``) -> linear fits
+per prompt and W kind -> run store (samples, fits, summary, plots).
 
 Scoring modes:
 
@@ -23,7 +23,6 @@ from pydantic import BaseModel, Field, field_validator
 
 from biaslens.common.numbers import readable, readable_interval
 from biaslens.common.options import FLAG, Flag
-from biaslens.data import mgc
 from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import LmEvalTask
 from biaslens.framework.options import options_of
@@ -46,11 +45,9 @@ from biaslens.framework.settings import (
     RandomSeed,
     validated,
 )
-from biaslens.methods.sib.mgc.audit_role import AUDIT
-from biaslens.methods.sib.mgc.compare import compare
-from biaslens.methods.sib.mgc.sampled_design import mgc_design
-from biaslens.methods.sib.sib_files import MGC as SIB_FILES_MGC
-from biaslens.metrics.sib import (
+from biaslens.methods.sib.data import mgc
+from biaslens.methods.sib.metrics.measures import SLOPE, SLOPE_DIFFERENCE
+from biaslens.methods.sib.metrics.sib import (
     MIN_PRONOUN_MASS,
     check_pronoun_mass,
     mean_by_w,
@@ -60,10 +57,18 @@ from biaslens.metrics.sib import (
     slope_summary,
     small_mass_note,
 )
-from biaslens.metrics.sib_measures import SLOPE, SLOPE_DIFFERENCE
+from biaslens.methods.sib.mgc.audit_role import AUDIT
+from biaslens.methods.sib.mgc.compare import compare
+from biaslens.methods.sib.mgc.sampled_design import mgc_design
+from biaslens.methods.sib.outputs import MGC as SIB_FILES_MGC
+from biaslens.methods.sib.scoring.pronouns import (
+    check_pronoun_model,
+    sampled_note,
+    score_rows,
+    scoring_for,
+)
 from biaslens.models.base import LM, ModelKind
 from biaslens.progress import note
-from biaslens.scoring.pronouns import check_pronoun_model, sampled_note, score_rows, scoring_for
 from biaslens.scoring.sampled import DEFAULT_SAMPLES, Allocation, Samples, adaptive
 from biaslens.store.run import dataset_hash
 
@@ -187,18 +192,26 @@ def build_rows(
 
 def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
     """Method 1: pronoun masses of every MGC input, linear fits per prompt, W kind, gender."""
-    from biaslens.plots.sib import mgc_trend_figure
+    from biaslens.methods.sib.plots import mgc_trend_figure
 
     prompts = resolve_prompts(settings, ctx.lm.kind)
     sentences, rows = build_rows(settings, prompts)
     if settings.limit:
         frames = sentences[["verb", "life_stage"]].drop_duplicates().shape[0]
-        note(ctx.progress, f"--limit {settings.limit}: {frames} sentence frames at every W value "
-             f"→ {len(rows):,} prompts")  # fmt: skip
+        note(
+            ctx.progress,
+            f"--limit {settings.limit}: {frames} sentence frames at every W value "
+            f"→ {len(rows):,} prompts",
+        )
     samples = score_rows(
-        ctx.lm, rows, settings.mode, ctx.progress, max_new_tokens=settings.generation_tokens,
-        samples=settings.samples, design=mgc_design(rows) if adaptive(settings) else None,
-    )  # fmt: skip
+        ctx.lm,
+        rows,
+        settings.mode,
+        ctx.progress,
+        max_new_tokens=settings.generation_tokens,
+        samples=settings.samples,
+        design=mgc_design(rows) if adaptive(settings) else None,
+    )
     mass = pronoun_mass(samples)
     check_pronoun_mass(mass, settings.min_pronoun_mass, ctx.lm.identity.name, settings.mode)
     fits = method1_fits(samples, level=settings.ci_level)
@@ -342,11 +355,8 @@ SPEC = register(
                 legend={
                     "slope (pp/step)": "the slope (below) in percentage points of pronoun "
                     "probability per step along W's grid",
-                    "n": "W values on the line",
-                    "sentences": "sentence frames (verb × life stage) read at every W value",
                     "ρ(W)": "lag-1 autocorrelation of the line's residuals over W, which the "
                     "interval allows for (AR(1))",
-                    "r": "correlation of the per-W mean probability with W's position",
                     "r²": "share of the per-W means' variance the line explains",
                 },
             ),

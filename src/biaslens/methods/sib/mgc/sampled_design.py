@@ -8,9 +8,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from biaslens.data.pronouns import GENDERS
+from biaslens.methods.sib.data.pronouns import GENDERS
+from biaslens.methods.sib.scoring.pronouns import reply_gender
 from biaslens.scoring.allocation import SampledDesign
-from biaslens.scoring.pronouns import reply_gender
 from biaslens.scoring.sampled import class_counts
 
 FRAME = ["prompt", "w_kind", "verb", "life_stage"]
@@ -20,7 +20,7 @@ FRAME = ["prompt", "w_kind", "verb", "life_stage"]
 def mgc_design(rows: pd.DataFrame) -> SampledDesign:
     """Method 1's headline is the female − male slope over W per prompt and W kind (SIB §4),
     and its interval reads the spread of the per-W means about the line as one variance for
-    every W (:mod:`biaslens.metrics.intervals.trend`). So every input weighs alike, and what
+    every W (:mod:`biaslens.methods.sib.intervals.trend`). So every input weighs alike, and what
     is allocated is the frames' unequal sampling variance (a frame rarely answered with a
     pronoun needs fewer replies): an input's siblings are its frame's other W values, which
     get nearly the same replies, keeping the per-W means' noise alike over W. (Weighting the

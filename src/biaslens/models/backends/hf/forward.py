@@ -1,7 +1,8 @@
 """Differentiable passes of the transformers backend, shared by scoring and fine-tuning.
 
-Scoring calls these under ``torch.inference_mode``; LEI fine-tuning (:mod:`biaslens.train`)
-calls them with gradients. Both therefore compute exactly the same quantities.
+Scoring calls these under ``torch.inference_mode``; LEI fine-tuning
+(:mod:`biaslens.methods.qa.train`) calls them with gradients. Both therefore compute exactly the
+same quantities.
 """
 
 from __future__ import annotations

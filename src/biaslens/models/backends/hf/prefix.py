@@ -166,9 +166,13 @@ def prefill(b: HFRuntime, prompts: list[list[int]], use_cache: bool = False) -> 
     own = [p[node_prefix[k] :] for p, k in zip(prompts, node_of_row, strict=True)]
     suffix, suffix_mask = b.pad(own, left=True)
     out, attention = _extend(
-        model, cache, attention.index_select(0, rows), suffix, suffix_mask,
+        model,
+        cache,
+        attention.index_select(0, rows),
+        suffix,
+        suffix_mask,
         use_cache=use_cache or cache is not None,
-    )  # fmt: skip
+    )
     return Prefilled(
         logits=out.logits[:, -1],
         cache=out.past_key_values if use_cache else None,

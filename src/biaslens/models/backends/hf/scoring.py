@@ -58,8 +58,10 @@ def masked_target_ids(b: HFRuntime, requests) -> list[list[int | None]]:
     if b.fill_style == "sentinel":
         distinct = dict.fromkeys(t for r in requests for t in r.targets)  # each encoded once
         ids = {t: b.encode_continuation(" " + t.lstrip()) for t in distinct}
-        target_id = {t: i[0] if len(i) == 1 and i[0] != b.tokenizer.unk_token_id else None
-                     for t, i in ids.items()}  # fmt: skip
+        target_id = {
+            t: i[0] if len(i) == 1 and i[0] != b.tokenizer.unk_token_id else None
+            for t, i in ids.items()
+        }
         _warn_not_single(b, [t for t, i in target_id.items() if i is None])
         return [[target_id[t] for t in r.targets] for r in requests]
 

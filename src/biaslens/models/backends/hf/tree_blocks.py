@@ -108,8 +108,9 @@ def block_plan(
             parent = parents[node]
             if parent >= 0:  # the parent's ancestors (its row, or the path up to it), then it
                 p = column[parent]
-                row[q, shared : p + 1] = row[at[parent] - start, shared : p + 1] if (
-                    at[parent] >= start) else True  # fmt: skip
+                row[q, shared : p + 1] = (
+                    row[at[parent] - start, shared : p + 1] if (at[parent] >= start) else True
+                )
             row[q, column[node]] = True
         row[stop - start :] = row[stop - start - 1]  # the filling queries: the last one again
     needed = shared + np.array([len(p) for p in paths]) + block_tokens
@@ -118,9 +119,13 @@ def block_plan(
     for step in np.unique(steps):
         members = np.flatnonzero(steps == step)
         cut = min(width, int(step) * WIDTH_STEP)  # every key a member sees lies below it
-        groups.append(BlockGroup(torch.from_numpy(members),
-                                 torch.from_numpy(keys[members, :cut]),
-                                 torch.from_numpy(mask[members, :, :, :cut])))  # fmt: skip
+        groups.append(
+            BlockGroup(
+                torch.from_numpy(members),
+                torch.from_numpy(keys[members, :cut]),
+                torch.from_numpy(mask[members, :, :, :cut]),
+            )
+        )
     return BlockPlan(tuple(groups), block_tokens, n)
 
 

@@ -7,7 +7,7 @@ A chat endpoint formats the messages with the model's chat template itself and r
 log-probabilities) at every step of it. That is exactly a ``generate`` request, and all that
 the SIB paper's black-box protocol needs (Section 4, Appendix G: the top-5 at every step of a
 greedy continuation; ``--mode paper``); QA option scoring reads the top-k of the first answer
-token from the same request (``--mode first-token``, :mod:`biaslens.scoring.qa`).
+token from the same request (``--mode first-token``, :mod:`biaslens.methods.qa.scoring.qa`).
 
 Any chat endpoint, with log-probabilities or without, answers ``sample`` requests: replies
 drawn at temperature 1 (:mod:`.sampling`), from which ``--scoring sampled`` estimates the
@@ -110,9 +110,12 @@ class ChatEndpointBackend(SampledBy, ServedBy, LM):
         from biaslens.models.backends.openai.sampling import SamplingEndpoint
 
         return SamplingEndpoint(
-            self.client, self.model, "/chat/completions",
-            lambda prompt: {"messages": self.messages(prompt)}, not self.config.options.unseeded,
-        )  # fmt: skip
+            self.client,
+            self.model,
+            "/chat/completions",
+            lambda prompt: {"messages": self.messages(prompt)},
+            not self.config.options.unseeded,
+        )
 
     def messages(self, prompt: str) -> list[dict]:
         """The prompt as a user message, after the ``--system`` message if one is given."""

@@ -293,7 +293,7 @@ def plan_openai(name: str, config: BackendConfig):
     """What ``--dry-run`` knows of a served model: its tokenizer, if biaslens has one, and the
     endpoint it would be asked through (a chat endpoint answers generation only)."""
     from biaslens.models.backends.openai.chat import CHAT_CAPABILITIES, check_chat_request
-    from biaslens.models.runtime.planning import PlannedModel
+    from biaslens.models.runtime.dry_run import PlannedModel
 
     folder = tokenizer_folder(name, config)
     if not uses_chat_endpoint(config, folder is not None):
@@ -373,7 +373,7 @@ def load_openai(name: str, config: BackendConfig | None = None):
                     if probe["mode"] == "tokens"
                     else ""
                 ),
-            ),  # fmt: skip
+            ),
         ),
     )
     eos = model_eos_ids(folder) if folder is not None else set()

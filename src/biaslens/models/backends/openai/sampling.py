@@ -112,10 +112,14 @@ def draw(endpoint: SamplingEndpoint, requests) -> list[tuple[str, ...]]:
         if not short:
             break
         extra = [
-            endpoint.payload(requests[i].prompt, 1, requests[i].max_new_tokens,
-                             derived_seed(requests[i].seed, call))
+            endpoint.payload(
+                requests[i].prompt,
+                1,
+                requests[i].max_new_tokens,
+                derived_seed(requests[i].seed, call),
+            )
             for i in short
-        ]  # fmt: skip
+        ]
         for i, reply in zip(short, post(endpoint.path, extra), strict=True):
             drawn[i] += endpoint.texts(reply)
     for request, texts in zip(requests, drawn, strict=True):

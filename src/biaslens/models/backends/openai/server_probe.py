@@ -80,7 +80,7 @@ def probe_server(client: HTTPClient, model: str, tokenizer) -> dict:
                 "logprobs": 5,
                 "return_tokens_as_token_ids": True,
             }
-        ],  # fmt: skip
+        ],
     )[0]
     choice = completion_choices(first, 1, url)[0]
     top = (choice_logprobs(choice).top_logprobs or [None])[0]
@@ -105,7 +105,7 @@ def probe_server(client: HTTPClient, model: str, tokenizer) -> dict:
                 "logprobs": 1,
                 "echo": True,
             }
-        ],  # fmt: skip
+        ],
     )[0]
     values = choice_logprobs(completion_choices(echoed, 1, url)[0]).token_logprobs or []
     position = len(prompt)
@@ -144,18 +144,35 @@ def _probe_extension(
     try:
         echoed = client.post_many(
             "/completions",
-            [{"model": model, "prompt": [*prompt, other], "max_tokens": 1, "temperature": 0.0,
-              "logprobs": 1, "echo": True}],
-        )[0]  # fmt: skip
+            [
+                {
+                    "model": model,
+                    "prompt": [*prompt, other],
+                    "max_tokens": 1,
+                    "temperature": 0.0,
+                    "logprobs": 1,
+                    "echo": True,
+                }
+            ],
+        )[0]
         values = choice_logprobs(completion_choices(echoed, 1, url)[0]).token_logprobs or []
         if len(values) <= len(prompt) or values[len(prompt)] is None:
             return False
         expected = float(values[len(prompt)])
         answer = client.post_many(
             "/completions",
-            [{"model": model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0,
-              "logprobs": 1, "logprob_token_ids": [other], "return_tokens_as_token_ids": True}],
-        )[0]  # fmt: skip
+            [
+                {
+                    "model": model,
+                    "prompt": prompt,
+                    "max_tokens": 1,
+                    "temperature": 0.0,
+                    "logprobs": 1,
+                    "logprob_token_ids": [other],
+                    "return_tokens_as_token_ids": True,
+                }
+            ],
+        )[0]
         step = (choice_logprobs(completion_choices(answer, 1, url)[0]).top_logprobs or [None])[
             0
         ] or {}

@@ -1,0 +1,1 @@
+"""CID's measures: the fraction of prompts rated biased, lambda* and the similarity curves."""

@@ -1,0 +1,1 @@
+"""The requests stage of CID: prompt pairs to contrastive generation requests."""
