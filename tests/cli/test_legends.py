@@ -126,9 +126,12 @@ def declared_twice(specs) -> list[str]:
 
 
 def test_a_columns_meaning_is_declared_once():
+    from biaslens.framework.legends import COMMON
     from biaslens.framework.registry import built_in_methods
+    from biaslens.store.output_files import GLOSSARY
 
     assert declared_twice(built_in_methods().values()) == []
+    assert set(COMMON) & set(GLOSSARY) == set()  # the printed columns' and the files' glossary
 
 
 def test_the_check_finds_a_meaning_declared_twice():

@@ -22,13 +22,10 @@ COMMON: dict[str, str] = {
     "first-token top-20)",
     "λ": "CID's λ (Eq. 1): 0 decodes greedily; a larger λ favours tokens x makes more likely "
     "than x' does",
-    "units": "the sampling units the interval rests on (subject pairs × templates)",
-    "subjects": "the subjects drawn",
-    "templates": "the question templates drawn",
-    "contexts": "the contexts scored (each subject order counted)",
 }
-"""Printed columns that mean the same wherever they are (besides the run files' glossary,
-:data:`biaslens.store.output_files.GLOSSARY`)."""
+"""Printed columns that mean the same wherever they are and that no run file holds (those are
+the run files' glossary's, :data:`biaslens.store.output_files.GLOSSARY`: no column is in
+both)."""
 
 
 def legend_lines(spec, headline, columns: Sequence[str]) -> list[tuple[str, str | None]]:

@@ -136,7 +136,8 @@ GLOSSARY: dict[str, str] = {
     "specified_win_rate_ci_low": "lower bound of the win rate's interval over subject pair × "
     "template units",
     "specified_win_rate_ci_high": "upper bound of the win rate's interval",
-    "contexts": "contexts scored (both subject orders of a context count once)",
+    "contexts": "contexts scored, each subject order counted (a context asked in both orders "
+    "counts twice, as UnQover counts them)",
     "units": "subject pair × template units the intervals rest on",
     "subjects": "subjects the intervals rest on (a crossed factor)",
     "templates": "templates the intervals rest on (a crossed factor)",
