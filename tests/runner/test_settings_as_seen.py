@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from biaslens.errors import BiaslensError
 from biaslens.models import BackendConfig
 from tests.test_cli import run_cli
 
@@ -58,3 +61,22 @@ def test_a_bad_batch_size_is_said_once_in_one_line(tiny_models, tmp_path, monkey
     assert code != 0 and len(said) == 1, out + err
     assert "batch" in said[0].lower() and "Traceback" not in out + err
     assert not (tmp_path / "run" / "summary.json").exists()
+
+
+def test_settings_prepared_for_one_model_are_checked_again_for_another(tiny_models):
+    from biaslens.framework.registry import get_method
+    from biaslens.models.loader import load_model
+
+    spec = get_method("sib-mgc")
+    settings = spec.build_settings("paper", w_kinds=("dates",), limit=1)
+    first = load_model(str(tiny_models["llama"]), BackendConfig(device="cpu"))
+    other = load_model(str(tiny_models["bert-mlm"]), BackendConfig(device="cpu"))
+    try:
+        prepared = spec.for_model(settings, first, "paper")
+        assert spec.for_model(prepared, first) == prepared  # final for that model
+        # another model checks them anew: the causal model's prompt does not fit a masked LM
+        with pytest.raises(BiaslensError, match="a masked LM fills the \\[MASK\\] slot"):
+            spec.for_model(prepared, other)
+    finally:
+        first.close()
+        other.close()

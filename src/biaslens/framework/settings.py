@@ -51,9 +51,9 @@ class MethodSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    _prepared_for: int | None = PrivateAttr(default=None)
-    """The loaded model (its ``id``) :meth:`MethodSpec.for_model` prepared these settings for:
-    they are final for it, and a second call returns them as they are."""
+    _prepared_for: Any = PrivateAttr(default=None)
+    """A weak reference to the loaded model :meth:`MethodSpec.for_model` prepared these
+    settings for: they are final for it, and a second call returns them as they are."""
 
     @field_validator("model", check_fields=False)
     @classmethod

@@ -13,6 +13,7 @@ model behind the run's request cache) and returns a :class:`MethodOutput`. Every
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,7 +197,8 @@ class MethodSpec:
         they are (checked once, however many layers pass them on)."""
         from biaslens.models.checkpoints.registered import resolve_name
 
-        if getattr(settings, "_prepared_for", None) == id(lm):
+        prepared_for = getattr(settings, "_prepared_for", None)
+        if prepared_for is not None and prepared_for() is lm:
             return settings.model_copy(update={"model": resolve_name(settings.model)})
         given = settings.model_dump()
         chosen = _chosen(
@@ -212,7 +214,10 @@ class MethodSpec:
             settings = self.prepare(settings, lm)
         settings = settings.model_copy(update={"model": resolve_name(settings.model)})
         if hasattr(settings, "_prepared_for"):
-            settings._prepared_for = id(lm)
+            try:  # a weak reference: a later model at the same address is another model
+                settings._prepared_for = weakref.ref(lm)
+            except TypeError:  # a model that takes no weak reference is checked each time
+                pass
         return settings
 
     def _preset(self, preset: str | None) -> dict[str, Any]:
