@@ -80,3 +80,22 @@ def test_settings_prepared_for_one_model_are_checked_again_for_another(tiny_mode
     finally:
         first.close()
         other.close()
+
+
+def test_prepared_settings_pickle_without_their_model(tiny_models):
+    """Settings go to worker processes (Ray): the copy carries no model and equals the
+    original."""
+    import pickle
+
+    from biaslens.framework.registry import get_method
+    from biaslens.models.loader import load_model
+
+    spec = get_method("sib-mgc")
+    lm = load_model(str(tiny_models["llama"]), BackendConfig(device="cpu"))
+    try:
+        prepared = spec.for_model(spec.build_settings("paper", limit=1), lm, "paper")
+        copy = pickle.loads(pickle.dumps(prepared))
+        assert copy == prepared and copy._prepared_for is None
+        assert prepared._prepared_for() is lm
+    finally:
+        lm.close()

@@ -55,6 +55,23 @@ class MethodSettings(BaseModel):
     """A weak reference to the loaded model :meth:`MethodSpec.for_model` prepared these
     settings for: they are final for it, and a second call returns them as they are."""
 
+    def __eq__(self, other: object) -> bool:
+        """Settings are equal when their values are (which model prepared them is no value)."""
+        if not isinstance(other, BaseModel):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    __hash__ = BaseModel.__hash__
+
+    def __getstate__(self) -> dict[Any, Any]:
+        """A pickled copy (sent to a worker process) leaves the model behind: there, any model
+        is another one, and checks the settings anew."""
+        state = super().__getstate__()
+        private = state.get("__pydantic_private__")
+        if private and private.get("_prepared_for") is not None:
+            state["__pydantic_private__"] = {**private, "_prepared_for": None}
+        return state
+
     @field_validator("model", check_fields=False)
     @classmethod
     def _model_is_named(cls, value: str) -> str:
