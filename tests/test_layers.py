@@ -55,11 +55,20 @@ LAYERS = {
 }
 
 
-FAMILY_STAGES = ("data", "metrics", "intervals", "scoring", "train", "plots")
+STAGE_LAYERS = {"data": 1, "metrics": 2, "intervals": 2, "plots": 3, "scoring": 4, "train": 5}
 """A method family's folders (``methods/<family>/<stage>``) sit at their stage's layer, so that
 inside a family the data flow points down too; the family's other modules are methods."""
 
-STAGE_LAYERS = {"data": 1, "metrics": 2, "intervals": 2, "plots": 3, "scoring": 4, "train": 5}
+FAMILY_STAGES = frozenset(STAGE_LAYERS)
+
+
+def test_the_registry_skips_exactly_the_family_stages():
+    """The registry leaves a family's stage folders to the methods that import them
+    (:data:`biaslens.framework.registry.STAGES`): each of them has a layer here, and nothing
+    else is a stage."""
+    from biaslens.framework.registry import STAGES
+
+    assert STAGES == FAMILY_STAGES
 
 
 def layer_of(module: str) -> str:
