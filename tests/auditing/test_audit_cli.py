@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import json
+import math
 import re
+
+import pytest
 
 from tests.conftest import DATA
 from tests.test_cli import run_cli
@@ -61,3 +65,29 @@ def test_bad_input_is_one_line(monkeypatch, capsys, tmp_path):
         assert code == 2, (args, out, err)
         lines = [line for line in err.splitlines() if line.strip()]
         assert len(lines) == 1 and expected in lines[0], (args, err)
+
+
+@pytest.mark.slow
+def test_two_packaged_models_audit_offline_into_one_comparison(monkeypatch, capsys, tmp_path):
+    """The guide's several-models example with no hub: the default model and Gemma-3-270m
+    (the gemma extra) each get a card whose identity is its own converted checkpoint, and
+    comparison.md sets their answers side by side (different models: different numbers)."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(
+        monkeypatch, capsys, "audit", "--offline", "-m", "default", "-m", "gemma-3-270m",
+        "--methods", "sib-detect", "--data-dir", str(DATA), "-o", "both",
+    )  # fmt: skip
+    assert code == 0, err
+    cards = {m: json.loads((tmp_path / "both" / m / "card.json").read_text())
+             for m in ("default", "gemma-3-270m")}  # fmt: skip
+    sources = {m: c["model_identity"]["converted_from"] for m, c in cards.items()}
+    assert sources == {"default": "SmolLM2-135M-Instruct.Q4_1.gguf",
+                       "gemma-3-270m": "gemma-3-270m-q4_k_m.gguf"}  # fmt: skip
+    values = {}
+    for model, card in cards.items():
+        assert card["questions"] and not card["failed"]
+        values[model] = [row["value"] for row in card["rows"]]
+        assert all(v is not None and math.isfinite(v) for v in values[model]), values
+    assert values["default"] != values["gemma-3-270m"]
+    comparison = (tmp_path / "both" / "comparison.md").read_text()
+    assert comparison.count("| default |") >= 2 and comparison.count("| gemma-3-270m |") >= 2

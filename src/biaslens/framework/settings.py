@@ -195,8 +195,9 @@ def file_sha256(path: Path | str | None, what: str) -> str:
 
 # ---------------------------------------------------------------- settings several methods share
 MODEL_HELP = (
-    "Registered name (see `biaslens models list`), hub name or local model folder; with "
-    "--backend openai, the name the server serves."
+    "Registered name (see `biaslens models list`: default, and offline with the gemma extra "
+    "gemma-3-270m), hub name or local model folder; with --backend openai, the name the "
+    "server serves."
 )
 ModelName = Annotated[str, Field(description=MODEL_HELP), Flag("--model", "-m")]
 RandomSeed = Annotated[Seed, Field(description="Random seed (>= 0)."), FLAG]

