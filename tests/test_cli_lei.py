@@ -10,7 +10,7 @@ import pytest
 from biaslens.methods.qa.data.unqover_predictions import read_predictions
 from biaslens.methods.qa.metrics.unqover import model_summary
 from tests.conftest import DATA
-from tests.data.test_unqover_predictions import dump
+from tests.methods.qa.data.test_unqover_predictions import dump
 from tests.test_cli import _one_line_error, run_cli
 
 
@@ -39,7 +39,7 @@ def _shuffled_dump(path, seed: int = 0) -> None:
     that the two subject orders of a context lie far apart."""
     import random
 
-    from tests.metrics.test_unqover_stream import SUBJECTS, random_scores
+    from tests.methods.qa.metrics.test_unqover_stream import SUBJECTS, random_scores
 
     table = random_scores(seed, interventions=2)
     data = {}

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from biaslens.methods.qa.data import unqover_predictions
-from tests.data.test_unqover_predictions import prediction
+from tests.methods.qa.data.test_unqover_predictions import prediction
 from tests.test_cli import _one_line_error, run_cli
 
 AB = prediction((0.36, 1), (0.09, 1), (0.04, 1), (0.49, 1))

