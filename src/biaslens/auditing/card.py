@@ -27,32 +27,21 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from biaslens.framework.estimates import Verdict, row_names, verdict_of
+from biaslens.store.summary import Estimate
 
-CARD_FORMAT = 1
+CARD_FORMAT = 2
+"""2: a row is its run's estimate as written (``estimand``, not ``meaning``; every field)."""
 
 
-class CardRow(BaseModel):
-    """One headline number of one run, with its interval and verdict."""
+class CardRow(Estimate):
+    """One headline number of one run: its ``summary.json`` estimate as the run wrote it
+    (every field of :class:`~biaslens.store.summary.Estimate`, read by the same typed model),
+    with the audit step, what its interval allows read alone, and links."""
 
     step: str = Field(description="The audit step (method run) the number comes from.")
     method: str = Field(description="The biaslens method.")
-    metric: str = Field(description="The metric's column in the run's tables.")
-    symbol: str = Field(description="The metric's name as the papers write it.")
     labels: dict[str, Any] = Field(description="Which row of the table (prompt, set, …).")
     where: str = Field(description="The labels that tell this run's rows apart, as text.")
-    value: float | None = Field(description="The estimate.")
-    ci_low: float | None = Field(description="Lower bound of its interval (None: none).")
-    ci_high: float | None = Field(description="Upper bound of its interval (None: none).")
-    ci_level: float | None = Field(description="The interval's level.")
-    interval: str | None = Field(description="How the interval is built, and over what.")
-    conservative: bool | None = Field(description="The interval covers at least its level.")
-    n: int | None = Field(description="The units the interval rests on.")
-    n_unit: str | None = Field(description="What n counts.")
-    unit: str = Field(description="The value's unit.")
-    meaning: str = Field(description="What the number estimates.")
-    no_bias: str = Field(description="The value that reads as no bias, in words.")
-    no_bias_value: float | None = Field(description="That value as a number, if there is one.")
-    caution: str | None = Field(description="The run's warning about this value, if any.")
     verdict: Verdict = Field(description="What the interval allows one to say.")
     finding: str = Field(
         description="The number, its interval and n, and what the verdict rests on (the bound "
@@ -169,33 +158,20 @@ def rows_of(step: str, method: str, summary: dict[str, Any], run: str, report: s
     records = summary.get("estimates") or []
     rows = []
     for record, where in zip(records, row_names(records), strict=True):
-        labels = record.get("labels") or {}
         verdict, finding = verdict_of(record, where)
         rows.append(
-            CardRow(
-                step=step,
-                method=method,
-                metric=record["metric"],
-                symbol=record["symbol"],
-                labels=labels,
-                where=where,
-                value=record.get("value"),
-                ci_low=record.get("ci_low"),
-                ci_high=record.get("ci_high"),
-                ci_level=record.get("ci_level"),
-                interval=record.get("interval"),
-                conservative=record.get("conservative"),
-                n=record.get("n"),
-                n_unit=record.get("n_unit"),
-                unit=record.get("unit") or "",
-                meaning=record.get("estimand") or "",
-                no_bias=record.get("no_bias") or "",
-                no_bias_value=record.get("no_bias_value"),
-                caution=record.get("caution"),
-                verdict=verdict,
-                finding=finding,
-                run=run,
-                report=report,
+            CardRow.model_validate(
+                {
+                    **record,
+                    "labels": record.get("labels") or {},
+                    "step": step,
+                    "method": method,
+                    "where": where,
+                    "verdict": verdict,
+                    "finding": finding,
+                    "run": run,
+                    "report": report,
+                }
             )
         )
     return rows

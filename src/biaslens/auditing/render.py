@@ -155,7 +155,15 @@ def card_markdown(card: BiasCard) -> str:
         lines.append("|---|---|---|---|---|---|---|")
         for r in (r for r in card.rows if r.step == step):
             n = f"{r.n} {r.n_unit or ''}".strip() if r.n is not None else "—"
-            cells = (r.symbol, r.where or "—", _value(r.value), _interval(r), n, r.unit, r.no_bias)
+            cells = (
+                r.symbol,
+                r.where or "—",
+                _value(r.value),
+                _interval(r),
+                n,
+                r.unit or "",
+                r.no_bias or "",
+            )
             lines.append("| " + " | ".join(md(c) for c in cells) + " |")
         report = next((r.report or r.run for r in card.rows if r.step == step), step)
         lines += ["", f"Run: [{md(step)}]({report})"]
@@ -234,8 +242,8 @@ def card_html(card: BiasCard) -> str:
                     "value": _value(r.value),
                     "interval": _interval(r),
                     "n": f"{r.n if r.n is not None else '—'} {r.n_unit or ''}",
-                    "unit": r.unit,
-                    "no_bias": r.no_bias,
+                    "unit": r.unit or "",
+                    "no_bias": r.no_bias or "",
                 }
                 for r in card.rows
                 if r.step == step
@@ -333,7 +341,7 @@ def write_forest_plots(card: BiasCard, folder: Path) -> None:
             title += "\nreferences on the paper's protocol; this run's differs"
         name = f"plots/{_slug(row.step)}-{_slug(row.metric)}-{_slug(where)}.png"
         make_dir(folder / "plots", "plots folder")
-        figure = forest_figure(lines, title, row.unit, row.no_bias_value)
+        figure = forest_figure(lines, title, row.unit or "", row.no_bias_value)
         try:
             atomic.write_figure(folder / name, figure)
         finally:

@@ -261,10 +261,10 @@ def _run_step(audit: ModelAudit, planned: PlannedStep, lm, backend, data_dir, ca
 
     step, card = planned.step, audit.card
     run_dir = audit.folder / step.name
-    result = None
+    result, reused = None, False
     if (run_dir / "summary.json").is_file():
         try:
-            result = RunResult.load(run_dir)
+            result, reused = RunResult.load(run_dir), True
         except BiaslensError:
             result = None  # an unfinished or damaged run: rerun it (the cache resumes it)
     if result is None:
@@ -303,20 +303,20 @@ def _run_step(audit: ModelAudit, planned: PlannedStep, lm, backend, data_dir, ca
                 planned.tokens * share,
                 time.monotonic() - started,
             )
-    else:
-        audit.reused += int((result.summary.get("requests") or {}).get("computed", 0)) + int(
-            (result.summary.get("requests") or {}).get("cached", 0)
-        )
+    summary = result.record  # the typed summary.json
+    if reused:
+        requests = summary.requests or {}
+        audit.reused += requests.get("computed", 0) + requests.get("cached", 0)
     relative = step.name
     report = f"{step.name}/report.html" if (run_dir / "report.html").is_file() else None
     rows = rows_of(step.name, step.method, result.summary, relative, report)
     card.rows += rows
-    card.notes += [f"{step.name}: {n}" for n in result.summary.get("notes") or []]
+    card.notes += [f"{step.name}: {n}" for n in summary.notes or []]
     role = get_method(step.method).audit
     if role is not None and role.questions:
         audit.primaries += primaries_of(
             role.questions, step.name, step.method, result.summary, run_dir, report
         )
     if role is not None and role.references is not None:
-        found = role.references(rows, result.summary["settings"])
+        found = role.references(rows, summary.settings)
         card.references += [ReferenceRow(**r) for r in found]
