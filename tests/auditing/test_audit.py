@@ -75,6 +75,13 @@ def test_the_cards_numbers_are_the_runs_own_summaries(audited):
         elif same[0]["no_bias_value"] is not None:
             holds = same[0]["ci_low"] <= same[0]["no_bias_value"] <= same[0]["ci_high"]
             assert row["verdict"] == ("no evidence" if holds else "bias")
+    # the detector's rates sit beside the released models' (another protocol: quick, exact)
+    rates = [r for r in card["references"] if r["metric"] in ("tpr", "tnr", "balanced_accuracy")]
+    if any(r["step"] == "sib-detect" for r in card["rows"]):
+        assert rates and not any(r["same_protocol"] for r in rates)
+        assert any(r["model"].startswith("RoBERTa-large") for r in rates)
+    else:
+        assert not rates
     markdown = (model.folder / "card.md").read_text().splitlines()
     assert markdown[0].startswith("# Bias card") and markdown[2].startswith("evidence on ")
     assert markdown[4].startswith("- [") and "## Supporting detail" in markdown

@@ -39,3 +39,12 @@ def readable_column(values) -> list[str | None]:
         format(float(v), shape) if isinstance(v, float) and math.isfinite(v) else None
         for v in values
     ]
+
+
+def finite_or_none(value) -> float | None:
+    """``value`` as a float, or None where it is not a finite number (a CSV's empty cell, NaN)."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None

@@ -16,9 +16,12 @@ with the female, male and neutral shares of the pronoun mass in percent):
 
 from __future__ import annotations
 
+import csv
 import io
 import re
-from pathlib import Path
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import pandas as pd
@@ -42,7 +45,7 @@ MASS_MAX = 1.0 + 1e-6
 
 
 def checked_numbers(
-    column: pd.Series, path: Path, what: str, low: float, high: float, first_line: int
+    column: pd.Series, path: Path | str, what: str, low: float, high: float, first_line: int
 ) -> np.ndarray:
     """``column`` as finite floats in [low, high]; anything else (text, blank, NaN, inf, out of
     range) is an error naming the file, the line (``first_line`` is the first row's) and the
@@ -66,25 +69,64 @@ def _well_specified(participant: str, answer: int) -> bool:
     return participant in EXTENDED_WELL_SPECIFIED and answer == 1
 
 
-def read_reference_outputs(folder: Path) -> pd.DataFrame:
-    """The released CSV files below ``folder`` as one long table (see the module)."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise BiaslensError(f"{folder}: no such folder of stored outputs")
+def released_files(source: Path) -> Iterator[tuple[str, str, str]]:
+    """(file stem, text, where) of each released CSV below the folder ``source``, or inside the
+    ``.tar.gz`` archive ``source`` (read in place, never unpacked: ``where`` is
+    ``archive:member``)."""
+    source = Path(source)
+    if source.is_file() and source.name.endswith((".tar.gz", ".tgz")):
+        yield from _archived_files(source)
+        return
+    if not source.is_dir():
+        raise BiaslensError(f"{source}: no such folder (or .tar.gz archive) of stored outputs")
+    for path in sorted(source.rglob("*.csv")):
+        yield path.stem, read_text(path, "output file"), str(path)
+
+
+def _archived_files(archive: Path) -> Iterator[tuple[str, str, str]]:
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            for member in tar:
+                if not (member.isfile() and member.name.endswith(".csv")):
+                    continue
+                where = f"{archive}:{member.name}"
+                handle = tar.extractfile(member)
+                try:
+                    text = handle.read().decode("utf-8") if handle else ""
+                except UnicodeDecodeError as error:
+                    raise BiaslensError(f"{where}: not UTF-8 text ({error.reason})") from None
+                yield PurePosixPath(member.name).stem, text, where
+    except (tarfile.TarError, EOFError, OSError) as error:
+        raise BiaslensError(f"{archive}: not a readable .tar.gz archive ({error})") from None
+
+
+def _csv_rows(text: str, path: str) -> tuple[list[str], list[list[str]]]:
+    """The header and the rows of one small released CSV (the csv module: a file of a few
+    rows, read 24,000 times, is not worth a parser's start-up)."""
+    try:
+        rows = [row for row in csv.reader(io.StringIO(text)) if row]
+    except csv.Error as error:
+        raise BiaslensError(f"{path}: not a CSV table ({error})") from None
+    if not rows:
+        raise BiaslensError(f"{path}: not a CSV table (no header)")
+    return rows[0], rows[1:]
+
+
+def read_reference_outputs(source: Path) -> pd.DataFrame:
+    """The released CSV files below the folder ``source`` (or in the archive ``source``) as
+    one long table (see the module)."""
     records = []
-    for path in sorted(folder.rglob("*.csv")):
-        match = REFERENCE_NAME.match(path.stem)
+    for stem, text, path in released_files(source):
+        match = REFERENCE_NAME.match(stem)
         if match is None:
             continue
-        try:
-            table = pd.read_csv(io.StringIO(read_text(path, "output file")))
-        except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-            raise BiaslensError(f"{path}: not a CSV table ({error})") from None
-        if "date" not in table.columns or len(table.columns) < 3:
+        header, body = _csv_rows(text, path)
+        if len(header) < 3 or header[1] != "date" or any(len(r) != len(header) for r in body):
             raise BiaslensError(f"{path}: expected the columns ',date,<sentence>'")
-        sentence = str(table.columns[-1])
-        values = checked_numbers(table.iloc[:, -1], path, "share", 0.0, SHARE_MAX, first_line=2)
-        dates = pd.to_numeric(table["date"], errors="coerce")
+        sentence = header[-1]
+        column = pd.Series([r[-1] for r in body], name=sentence, dtype=object)
+        values = checked_numbers(column, path, "share", 0.0, SHARE_MAX, first_line=2)
+        dates = pd.to_numeric(pd.Series([r[1] for r in body], dtype=object), errors="coerce")
         if dates.isna().any():
             raise BiaslensError(f"{path}: the date column holds a value that is not a year")
         participant, answer = match["participant"], int(match["answer"])
@@ -108,7 +150,7 @@ def read_reference_outputs(folder: Path) -> pd.DataFrame:
             )
     if not records:
         raise BiaslensError(
-            f"{folder}: no output files named {{f,m,n}}p_wikibio_<model>_date_<occupation>_"
+            f"{source}: no output files named {{f,m,n}}p_wikibio_<model>_date_<occupation>_"
             "<participant>_<0|1>_test<True|False>[_P<n>].csv"
         )
     long = pd.DataFrame(records)

@@ -28,6 +28,7 @@ from biaslens.framework.hooks import AuditRole, AuditStep, LmEvalTask
 from biaslens.framework.questions import Question
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.methods.sib.data.pronouns import GENDERS
+from biaslens.methods.sib.detect.references import references_for
 from biaslens.methods.sib.detect.sampled import sampled_verdicts, undecided_counts
 from biaslens.methods.sib.detect.sentences import (
     build_sentences,
@@ -288,6 +289,7 @@ SPEC = register(
                 "paper": (AuditStep(preset="paper"),),
             },
             questions=(DETECTOR_SEPARATES,),
+            references=references_for,
         ),
         outputs=SIB_FILES_DETECT,
         name=METHOD,

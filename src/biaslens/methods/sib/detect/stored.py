@@ -113,7 +113,7 @@ FROM_STORED = MethodCommand(
             "outputs",
             type=Path,
             help="A sib-detect run folder, or a folder of the SIB paper's released outputs "
-            "(biaslens datasets download sib-outputs).",
+            "(biaslens datasets download sib-outputs) or a .tar.gz of them.",
         ),
         *options_of(StoredSettings),
         Option(

@@ -317,6 +317,7 @@ def method2_from_shares(
     earliest: int | None = None,
     latest: int | None = None,
     group: Sequence[str] = ("model", "prompt", "set"),
+    level: float = LEVEL,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Method 2 from stored female shares (``pct_female``, %, one row per sentence and date).
 
@@ -357,6 +358,7 @@ def method2_from_shares(
                     part["metric"],
                     part["well_specified"],
                     threshold,
+                    level,
                     clusters=part.get("occupation"),
                 ),
             }

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from biaslens.common.numbers import finite_or_none
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.framework.hooks import AuditRole, AuditStep
 from biaslens.framework.questions import Question
@@ -104,8 +105,8 @@ def references_for(rows: list, settings: dict[str, Any]) -> list[dict[str, Any]]
                     "metric": row.metric,
                     "labels": dict(labels),
                     "value": float(reference["value"]),
-                    "ci_low": _finite(reference["ci_low"]),
-                    "ci_high": _finite(reference["ci_high"]),
+                    "ci_low": finite_or_none(reference["ci_low"]),
+                    "ci_high": finite_or_none(reference["ci_high"]),
                     "protocol": SIB_MGC_PROTOCOL,
                     "source": reference["source"],
                     "same_protocol": gap is None,
@@ -113,14 +114,6 @@ def references_for(rows: list, settings: dict[str, Any]) -> list[dict[str, Any]]
                 }
             )
     return found
-
-
-def _finite(value) -> float | None:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return value if value == value else None
 
 
 # ------------------------------------------------------------- paired differences
