@@ -20,6 +20,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "biaslens"
 
 LAYERS = {
     # leaves: every layer may use them
+    "secrets": 0,  # what the process must never write or print (errors redact with it)
     "errors": 0,
     "version": 0,
     "_version": 0,

@@ -4,15 +4,15 @@ The CLI prints ``BiaslensError`` messages as one line and exits non-zero; anythi
 and keeps its traceback.
 """
 
+from biaslens.secrets import redact
+
 
 class BiaslensError(Exception):
     """A problem with the user's input, model or environment, explained in one line. Its
-    message never shows a secret the process holds (:mod:`biaslens.common.secrets`): a reply
+    message never shows a secret the process holds (:mod:`biaslens.secrets`): a reply
     quoted in it may echo one."""
 
     def __str__(self) -> str:
-        from biaslens.common.secrets import redact
-
         return redact(super().__str__())
 
 

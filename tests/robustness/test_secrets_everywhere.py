@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from biaslens.common import secrets
+from biaslens import secrets
 from tests.conftest import SERVED_NAME
 
 KEY = "sk-EchoedKeyThatMustNeverBeShown42"

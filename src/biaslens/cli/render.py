@@ -19,7 +19,7 @@ from rich.text import Text
 from biaslens.common.env import seconds_from_env
 from biaslens.common.inert import escaped_controls
 from biaslens.common.numbers import readable, readable_column
-from biaslens.common.secrets import redact
+from biaslens.secrets import redact
 
 PROGRESS_INTERVAL_ENV = "BIASLENS_PROGRESS_INTERVAL"
 """Seconds between progress lines when the output is not a terminal (default 5)."""

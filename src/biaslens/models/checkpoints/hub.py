@@ -382,7 +382,7 @@ def _token() -> str | None:
 
 def _redacted(text: str) -> str:
     """``text`` without the user's token (or anything shaped like a hub token)."""
-    from biaslens.common import secrets
+    from biaslens import secrets
 
     secrets.hold(_token())  # and from now on in every message of the process
     return re.sub(r"hf_[A-Za-z0-9]{8,}", "hf_***", secrets.redact(text))

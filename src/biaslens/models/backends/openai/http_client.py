@@ -15,7 +15,7 @@ import random
 import threading
 from typing import Any
 
-from biaslens.common import secrets
+from biaslens import secrets
 from biaslens.common.urls import redact_url, split_query, url_credentials
 from biaslens.errors import BiaslensError
 from biaslens.models.backends.openai.replies import ServerError
@@ -181,7 +181,7 @@ class HTTPClient:
         )
 
     def redact(self, text: str) -> str:
-        """``text`` without any secret the process holds (:mod:`biaslens.common.secrets`)."""
+        """``text`` without any secret the process holds (:mod:`biaslens.secrets`)."""
         return secrets.redact(text)
 
     def close(self) -> None:
