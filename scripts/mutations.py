@@ -104,7 +104,7 @@ MUTATIONS = (
         # greedy decodes of the tiny models never put a pronoun first at two steps: the rule's
         # "several" branch is checked against hand-computed masses
         (SIB + "test_sib_mgc_numbers_recomputed[t5-paper]",
-         "tests/metrics/test_sib.py::"
+         "tests/methods/sib/metrics/test_sib.py::"
          "test_generation_mass_averages_steps_when_zero_or_several_pronouns"),
     ),
     Mutation(
