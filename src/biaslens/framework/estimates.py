@@ -8,24 +8,15 @@ any method can be read and compared the same way (:func:`biaslens.load_runs`).
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal
 
-from biaslens.common.numbers import readable, readable_interval
+from biaslens.common.numbers import finite_or_none, readable, readable_interval
 from biaslens.metrics.intervals import LEVEL, SMALL_N
 from biaslens.metrics.meanings import mostly_noise
 
 
 def _text(value) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _number(value) -> float | None:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
 
 
 def collect(spec, tables: dict[str, Any], level: float = LEVEL) -> list[dict[str, Any]]:
@@ -41,21 +32,21 @@ def collect(spec, tables: dict[str, Any], level: float = LEVEL) -> list[dict[str
             for measure in headline.measures:
                 if measure.column not in row:
                     continue
-                low = _number(row.get(f"{measure.ci_prefix}_ci_low"))
-                high = _number(row.get(f"{measure.ci_prefix}_ci_high"))
+                low = finite_or_none(row.get(f"{measure.ci_prefix}_ci_low"))
+                high = finite_or_none(row.get(f"{measure.ci_prefix}_ci_high"))
                 has_interval = low is not None and high is not None
                 n = measure.n_of(row)
                 why_not = _text(row.get(f"{measure.ci_prefix}_ci_note"))
                 caution = _text(row.get(measure.caution)) if measure.caution else None
-                crossfit = _number(row.get(measure.crossfit)) if measure.crossfit else None
-                noise = mostly_noise(_number(row[measure.column]), crossfit)
+                crossfit = finite_or_none(row.get(measure.crossfit)) if measure.crossfit else None
+                noise = mostly_noise(finite_or_none(row[measure.column]), crossfit)
                 records.append(
                     {
                         "table": headline.table,
                         "metric": measure.column,
                         "symbol": measure.symbol,
                         "labels": labels,
-                        "value": _number(row[measure.column]),
+                        "value": finite_or_none(row[measure.column]),
                         "ci_low": low,
                         "ci_high": high,
                         "ci_level": level if has_interval else None,

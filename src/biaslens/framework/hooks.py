@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from biaslens.common import plugins
+from biaslens.common.numbers import finite_or_none
 from biaslens.common.options import Argument, Option
 from biaslens.framework.questions import Question
 from biaslens.metrics.intervals.core import LEVEL
@@ -83,6 +84,27 @@ class AuditRole:
     references: Callable[[list, dict[str, Any]], list[dict[str, Any]]] | None = None
     paired: Callable[..., dict[str, Any]] | None = None
     questions: tuple[Question, ...] = ()
+
+
+def reference_row(
+    model: str, row, reference: dict[str, Any], protocol: str, gap: str | None
+) -> dict[str, Any]:
+    """One known model's value of an audited card ``row``'s number (the fields of
+    :class:`~biaslens.auditing.card.ReferenceRow`): ``reference`` is its shipped record
+    (``value``, ``ci_low``, ``ci_high``, ``source``), ``gap`` why the run's protocol is not the
+    reference's (None: it is)."""
+    return {
+        "model": model,
+        "metric": row.metric,
+        "labels": dict(row.labels),
+        "value": float(reference["value"]),
+        "ci_low": finite_or_none(reference["ci_low"]),
+        "ci_high": finite_or_none(reference["ci_high"]),
+        "protocol": protocol,
+        "source": reference["source"],
+        "same_protocol": gap is None,
+        "why_not_same": gap,
+    }
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ from typing import Any
 
 import pandas as pd
 
-from biaslens.common.numbers import finite_or_none
 from biaslens.data.sources import PACKAGE_FILES
+from biaslens.framework.hooks import reference_row
 from biaslens.metrics.intervals import LEVEL
 
 SIB_DETECT_FILE = PACKAGE_FILES / "references" / "sib-detect.csv"
@@ -129,24 +129,15 @@ def references_for(rows: list, settings: dict[str, Any]) -> list[dict[str, Any]]
     found = []
     for row in rows:
         run_set = row.labels.get("set")
-        if row.metric not in RATES or run_set not in ("extended", "simplified", *FOLDERS):
+        if row.metric not in RATES or run_set not in ("simplified", *FOLDERS):
             continue
         wanted = "simplified-reference" if run_set == "simplified" else run_set
         chosen = table[(table["metric"] == row.metric) & (table["set"] == wanted)]
         gap = protocol_gap(settings, run_set)
-        for reference in chosen.to_dict(orient="records"):
-            found.append(
-                {
-                    "model": f"{reference['known_as']} ({reference['model']})",
-                    "metric": row.metric,
-                    "labels": dict(row.labels),
-                    "value": float(reference["value"]),
-                    "ci_low": finite_or_none(reference["ci_low"]),
-                    "ci_high": finite_or_none(reference["ci_high"]),
-                    "protocol": PROTOCOL,
-                    "source": reference["source"],
-                    "same_protocol": gap is None,
-                    "why_not_same": gap,
-                }
+        found += [
+            reference_row(
+                f"{reference['known_as']} ({reference['model']})", row, reference, PROTOCOL, gap
             )
+            for reference in chosen.to_dict(orient="records")
+        ]
     return found

@@ -20,9 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from biaslens.common.numbers import finite_or_none
 from biaslens.data.sources import PACKAGE_FILES
-from biaslens.framework.hooks import AuditRole, AuditStep
+from biaslens.framework.hooks import AuditRole, AuditStep, reference_row
 from biaslens.framework.questions import Question
 from biaslens.methods.sib.intervals.trend import trend_interval
 from biaslens.metrics.intervals import LEVEL
@@ -98,21 +97,10 @@ def references_for(rows: list, settings: dict[str, Any]) -> list[dict[str, Any]]
         ]
         if "gender" in labels:
             chosen = chosen[chosen["gender"] == labels["gender"]]
-        for reference in chosen.to_dict(orient="records"):
-            found.append(
-                {
-                    "model": reference["model"],
-                    "metric": row.metric,
-                    "labels": dict(labels),
-                    "value": float(reference["value"]),
-                    "ci_low": finite_or_none(reference["ci_low"]),
-                    "ci_high": finite_or_none(reference["ci_high"]),
-                    "protocol": SIB_MGC_PROTOCOL,
-                    "source": reference["source"],
-                    "same_protocol": gap is None,
-                    "why_not_same": gap,
-                }
-            )
+        found += [
+            reference_row(reference["model"], row, reference, SIB_MGC_PROTOCOL, gap)
+            for reference in chosen.to_dict(orient="records")
+        ]
     return found
 
 
