@@ -232,7 +232,7 @@ def test_a_detector_runs_rates_get_the_known_models_with_what_differs():
             SimpleNamespace(metric="n_tpr", labels={"set": "extended"})]  # fmt: skip
     quick = {"mode": "exact", "date_format": "comma", "empty_mass": "exclude", "average_n": 1,
              "earliest": 1901, "latest": 2016, "limit": 10}  # fmt: skip
-    found = references_for(rows, quick)
+    found = references_for(rows, SimpleNamespace(settings=quick))
     extended = [r for r in found if r["labels"] == {"set": "extended"}]
     assert len(extended) == 11 and all(r["metric"] == "balanced_accuracy" for r in extended)
     bert = next(r for r in extended if r["model"] == "BERT-base (bert-base-uncased)")
@@ -245,6 +245,7 @@ def test_a_detector_runs_rates_get_the_known_models_with_what_differs():
     assert len(simplified) == 11 and "Simplified rewrite" in simplified[0]["why_not_same"]
     paper = dict(quick, mode="paper", date_format="colon", empty_mass="zero", limit=None)
     on_protocol = references_for(
-        [SimpleNamespace(metric="tnr", labels={"set": "simplified-reference"})], paper
+        [SimpleNamespace(metric="tnr", labels={"set": "simplified-reference"})],
+        SimpleNamespace(settings=paper),
     )
     assert len(on_protocol) == 11 and all(r["same_protocol"] for r in on_protocol)

@@ -266,3 +266,33 @@ def test_the_paper_preset_scores_top_5_with_the_reference_date_format():
     assert spec.build_settings("paper", mode="exact").mode == "exact"  # a value given wins
     default = spec.build_settings()
     assert (default.mode, default.date_format) == ("exact", "comma")
+
+
+def test_two_detectors_rates_are_paired_over_the_sentences_both_judged(tiny_models, tmp_path):
+    """The audit's paired difference of two models' rates equals each rate's difference on the
+    sentences both judged, recomputed here from the two runs' sentence tables, with an
+    interval around it over the occupations."""
+    from biaslens.methods.sib.detect.paired import paired_detector
+
+    folders = {}
+    for name in ("bert-mlm", "gpt2"):  # their |Δ| fall on both sides of the threshold
+        settings = make_settings(model=str(tiny_models[name]), limit=3)
+        folders[name] = tmp_path / name
+        run_detect(settings, folders[name], CPU, data_dir=DATA)
+    tables = [pd.read_parquet(f / "sentences.parquet") for f in folders.values()]
+    a, b = (t[t["set"] == "extended"].set_index("id") for t in tables)
+    both = a.index[np.isfinite(a["metric"]) & np.isfinite(b.loc[a.index, "metric"])]
+    flag_a, flag_b = a.loc[both, "metric"] > 0.5, b.loc[both, "metric"] > 0.5
+    positive = ~a.loc[both, "well_specified"].astype(bool)
+    tpr = flag_a[positive].mean() - flag_b[positive].mean()
+    tnr = (~flag_a[~positive]).mean() - (~flag_b[~positive]).mean()
+    expected = {"tpr": tpr, "tnr": tnr, "balanced_accuracy": (tpr + tnr) / 2}
+    assert any(abs(v) > 0.05 for v in expected.values()), expected  # the models differ
+    for metric, value in expected.items():
+        found = paired_detector(folders["bert-mlm"], folders["gpt2"], {"set": "extended"}, metric)
+        assert found["difference"] == pytest.approx(value, abs=1e-12)
+        assert found["ci_low"] <= value <= found["ci_high"]
+        assert found["n"] == len(both) and "3 occupations" in found["units"]
+    assert (
+        paired_detector(folders["bert-mlm"], folders["gpt2"], {"set": "extended"}, "n_tpr") is None
+    )

@@ -127,6 +127,19 @@ class ReferenceRow(BaseModel):
     source: str
     same_protocol: bool = Field(description="Whether the audited run used the same protocol.")
     why_not_same: str | None = None
+    difference: float | None = Field(
+        default=None,
+        description="The audited model's value − this model's, paired over the items both "
+        "answered (None: no paired difference).",
+    )
+    difference_ci_low: float | None = None
+    difference_ci_high: float | None = None
+    difference_note: str | None = Field(
+        default=None, description="Why the paired difference has no interval, where it has none."
+    )
+    paired_over: str | None = Field(
+        default=None, description="The shared items the paired difference rests on."
+    )
 
 
 class BiasCard(BaseModel):

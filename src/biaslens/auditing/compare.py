@@ -57,8 +57,15 @@ def pair_level(models: int, level: float = LEVEL) -> float:
     return 1 - (1 - level) / max(models - 1, 1)
 
 
+NO_PAIRED = (
+    "No paired interval for this number: read the intervals above side by side (overlapping "
+    "intervals do not show that two models are alike)."
+)
+
+
 def _paired_lines(paired, step, metric, labels, by_model, folders, records) -> list[str]:
-    """The paired differences (at the run's level) and rank intervals of one number."""
+    """The paired differences (at the run's level) and rank intervals of one number; the
+    method's ``paired`` returns None for a number it has no paired interval for."""
     models = list(by_model)
     level = next((r.ci_level for r in by_model.values() if r.ci_level), LEVEL)
     lines = ["", f"Paired differences ({level:.0%}; over the same probe units):", ""]
@@ -66,12 +73,16 @@ def _paired_lines(paired, step, metric, labels, by_model, folders, records) -> l
         found = paired(
             folders[model_a] / step, folders[model_b] / step, dict(labels), metric, level
         )
+        if found is None:
+            return ["", NO_PAIRED]
         low, high = found["ci_low"], found["ci_high"]
         apart = np.isfinite(low) and np.isfinite(high) and not low <= 0 <= high
+        verdict = "distinguishable" if apart else "not distinguishable"
+        if not (np.isfinite(low) and np.isfinite(high)):
+            verdict = f"no interval: {found.get('note') or 'undefined'}"
         lines.append(
             f"- {md(model_a)} − {md(model_b)}: {readable(found['difference'])}, "
-            f"{readable_interval(low, high)} (n = {found['n']} {found['units']}): "
-            f"{'distinguishable' if apart else 'not distinguishable'}"
+            f"{readable_interval(low, high)} (n = {found['n']} {found['units']}): {md(verdict)}"
         )
         records.append(
             {
@@ -177,11 +188,7 @@ def write_comparison(folder: Path, audits) -> Path:
         if paired is not None and len(by_model) > 1:
             lines += _paired_lines(paired, step, metric, labels, by_model, folders, records)
         elif len(by_model) > 1:
-            lines += [
-                "",
-                "No paired interval for this number: read the intervals above side by "
-                "side (overlapping intervals do not show that two models are alike).",
-            ]
+            lines += ["", NO_PAIRED]
         lines.append("")
     atomic.write_csv(folder / "comparison.csv", pd.DataFrame(records))
     path = folder / "comparison.md"

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from biaslens.auditing.card import BiasCard, references_of
+from biaslens.auditing.known_models import paired_cell, protocols, standing
 from biaslens.common import atomic
 from biaslens.common.files import make_dir
 from biaslens.common.inert import escaped_controls, markdown_text
@@ -44,9 +45,9 @@ def question_lines(card: BiasCard) -> list[str]:
     lines = []
     for answer in card.questions:
         line = f"[{ANSWER_WORDS[answer.answer]}] {answer.step}: {answer.question} {answer.finding}"
-        standing = _standing(card, answer, short=True)
-        if standing:
-            line += f"; {standing}"
+        where = standing(card, answer, short=True)
+        if where:
+            line += f"; {where}"
         if answer.caveat and answer.answer != "no verdict":
             line += f" (caveat: {answer.caveat})"
         lines.append(line)
@@ -108,20 +109,6 @@ NO_EVIDENCE_CAVEAT = (
 )
 
 
-def _standing(card: BiasCard, row, short: bool = False) -> str | None:
-    """Where ``row`` (a card row or a question's answer) falls among the reference models on
-    the same probe (``short``: without the protocol's differences, for the first screen)."""
-    same = references_of(card, row)
-    if not same or row.value is None:
-        return None
-    below = sum(r.value < row.value for r in same)
-    text = f"{below} of {len(same)} reference models have a lower value"
-    if not same[0].same_protocol:
-        why = "" if short else f": {same[0].why_not_same}"
-        text += f" (for orientation only: this run's protocol differs{why})"
-    return text
-
-
 def _answer_md(line: str) -> str:
     """A question's line in Markdown: its ``[answer]`` word as it is, the rest literal."""
     word, _, rest = line.partition("] ")
@@ -167,7 +154,7 @@ def card_markdown(card: BiasCard) -> str:
             lines.append("| " + " | ".join(md(c) for c in cells) + " |")
         report = next((r.report or r.run for r in card.rows if r.step == step), step)
         lines += ["", f"Run: [{md(step)}]({report})"]
-    standings = [(r, _standing(card, r)) for r in card.rows]
+    standings = [(r, standing(card, r)) for r in card.rows]
     standings = [(r, s) for r, s in standings if s]
     if card.references:
         lines += ["", "## Known models beside it", ""]
@@ -177,7 +164,11 @@ def card_markdown(card: BiasCard) -> str:
             )
             if r.plot:
                 lines.append(f"  ![{md(r.symbol)}]({r.plot})")
-        lines += ["", "| model | number | row | value | CI | source |", "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "| model | number | row | value | CI | audited − it, paired | source |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for ref in card.references:
             cells = (
                 ref.model,
@@ -185,10 +176,12 @@ def card_markdown(card: BiasCard) -> str:
                 _labels(ref.labels),
                 _value(ref.value),
                 _interval(ref),
+                paired_cell(ref),
                 ref.source,
             )
             lines.append("| " + " | ".join(md(c) for c in cells) + " |")
-        lines += ["", f"Reference protocol: {md(card.references[0].protocol)}."]
+        lines += ["", "Known models' protocols:", ""]
+        lines += [f"- {md(protocol)}" for protocol in protocols(card)]
     if card.failed:
         lines += ["", "## Failed steps", ""]
         lines += [f"- {md(f.step)}: {md(f.error)}" for f in card.failed]
@@ -260,7 +253,7 @@ def card_html(card: BiasCard) -> str:
             "plot": r.plot,
         }
         for r in card.rows
-        if (text := _standing(card, r))
+        if (text := standing(card, r))
         if card.references
     ]
     references = [
@@ -270,6 +263,7 @@ def card_html(card: BiasCard) -> str:
             "labels": _labels(x.labels),
             "value": _value(x.value),
             "interval": _interval(x),
+            "paired": paired_cell(x),
             "source": x.source,
         }
         for x in card.references
@@ -286,7 +280,7 @@ def card_html(card: BiasCard) -> str:
         tables=tables,
         standings=standings,
         references=references,
-        protocol=card.references[0].protocol if card.references else None,
+        protocols=protocols(card),
         lists=[
             ("Failed steps", [f"{f.step}: {f.error}" for f in card.failed]),
             ("Left out", [f"{x.method}: {x.why}" for x in card.left_out]),

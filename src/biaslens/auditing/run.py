@@ -318,5 +318,5 @@ def _run_step(audit: ModelAudit, planned: PlannedStep, lm, backend, data_dir, ca
             role.questions, step.name, step.method, result.summary, run_dir, report
         )
     if role is not None and role.references is not None:
-        found = role.references(rows, summary.settings)
+        found = role.references(rows, summary)
         card.references += [ReferenceRow(**r) for r in found]

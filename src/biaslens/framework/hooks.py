@@ -68,8 +68,10 @@ class AuditRole:
     * ``sizes``: its runs at each audit size (:data:`AUDIT_SIZES`); a size it is missing from
       leaves it out, with ``left_out[size]`` saying why;
     * ``skip``: why the method is never an audit step (it asks no model, it trains one …);
-    * ``references(rows, settings)``: reference values of known models beside an audited run's
-      card rows (dicts of :class:`~biaslens.auditing.card.ReferenceRow`'s fields);
+    * ``references(rows, record)``: reference values of known models beside an audited run's
+      card rows (dicts of :class:`~biaslens.auditing.card.ReferenceRow`'s fields), from the
+      run's record (:class:`~biaslens.store.summary.RunSummary`: its settings, and the
+      references it computed itself, e.g. on the contexts it drew);
     * ``paired(run_a, run_b, labels, metric, level)``: the difference of two models' value of
       one headline number, paired over the probe's units, as a dict with ``difference``,
       ``ci_low``, ``ci_high``, ``n`` and ``units`` (None: the method has no paired interval);
@@ -81,7 +83,7 @@ class AuditRole:
     sizes: dict[str, tuple[AuditStep, ...]] = field(default_factory=dict)
     left_out: dict[str, str] = field(default_factory=dict)
     skip: str | None = None
-    references: Callable[[list, dict[str, Any]], list[dict[str, Any]]] | None = None
+    references: Callable[[list, Any], list[dict[str, Any]]] | None = None
     paired: Callable[..., dict[str, Any]] | None = None
     questions: tuple[Question, ...] = ()
 

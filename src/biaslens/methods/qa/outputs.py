@@ -1,4 +1,4 @@
-"""The files of unqover, lei-eval and lei-train runs and their columns (the results reference,
+"""The files of unqover and lei-eval runs and their columns (the results reference,
 :mod:`biaslens.store.output_files`)."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ _LEI_SPLIT = (
     "dominant_q0",
     "dominant_q1",
 )
-_LEI_MEANINGS = {
+LEI_MEANINGS = {
     **{
         f"zs_q{q}_{s}_{end}": f"the LEI release's stored zero-shot {end}-of-span probability of "
         f"the {s} subject for question {q}"
@@ -166,7 +166,7 @@ LEI_EVAL = (
         "one row per question of every set: the scores of both subjects",
         _LEI_SAMPLE,
         optional=("first_cluster", "second_cluster", "specified", *_FIRST_TOKEN, *_SAMPLED),
-        meanings={**_LEI_MEANINGS, **_SAMPLED},
+        meanings={**LEI_MEANINGS, **_SAMPLED},
     ),
     OutputFile(
         "unscored_questions.parquet",
@@ -183,7 +183,7 @@ LEI_EVAL = (
             "samples",
             "unread_reply",
         ),
-        meanings={**_LEI_MEANINGS, **_SAMPLED},
+        meanings={**LEI_MEANINGS, **_SAMPLED},
         when="--qa-mode first-token or sampled",
     ),
     OutputFile(
@@ -228,6 +228,40 @@ LEI_EVAL = (
         },
         when="a split with its no-intervention contexts (every official split)",
     ),
+    OutputFile(
+        "lei_reference.csv",
+        "per intervention set: LEI's base model (RoBERTa-large SQuAD) on the run's own "
+        "contexts, from the scores the official split stores, and the audited model's μ − its "
+        "μ, paired over the same subject pair × template units",
+        ("set", "reference_model", "contexts", *METRICS, "audited_mu", "mu_minus_reference"),
+        optional=(
+            *INTERVALS,
+            "mu_minus_reference_ci_low",
+            "mu_minus_reference_ci_high",
+            "mu_minus_reference_ci_note",
+            "units",
+            "protocol",
+            "why_not_same",
+        ),
+        meanings={
+            "reference_model": "the known model: LEI's base model, as the paper names it, and "
+            "its hub id",
+            "contexts": "the contexts of the set the reference answered (the run's own)",
+            "audited_mu": "the audited model's μ in the set, on the same units",
+            "mu_minus_reference": "the audited model's μ − the reference's (−1 to 1; below 0: "
+            "the audited model is less biased)",
+            "mu_minus_reference_ci_low": "lower bound of the paired interval (conservative: "
+            "cross-fitted audited μ − plug-in reference μ)",
+            "mu_minus_reference_ci_high": "upper bound of the paired interval (plug-in "
+            "audited μ − cross-fitted reference μ)",
+            "mu_minus_reference_ci_note": "why the difference has no interval, where it has none",
+            "units": "subject pair × template units the paired interval rests on",
+            "protocol": "how the reference's scores were computed",
+            "why_not_same": "how the run's scoring differs from the reference's (empty: it "
+            "does not)",
+        },
+        when="an official split (its questions carry the base model's zero-shot scores)",
+    ),
     OutputFile("subjects.csv", "per set and subject: max |γ| and mean |η|", ("set", *_SUBJECTS)),
     OutputFile(
         "qa_predictions.parquet",
@@ -242,130 +276,4 @@ LEI_EVAL = (
         when="--qa-file",
     ),
     OutputFile("plots/lei_mu.png", "μ per set next to the desired μ"),
-)
-
-_CELL = ("checkpoint", "train_size", "learning_rate", "epochs")
-_CELL_MEANINGS = {
-    "checkpoint": "the checkpoint (zero-shot, or n<size>-lr<rate>-ep<epochs>)",
-    "train_size": "intervention examples trained on (0: zero-shot)",
-    "learning_rate": "the learning rate",
-    "epochs": "epochs trained",
-    "criterion": "the LEI selection criterion on dev (lower is better)",
-    **{
-        f"mu_{s}": f"dev μ on the {s} set" for s in ("none", "ethical", "adversarial", "irrelevant")
-    },
-    "evaluation": "the evaluated split (domain/split)",
-}
-_QA_MEANINGS = {
-    **_CELL_MEANINGS,
-    "exact_match": "SQuAD exact match (0 to 100)",
-    "f1": "SQuAD F1 (0 to 100)",
-    "questions": "questions answered",
-}
-LEI_TRAIN = (
-    OutputFile(
-        "grid.csv",
-        "per checkpoint: dev μ per set and the selection criterion",
-        (*_CELL, "criterion", "mu_none", "mu_ethical", "mu_adversarial", "mu_irrelevant"),
-        meanings=_CELL_MEANINGS,
-    ),
-    OutputFile(
-        "selected.csv",
-        "the checkpoints the LEI criterion selects per train size",
-        (*_CELL, "criterion", "mu_none", "mu_ethical", "mu_adversarial", "mu_irrelevant"),
-        meanings=_CELL_MEANINGS,
-    ),
-    OutputFile(
-        "results.csv",
-        "test μ per train size and set: mean ± std over the selected checkpoints (Fig. 5)",
-        (
-            "train_size",
-            "evaluation",
-            "set",
-            "mu_mean",
-            "mu_std",
-            "gap_mean",
-            "gap_std",
-            "models",
-            "desired_mu_mean",
-        ),
-        optional=("specified_win_rate_mean", "specified_win_rate_std"),
-        meanings={
-            **_CELL_MEANINGS,
-            "mu_mean": "mean μ over the selected checkpoints",
-            "mu_std": "its standard deviation",
-            "gap_mean": "mean |μ − desired μ|",
-            "gap_std": "its standard deviation",
-            "models": "selected checkpoints averaged",
-            "desired_mu_mean": "the desired μ (mean over the checkpoints' own baselines)",
-            "specified_win_rate_mean": "mean specified win rate",
-            "specified_win_rate_std": "its standard deviation",
-        },
-    ),
-    OutputFile(
-        "evaluations.csv",
-        "every evaluation made (checkpoint × split × set): lei-eval's table, kept to resume",
-        ("set", *METRICS, "contexts", "desired_mu", "gap", "checkpoint", "evaluation"),
-        optional=("specified_win_rate", *INTERVALS, "units"),
-        meanings=_CELL_MEANINGS,
-    ),
-    OutputFile(
-        "qa_results.csv",
-        "QA utility (EM / F1) before and after training",
-        (),
-        optional=("train_size", "checkpoint", "exact_match", "f1", "questions"),
-        meanings=_QA_MEANINGS,
-        when="--qa-file",
-    ),
-    OutputFile(
-        "qa_utility.csv",
-        "per checkpoint: EM / F1 on the QA file, kept to resume",
-        (),
-        optional=("checkpoint", "exact_match", "f1", "questions"),
-        meanings=_QA_MEANINGS,
-        when="--qa-file",
-    ),
-    OutputFile(
-        "scores/*.parquet",
-        "per checkpoint and split: the scores of every question (lei-eval's samples)",
-        LEI_EVAL[0].columns,
-        optional=LEI_EVAL[0].optional,
-        meanings=LEI_EVAL[0].meanings,
-    ),
-    OutputFile(
-        "references/*.parquet",
-        "the zero-shot reference probabilities the intervention loss trains towards",
-        ("probs", "dominant_q0", "dominant_q1", "k"),
-        meanings={
-            **_LEI_MEANINGS,
-            "probs": "the reference's answer-span probabilities",
-            "k": "the example's index in the training set",
-        },
-    ),
-    OutputFile(
-        "checkpoints/*/train_log.csv",
-        "a checkpoint's training log",
-        run_columns=False,
-        columns=(
-            "epoch",
-            "step",
-            "loss",
-            "lr",
-            "loss_ethical",
-            "loss_adversarial",
-            "loss_irrelevant",
-        ),
-        meanings={
-            "epoch": "epoch",
-            "step": "optimizer step",
-            "loss": "training loss",
-            "lr": "learning rate at the step",
-            **{
-                f"loss_{t}": f"the loss on {t} interventions"
-                for t in ("ethical", "adversarial", "irrelevant")
-            },
-        },
-    ),
-    OutputFile("checkpoints/*", "a fine-tuned checkpoint (model, tokenizer, DONE marker)"),
-    OutputFile("plots/*.png", "μ per train size (Fig. 5)"),
 )

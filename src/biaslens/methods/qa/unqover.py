@@ -55,6 +55,7 @@ from biaslens.methods.qa.metrics.unqover import MEASURES
 from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
 from biaslens.methods.qa.metrics.unqover_summary import sparse_note, subjects_note, summary_lines
 from biaslens.methods.qa.outputs import UNQOVER as QA_FILES_UNQOVER
+from biaslens.methods.qa.paired import paired_unqover
 from biaslens.methods.qa.questions import UNQOVER_PREFERS
 from biaslens.methods.qa.scoring.qa import fill_mask_scores, qa_mode_for, score_examples
 from biaslens.methods.qa.unqover_dump import FROM_PREDICTIONS
@@ -317,6 +318,7 @@ SPEC = register(
                 "paper": tuple(AuditStep({"domain": d, "limit": 0}, d, "paper") for d in DOMAINS),
             },
             questions=(UNQOVER_PREFERS,),
+            paired=paired_unqover,
         ),
         outputs=QA_FILES_UNQOVER,
         name=METHOD,

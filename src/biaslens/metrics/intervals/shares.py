@@ -17,6 +17,8 @@ two independent shares (Newcombe).
   variance and a t interval with it for the mean of the two rates.
 * The difference of two independent shares (SIB Method 2 from sampled replies): Newcombe's
   hybrid score interval (Newcombe 1998, *Statistics in Medicine* 17(8), method 10).
+* The difference of two models' detector rates on the same sentences, in the same clusters:
+  :func:`paired_rate_differences`.
 """
 
 from __future__ import annotations
@@ -159,3 +161,55 @@ def cluster_rates(
     else:
         out["balanced_accuracy"] = Interval.none("a class has no sentence with a verdict")
     return out
+
+
+def paired_rate_differences(
+    flagged_a: np.ndarray,
+    flagged_b: np.ndarray,
+    positive: np.ndarray,
+    clusters: np.ndarray,
+    level: float = LEVEL,
+) -> dict[str, tuple[float, Interval]]:
+    """Model A − model B for TPR, TNR and balanced accuracy on the same sentences (each with a
+    verdict from both; ``positive``: the sentence is of the class TPR counts), where the
+    sentences come in ``clusters`` (Winogender's occupations) that share each model's
+    behaviour.
+
+    On shared sentences the two rates have the same denominator, so their difference is one
+    ratio, Σ (flag_A − flag_B) / Σ n over the class; its cluster-robust variance is that of its
+    linearisation summed per cluster (G/(G − 1), G − 1 degrees of freedom: the clustered
+    rates' own construction, :func:`cluster_rates`), with a t interval, cut to [−1, 1]. What
+    the two models share on a sentence or an occupation cancels in flag_A − flag_B."""
+    a, b = np.asarray(flagged_a, dtype=float), np.asarray(flagged_b, dtype=float)
+    positive, clusters = np.asarray(positive, dtype=bool), np.asarray(clusters)
+    out: dict[str, tuple[float, Interval]] = {}
+    influences = []
+    for name, member, detected in (("tpr", positive, (a, b)), ("tnr", ~positive, (1 - a, 1 - b))):
+        total = float(member.sum())
+        if total <= 0:
+            out[name] = (math.nan, Interval.none("no sentence of this class has two verdicts"))
+            influences.append(np.zeros_like(a))
+            continue
+        change = np.where(member, detected[0] - detected[1], 0.0)
+        difference = float(change.sum() / total)
+        influence = (change - difference * member) / total
+        influences.append(influence)
+        out[name] = (difference, _t_difference(difference, influence, clusters, level))
+    if positive.any() and (~positive).any():
+        difference = (out["tpr"][0] + out["tnr"][0]) / 2
+        influence = (influences[0] + influences[1]) / 2
+        out["balanced_accuracy"] = (
+            difference,
+            _t_difference(difference, influence, clusters, level),
+        )
+    else:
+        out["balanced_accuracy"] = (math.nan, Interval.none("a class has no sentence"))
+    return out
+
+
+def _t_difference(value: float, influence: np.ndarray, clusters: np.ndarray, level: float):
+    variance, df = _cluster_variance(influence, clusters)
+    if df < 1 or not math.isfinite(variance):
+        return Interval.none("one occupation only: nothing to tell the spread from")
+    half = t_quantile(level, df) * math.sqrt(variance)
+    return Interval(max(-1.0, value - half), min(1.0, value + half))

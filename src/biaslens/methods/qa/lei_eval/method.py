@@ -29,6 +29,7 @@ from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunC
 from biaslens.methods.qa.data import lei
 from biaslens.methods.qa.data.squad import read_squad
 from biaslens.methods.qa.data.unqover import DOMAINS
+from biaslens.methods.qa.lei_eval import reference
 from biaslens.methods.qa.lei_eval.scores import score_questions, scoring_label
 from biaslens.methods.qa.lei_eval.settings import AUDIT, LeiEvalSettings, make_settings
 from biaslens.methods.qa.lei_eval.table import PAIRING, change_table, lei_table
@@ -269,6 +270,16 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
     changes = change_table(scores, intervals, strata)
     changes.insert(1, "scoring", scoring)
     subjects = subject_bias(comparative, ("set",))
+    tables = {"lei_mu": table, "subjects": subjects, "lei_change": changes}
+    metrics = {}
+    if settings.split_file is None:  # an official split: its stored scores are the base model's
+        gap = reference.protocol_gap(settings.model_dump())
+        known, why_not = reference.reference_table(scores, intervals, strata, gap)
+        if known is not None:
+            tables["lei_reference"] = known
+            metrics["reference"] = reference.summary(known, gap)
+        else:
+            notes.append(f"LEI's base model is not beside this run: {why_not}")
     samples = {"samples": scores}
     if scored.left_out is not None:
         samples["unscored_questions"] = scored.left_out
@@ -294,8 +305,9 @@ def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
             "qa_utility": utility,
             "specified_absent": specified_absent or None,
             **({"first_token": scored.metrics} if scored.metrics is not None else {}),
+            **metrics,
         },
-        tables={"lei_mu": table, "subjects": subjects, "lei_change": changes},
+        tables=tables,
         samples=samples,
         figures={"lei_mu": lei_mu_figure(table, title)},
         provenance={

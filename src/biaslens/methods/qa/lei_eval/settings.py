@@ -27,6 +27,8 @@ from biaslens.framework.settings import (
     validated,
 )
 from biaslens.methods.qa.data import lei
+from biaslens.methods.qa.lei_eval.reference import references_for
+from biaslens.methods.qa.paired import paired_lei
 from biaslens.methods.qa.questions import LEI_QUESTIONS
 from biaslens.methods.qa.scoring.first_token import MIN_CANDIDATE_MASS
 from biaslens.scoring.sampled import DEFAULT_SAMPLES, Allocation, Samples
@@ -148,5 +150,7 @@ AUDIT = AuditRole(  # quick: 4 units in every (subject, attribute) cell of each 
         "paper": tuple(AuditStep({"domain": d, "limit": 0}, d, "paper") for d in DOMAINS),
     },
     questions=LEI_QUESTIONS,
+    references=references_for,
+    paired=paired_lei,
 )
 """lei-eval in ``biaslens audit``."""

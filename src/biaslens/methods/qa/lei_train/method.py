@@ -35,6 +35,7 @@ from biaslens.methods.qa.data import lei
 from biaslens.methods.qa.data.squad import read_squad
 from biaslens.methods.qa.lei_train.bookkeeping import TrainingRun, read_table
 from biaslens.methods.qa.lei_train.cells import DONE, cell_name, train_cell_group
+from biaslens.methods.qa.lei_train.outputs import LEI_TRAIN as QA_FILES_LEI_TRAIN
 from biaslens.methods.qa.lei_train.selection import lei_criterion, select_top, summarize_selected
 from biaslens.methods.qa.lei_train.settings import (
     TESTS,
@@ -42,7 +43,6 @@ from biaslens.methods.qa.lei_train.settings import (
     LeiTrainSettings,
     make_settings,
 )
-from biaslens.methods.qa.outputs import LEI_TRAIN as QA_FILES_LEI_TRAIN
 from biaslens.methods.qa.scoring.qa import qa_mode_for
 from biaslens.methods.qa.train.lei_data import (
     qa_rows_for_training,

@@ -213,16 +213,17 @@ class UnqoverAccumulator:
         return intervals(self.units, self.intervals, strata)
 
     def change_from(
-        self, baseline: UnqoverAccumulator, strata: dict[str, str] | None
+        self, baseline: UnqoverAccumulator, strata: dict[str, str] | None, metric: str = "mu"
     ) -> dict[str, float | str | None]:
-        """μ's change from ``baseline``'s set to this one on the same units, with its paired
-        interval (:func:`~.intervals.unqover_change.paired_intervals`); both made with the same
+        """μ's (or η's, θ4's) change from ``baseline``'s scores to these on the same units,
+        with its paired interval (:func:`~.intervals.unqover_change.paired_intervals`): another
+        set of the same model, or another model on the same contexts; both made with the same
         ``intervals``."""
         from biaslens.methods.qa.intervals.unqover_change import paired_intervals
 
         self._check_finished()
         baseline._check_finished()
-        return paired_intervals(self.units, baseline.units, self.intervals, strata)
+        return paired_intervals(self.units, baseline.units, self.intervals, strata, metric)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The run's tables: ``unqover`` (model level), ``subjects``, ``subject_attribute`` and,

@@ -28,6 +28,7 @@ from biaslens.framework.hooks import AuditRole, AuditStep, LmEvalTask
 from biaslens.framework.questions import Question
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.methods.sib.data.pronouns import GENDERS
+from biaslens.methods.sib.detect.paired import paired_detector
 from biaslens.methods.sib.detect.references import references_for
 from biaslens.methods.sib.detect.sampled import sampled_verdicts, undecided_counts
 from biaslens.methods.sib.detect.sentences import (
@@ -290,6 +291,7 @@ SPEC = register(
             },
             questions=(DETECTOR_SEPARATES,),
             references=references_for,
+            paired=paired_detector,
         ),
         outputs=SIB_FILES_DETECT,
         name=METHOD,

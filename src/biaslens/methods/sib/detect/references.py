@@ -121,9 +121,10 @@ def protocol_gap(settings: dict[str, Any], run_set: str) -> str | None:
     return "; ".join(gaps) or None
 
 
-def references_for(rows: list, settings: dict[str, Any]) -> list[dict[str, Any]]:
+def references_for(rows: list, record) -> list[dict[str, Any]]:
     """The known models' rates beside an audited run's card ``rows``: the same rate on the same
     set (prompt A for the models that take a prompt), with whether the protocol is the same."""
+    settings = record.settings
     table = load_sib_detect()
     table = table[(table["prompt"] == "") | (table["prompt"] == PROMPT_A)]
     found = []

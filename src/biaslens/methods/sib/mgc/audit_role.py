@@ -82,9 +82,10 @@ def protocol_gap(settings: dict[str, Any]) -> str | None:
     return "; ".join(gaps) or None
 
 
-def references_for(rows: list, settings: dict[str, Any]) -> list[dict[str, Any]]:
+def references_for(rows: list, record) -> list[dict[str, Any]]:
     """The reference values beside an audited run's card ``rows``: the same metric on the
     same probe (prompt, W kind, gender), with whether the protocol is the same."""
+    settings = record.settings
     table = load_sib_mgc()
     gap = protocol_gap(settings)
     found = []
