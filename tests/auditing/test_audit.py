@@ -10,6 +10,7 @@ import pytest
 
 from biaslens.api import audit
 from biaslens.errors import BiaslensError
+from biaslens.methods.sib.known_models import PAPER_NAMES
 from biaslens.models.config import BackendConfig
 from tests.conftest import DATA
 
@@ -82,6 +83,17 @@ def test_the_cards_numbers_are_the_runs_own_summaries(audited):
         assert any(r["model"].startswith("RoBERTa-large") for r in rates)
     else:
         assert not rates
+    # lei-eval's μ rows sit beside LEI's base model on the same contexts, paired
+    lei = [r for r in card["references"] if r["model"].startswith("RoBERTa-large SQuAD")]
+    if any(r["step"].startswith("lei-eval") for r in card["rows"]):
+        mu = [r for r in lei if r["metric"] == "mu"]
+        assert {r["labels"]["set"] for r in mu} == {"ethical", "adversarial", "irrelevant"}
+        assert all(r["difference"] is not None and r["paired_over"] for r in mu)
+    else:
+        assert not lei
+    # SIB Method 1's known models are named as the paper names them
+    slopes = [r for r in card["references"] if r["metric"] == "female_minus_male_slope"]
+    assert all(r["model"].split(" (")[0] in PAPER_NAMES.values() for r in slopes)
     markdown = (model.folder / "card.md").read_text().splitlines()
     assert markdown[0].startswith("# Bias card") and markdown[2].startswith("evidence on ")
     assert markdown[4].startswith("- [") and "## Supporting detail" in markdown

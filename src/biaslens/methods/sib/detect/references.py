@@ -30,6 +30,8 @@ import pandas as pd
 
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.framework.hooks import reference_row
+from biaslens.methods.sib.data.released_mgc_outputs import hub_name
+from biaslens.methods.sib.known_models import PAPER_NAMES
 from biaslens.metrics.intervals import LEVEL
 
 SIB_DETECT_FILE = PACKAGE_FILES / "references" / "sib-detect.csv"
@@ -38,20 +40,6 @@ ARCHIVE = Path("sib") / "detect_wino_raw.tar.gz"
 FOLDERS = {"extended": "data/detect_wino_raw", "simplified-reference": "data/detect_wino_mod_raw"}
 """Where each set's files are in the authors' repository (the Simplified set's is their own
 file: ``--set simplified-reference``)."""
-KNOWN_AS = {
-    "bert-base-uncased": "BERT-base",
-    "bert-large-uncased": "BERT-large",
-    "roberta-base": "RoBERTa-base",
-    "roberta-large": "RoBERTa-large",
-    "facebook_bart-base": "BART-base",
-    "facebook_bart-large": "BART-large",
-    "google_ul2": "UL2-20B",
-    "google_flan-ul2": "Flan-UL2-20B",
-    "davinci": "GPT-3",
-    "text-davinci-002": "GPT-3.5 SFT",
-    "text-davinci-003": "GPT-3.5 RLHF",
-}
-"""The paper's names of the released files' models (the reference code's ``config.py``)."""
 PROMPT_A = "P3"
 """The file suffix of instruction prompt A, the paper's Method 2 prompt."""
 RATES = ("tpr", "tnr", "balanced_accuracy")
@@ -82,7 +70,7 @@ def sib_detect_references(archive: Path, level: float = LEVEL) -> pd.DataFrame:
             rows.append(
                 {
                     "model": rate["model"],
-                    "known_as": KNOWN_AS.get(rate["model"], rate["model"]),
+                    "known_as": PAPER_NAMES.get(hub_name(rate["model"]), rate["model"]),
                     "prompt": rate["prompt"],
                     "set": rate["set"],
                     "metric": metric,

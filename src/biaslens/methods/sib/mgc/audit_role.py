@@ -24,6 +24,7 @@ from biaslens.data.sources import PACKAGE_FILES
 from biaslens.framework.hooks import AuditRole, AuditStep, reference_row
 from biaslens.framework.questions import Question
 from biaslens.methods.sib.intervals.trend import trend_interval
+from biaslens.methods.sib.known_models import MASKED_ONLY, known_as
 from biaslens.metrics.intervals import LEVEL
 
 SIB_REPOSITORY = "2dot71mily/sib_paper"
@@ -31,7 +32,8 @@ SIB_COMMIT = "812af8cad6b2ad1fa62f107440702f2fd902b8c2"
 SIB_MGC_FILE = PACKAGE_FILES / "references" / "sib-mgc.csv"
 SIB_MGC_PROTOCOL = (
     "SIB reference code: top-5 pronoun scoring (masked LMs) or greedy generation (prompts A-C), "
-    "all 60 sentence frames, the code's date grid"
+    f"all 60 sentence frames, the code's date grid; {MASKED_ONLY} read the masked slot with no "
+    "prompt, so they stand beside a masked LM's run, the prompted models beside a prompted one"
 )
 
 
@@ -99,7 +101,7 @@ def references_for(rows: list, record) -> list[dict[str, Any]]:
         if "gender" in labels:
             chosen = chosen[chosen["gender"] == labels["gender"]]
         found += [
-            reference_row(reference["model"], row, reference, SIB_MGC_PROTOCOL, gap)
+            reference_row(known_as(reference["model"]), row, reference, SIB_MGC_PROTOCOL, gap)
             for reference in chosen.to_dict(orient="records")
         ]
     return found
