@@ -12,7 +12,8 @@ It answers the calls the real ``huggingface_hub`` client makes for ``snapshot_do
 Uploads (``HfApi.create_repo`` / ``upload_folder``), with a bearer token: ``POST
 /api/repos/create``, ``POST /api/{models|datasets}/{repo}/preupload/{rev}`` (every file a
 regular, inlined upload), ``POST /api/validate-yaml`` (a card's header, accepted) and ``POST
-…/commit/{rev}`` (the NDJSON commit: a new commit on the branch). Dataset repos are kept as
+…/commit/{rev}`` (the NDJSON commit: a new commit on the branch, or with ``create_pr=1`` on
+``refs/pr/N``, answered with the pull request's address). Dataset repos are kept as
 ``datasets/{repo}``.
 
 Errors carry the ``X-Error-Code`` header the client maps them by (``RepoNotFound``,
@@ -198,9 +199,15 @@ class _Handler(BaseHTTPRequestHandler):
             entry = json.loads(line)
             if entry["key"] == "file":
                 added[entry["value"]["path"]] = base64.b64decode(entry["value"]["content"])
-        sha = repo.add({**current, **added}, revision)
-        url = f"http://{self.headers.get('Host')}/{key}/commit/{sha}"
-        return self._json({"commitUrl": url, "commitOid": sha, "pullRequestUrl": None})
+        host = f"http://{self.headers.get('Host')}"
+        if parse_qs(urlsplit(self.path).query).get("create_pr") == ["1"]:  # a pull request
+            number = 1 + sum(ref.startswith("refs/pr/") for ref in repo.refs)
+            sha = repo.add({**current, **added}, f"refs/pr/{number}")
+            pull = f"{host}/{key}/discussions/{number}"
+        else:
+            sha, pull = repo.add({**current, **added}, revision), None
+        url = f"{host}/{key}/commit/{sha}"
+        return self._json({"commitUrl": url, "commitOid": sha, "pullRequestUrl": pull})
 
     def _dispatch(self, send_body: bool) -> None:
         url = urlsplit(self.path)

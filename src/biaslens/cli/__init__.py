@@ -19,7 +19,7 @@ import sys
 
 import click
 
-from biaslens.cli import catalog, methods, metrics, reports
+from biaslens.cli import cards, catalog, methods, metrics, reports
 from biaslens.cli.render import console, err_console, print_error
 from biaslens.errors import BiaslensError
 from biaslens.version import __version__
@@ -78,6 +78,7 @@ metrics_group = group(
 app.add_command(run_group)
 app.add_command(metrics_group)
 reports.register(app)
+cards.register(app)
 app.add_lazy("audit", lambda: __import__("biaslens.cli.audit", fromlist=["_"]).audit_command())
 catalog.register(app, group)
 
