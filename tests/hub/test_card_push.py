@@ -108,3 +108,22 @@ def test_no_login_or_no_card_is_one_line(client, tmp_path):
     assert "not logged in to the hub" in done.error_lines[0]
     done = client.cli("card", "push", str(tmp_path), "org/nologin", HF_TOKEN=TOKEN)
     assert done.returncode != 0 and "no card.json" in done.error_lines[0]
+
+
+def test_an_audit_pushes_its_card_when_asked(client, tmp_path):
+    """`biaslens audit --push-to-hub`: the audited hub model's card, as a pull request to the
+    model's own repo (no model card yet: the section alone); several models are refused first."""
+    from tests.conftest import DATA
+
+    done = client.cli("audit", "-m", "org/tiny-llama", "--methods", "sib-detect", "--data-dir",
+                      str(DATA), "-o", str(tmp_path / "audit"), "--push-to-hub",
+                      "org/tiny-llama", HF_TOKEN=TOKEN)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "/org/tiny-llama/discussions/" in done.stdout
+    [ref] = [r for r in client.hub.repos["org/tiny-llama"].refs if r.startswith("refs/pr/")]
+    pushed = _files(client, "org/tiny-llama", ref)
+    assert pushed["README.md"].decode().startswith(BEGIN)
+    entries = parse_eval_result_entries(yaml.safe_load(pushed[".eval_results/biaslens.yaml"]))
+    assert entries and {e.dataset_id for e in entries} == {"biaslens/biaslens-sib-detect"}
+    two = client.cli("audit", "-m", "a", "-m", "b", "--push-to-hub", "org/x", HF_TOKEN=TOKEN)
+    assert two.returncode != 0 and "one model's card" in two.error_lines[0]

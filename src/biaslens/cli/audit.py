@@ -44,6 +44,11 @@ AUDIT_OPTIONS = (
     ),
     shared.PRICE,
     Option(
+        "push_to_hub",
+        help="After the card: open a pull request putting it on this model repo's hub page "
+        "(one model; `biaslens card push` does it for a finished audit).",
+    ),
+    Option(
         "detect",
         type=float,
         help="An effect to look for, in each question's own unit (e.g. 0.01): after the card, "
@@ -166,6 +171,11 @@ def audit(**values) -> None:
         models += read_models_file(values["models_file"])
     if not models:
         models = ["default"]
+    if values.get("push_to_hub") and len(models) != 1:
+        raise BiaslensError(
+            f"--push-to-hub puts one model's card on its hub page; {len(models)} models were "
+            "given: push each card with `biaslens card push FOLDER REPO`"
+        )
     prices = parse_price(values["price"]) if values["price"] is not None else None
     if prices is not None and not values["dry_run"]:
         raise BiaslensError("--price estimates the audit's cost with --dry-run: add --dry-run")
@@ -210,6 +220,12 @@ def audit(**values) -> None:
     if result.comparison is not None:
         console.print(f"across models: {result.comparison}")
     _fail_unaudited(result.models)
+    if values.get("push_to_hub"):
+        from biaslens.auditing.publish import plan_push, push
+
+        [model_audit] = result.models
+        where = push(plan_push(model_audit.folder, values["push_to_hub"], "biaslens"))
+        console.print(f"pushed the bias card to {values['push_to_hub']}: {where}")
 
 
 def _fail_unaudited(audits) -> None:
