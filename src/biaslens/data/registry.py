@@ -56,8 +56,9 @@ DATASETS: dict[str, DatasetInfo] = {
     ),
     "sib-outputs": DatasetInfo(
         "sib-outputs",
-        "biaslens metrics sib-detect",
-        "the SIB paper's released Method 2 outputs of 11 models (24,075 CSV files)",
+        "biaslens metrics sib-detect; sib-mgc's known models on a run's own frames",
+        "the SIB paper's released outputs: Method 2 of 11 models (24,075 CSV files) and Method "
+        "1 of 12 (282)",
         "2dot71mily/sib_paper @ 812af8c (no license stated; fetched, never shipped)",
         "biaslens datasets download sib-outputs, or --data-dir",
     ),

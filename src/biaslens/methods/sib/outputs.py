@@ -128,6 +128,54 @@ MGC = (
             "n": "W values the line is fitted to",
         },
     ),
+    OutputFile(
+        "mgc_reference.csv",
+        "per known model of the SIB paper, prompt, W kind and slope: its value on this run's own "
+        "sentence frames, from the authors' released outputs, and this run's model − it, paired "
+        "over the frames × W values both read",
+        (
+            "known_model",
+            "prompt",
+            "w_kind",
+            "metric",
+            "gender",
+            "value",
+            "ci_low",
+            "ci_high",
+            "n",
+            "sentences",
+            "frames",
+            "ci_level",
+            "source",
+        ),
+        optional=(
+            "difference",
+            "difference_ci_low",
+            "difference_ci_high",
+            "difference_note",
+            "paired_over",
+        ),
+        meanings={
+            "known_model": "the known model, by its hub name (the card adds the paper's name)",
+            "metric": "slope (one gender's) or female_minus_male_slope",
+            "value": "the known model's slope on the run's frames (pp per W step)",
+            "ci_low": "its trend interval's lower bound",
+            "ci_high": "its trend interval's upper bound",
+            "n": "W values the line is fitted to",
+            "sentences": "sentence frames the slope rests on",
+            "frames": "the run's frames the known model's released outputs hold",
+            "ci_level": "the intervals' level",
+            "source": "the released file(s) the values come from",
+            "difference": "this run's slope − the known model's, paired: the slope of their "
+            "per-(frame, W) difference",
+            "difference_ci_low": "the paired difference's trend interval, lower bound",
+            "difference_ci_high": "its upper bound",
+            "difference_note": "why the difference or its interval is missing, where it is",
+            "paired_over": "the W values × frames the paired difference rests on",
+        },
+        when="the SIB authors' released outputs in the data folder (biaslens datasets download "
+        "sib-outputs)",
+    ),
     OutputFile("plots/mgc_*.png", "per W kind: the mean probabilities per W with fitted lines"),
 )
 

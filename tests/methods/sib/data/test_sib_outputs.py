@@ -219,3 +219,20 @@ def test_stored_masses_of_a_run_that_are_not_probabilities_are_refused(value, tm
     ).to_parquet(run / "sentences.parquet")
     with pytest.raises(BiaslensError, match=r"samples.parquet:1: row p_female .* not a number"):
         read_outputs(run)
+
+
+def test_the_pinned_archive_hash_is_that_of_the_released_files(full_data, tmp_path):
+    """The pin of ``biaslens datasets download sib-outputs`` is the tree hash of the released
+    files as the shared data holds them unmodified: the Method 2 archive, extracted, and the
+    Method 1 folder."""
+    import shutil
+
+    with tarfile.open(full_data / "sib" / "detect_wino_raw.tar.gz") as tar:
+        tar.extractall(tmp_path / "tree", filter="data")
+    shutil.copytree(
+        full_data / "sib" / "data" / "spur_mgc_raw", tmp_path / "tree" / "data" / "spur_mgc_raw"
+    )
+    spec = sources.ARCHIVES["sib-outputs"]
+    found = sorted(f"data/{p.name}" for p in (tmp_path / "tree" / "data").iterdir())
+    assert sorted(spec.members) == found
+    assert sources.tree_sha256(tmp_path / "tree") == (spec.tree_sha256, spec.files)

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from biaslens.common.numbers import finite_or_none
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.framework.hooks import AuditRole, AuditStep, reference_row
 from biaslens.framework.questions import Question
@@ -72,24 +73,32 @@ def load_sib_mgc() -> pd.DataFrame:
 SAME_PROTOCOL = {"mode": "paper", "date_grid": "code"}
 
 
-def protocol_gap(settings: dict[str, Any]) -> str | None:
-    """Why a sib-mgc run's numbers are not on the references' protocol (None: they are)."""
+def protocol_gap(settings: dict[str, Any], same_frames: bool = False) -> str | None:
+    """Why a sib-mgc run's numbers are not on the references' protocol (None: they are);
+    ``same_frames``: the references were read on the run's own frames."""
     gaps = [
         f"{key} {settings.get(key)!r} (the references: {value!r})"
         for key, value in SAME_PROTOCOL.items()
         if settings.get(key) != value
     ]
-    if settings.get("limit"):
+    if settings.get("limit") and not same_frames:
         gaps.append(f"{settings['limit']} of the 60 sentence frames (the references: all 60)")
     return "; ".join(gaps) or None
 
 
 def references_for(rows: list, record) -> list[dict[str, Any]]:
     """The reference values beside an audited run's card ``rows``: the same metric on the
-    same probe (prompt, W kind, gender), with whether the protocol is the same."""
+    same probe (prompt, W kind, gender), with whether the protocol is the same — on the run's
+    own frames, with the paired difference, where the run read them from the released outputs
+    (``summary.json``'s ``reference``: :mod:`~.same_frames`), else the shipped all-frame
+    values."""
     settings = record.settings
-    table = load_sib_mgc()
-    gap = protocol_gap(settings)
+    same = (record.metrics or {}).get("reference")
+    table = pd.DataFrame(same["rows"]) if same else load_sib_mgc()
+    gap = protocol_gap(settings, same_frames=bool(same))
+    protocol = SIB_MGC_PROTOCOL
+    if same:
+        protocol = protocol.replace("all 60 sentence frames", "the run's own sentence frames")
     found = []
     for row in rows:
         labels = row.labels
@@ -100,11 +109,23 @@ def references_for(rows: list, record) -> list[dict[str, Any]]:
         ]
         if "gender" in labels:
             chosen = chosen[chosen["gender"] == labels["gender"]]
-        found += [
-            reference_row(known_as(reference["model"]), row, reference, SIB_MGC_PROTOCOL, gap)
-            for reference in chosen.to_dict(orient="records")
-        ]
+        for reference in chosen.to_dict(orient="records"):
+            if same:
+                reference["source"] = f"{SIB_REPOSITORY}@{SIB_COMMIT}:{reference['source']}"
+            model = known_as(reference.get("known_model") or reference["model"])
+            found.append(reference_row(model, row, reference, protocol, gap))
+            if same:
+                found[-1].update(
+                    {k: finite_or_none(reference.get(k)) for k in PAIRED_NUMBERS}
+                    | {
+                        "difference_note": reference.get("difference_note") or None,
+                        "paired_over": reference.get("paired_over") or None,
+                    }
+                )
     return found
+
+
+PAIRED_NUMBERS = ("difference", "difference_ci_low", "difference_ci_high")
 
 
 # ------------------------------------------------------------- paired differences

@@ -21,6 +21,7 @@ from typing import Annotated, Literal
 import pandas as pd
 from pydantic import BaseModel, Field, field_validator
 
+from biaslens.common.atomic import json_records
 from biaslens.common.numbers import readable, readable_interval
 from biaslens.common.options import FLAG, Flag
 from biaslens.errors import BiaslensError
@@ -59,6 +60,7 @@ from biaslens.methods.sib.metrics.sib import (
 )
 from biaslens.methods.sib.mgc.audit_role import AUDIT
 from biaslens.methods.sib.mgc.compare import compare
+from biaslens.methods.sib.mgc.same_frames import released_folder, same_frame_references
 from biaslens.methods.sib.mgc.sampled_design import mgc_design
 from biaslens.methods.sib.outputs import MGC as SIB_FILES_MGC
 from biaslens.methods.sib.scoring.pronouns import (
@@ -239,6 +241,20 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
         f"{r2_text(row.mean_r2, row.flat_fits)}"
         for row in slopes.itertuples()
     ]
+    tables = {"fits": fits, "slopes": slopes, "means_by_w": means}
+    metrics = {}
+    released = released_folder(ctx.data_dir)
+    if released is not None:  # the known models on this run's own frames, paired
+        known = same_frame_references(samples, released, settings.ci_level)
+        if not known.empty:
+            tables["mgc_reference"] = known
+            metrics["reference"] = {"rows": json_records(known)}
+    else:
+        notes.append(
+            "known models: on all 60 frames (the SIB authors' released outputs are not in the "
+            "data folder; `biaslens datasets download sib-outputs` puts them there, and the "
+            "known models are then read on this run's own frames and paired with it)"
+        )
     drawn = samples["samples"] if adaptive(settings) else None
     said = [small_mass_note(mass), sampled_note(settings.mode, settings.samples, drawn, samples)]
     notes += [n for n in said if n]
@@ -249,8 +265,9 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
             "mean_pronoun_mass": mass,
             "num_sentences": len(sentences),
             "num_requests": len(rows),
+            **metrics,
         },
-        tables={"fits": fits, "slopes": slopes, "means_by_w": means},
+        tables=tables,
         samples={"samples": samples},
         figures=figures,
         provenance={
