@@ -52,6 +52,25 @@ def rank_intervals(
     return found
 
 
+def rank_heading(row) -> str:
+    """What rank 1 means for a number, read in the direction of bias (``row.better``): the
+    largest value is the most biased where lower is less biased, the best where higher is
+    better; a signed number's rank is by value, which is not an order of bias."""
+    better = (row.better or "").lower()
+    if better.startswith("lower"):
+        return "Rank (1: the largest value, the most biased)"
+    if better.startswith("higher"):
+        return "Rank (1: the largest value, the best)"
+    return (
+        "Rank by signed value (1: the largest; not an order of bias, which is the distance "
+        f"from {row.no_bias or 'the no-bias value'} whichever its sign)"
+    )
+
+
+def first_of(by_model: dict):
+    return next(iter(by_model.values()))
+
+
 def pair_level(models: int, level: float = LEVEL) -> float:
     """The level of each pairwise interval behind :func:`rank_intervals`."""
     return 1 - (1 - level) / max(models - 1, 1)
@@ -77,7 +96,7 @@ def _paired_lines(paired, step, metric, labels, by_model, folders, records) -> l
             return ["", NO_PAIRED]
         low, high = found["ci_low"], found["ci_high"]
         apart = np.isfinite(low) and np.isfinite(high) and not low <= 0 <= high
-        verdict = "distinguishable" if apart else "not distinguishable"
+        verdict = "distinguishable" if apart else "a tie: not distinguishable at this level"
         if not (np.isfinite(low) and np.isfinite(high)):
             verdict = f"no interval: {found.get('note') or 'undefined'}"
         lines.append(
@@ -106,7 +125,11 @@ def _paired_lines(paired, step, metric, labels, by_model, folders, records) -> l
             )
             pairs[(model_a, model_b)] = (found["ci_low"], found["ci_high"])
         ranks = rank_intervals({m: by_model[m].value for m in models}, pairs)
-        lines += ["", f"Rank (1: the largest value), {level:.0%} intervals (Bonferroni):", ""]
+        lines += [
+            "",
+            f"{rank_heading(first_of(by_model))}, {level:.0%} intervals (Bonferroni):",
+            "",
+        ]
         lines += [
             f"- {md(m)}: {low}–{high}" if low != high else f"- {md(m)}: {low}"
             for m, (low, high) in ranks.items()
