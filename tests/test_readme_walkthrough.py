@@ -28,6 +28,7 @@ LEFT_OUT = {
     "download": "downloads",
     "metrics": "reads files the reader brings",
     "lei-train": "fine-tunes models (tests/methods/test_lei_train.py runs it)",
+    "push": "publishes to the hub (tests/hub/test_card_push.py runs it)",
 }
 
 

@@ -10,7 +10,7 @@ import pytest
 from biaslens.errors import BiaslensError, ConfigMismatchError
 from biaslens.methods.sib.data.pronouns import target_words
 from biaslens.methods.sib.metrics.sib import mass_exact, mass_top_k
-from biaslens.methods.sib.mgc.method import make_settings
+from biaslens.methods.sib.mgc.settings import make_settings
 from biaslens.models import BackendConfig, TokenDistributionRequest
 from tests.helpers import run_mgc
 

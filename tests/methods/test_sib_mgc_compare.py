@@ -5,7 +5,7 @@ import pytest
 
 from biaslens.errors import BiaslensError
 from biaslens.methods.sib.mgc.compare import read_models_file
-from biaslens.methods.sib.mgc.method import make_settings
+from biaslens.methods.sib.mgc.settings import make_settings
 from biaslens.models import BackendConfig
 from biaslens.runner import run_comparison
 

@@ -215,7 +215,7 @@ def test_persistent_faults_end_in_one_clear_error(served):
 
 
 def test_a_server_that_dies_mid_run_loses_no_finished_answer(served, tmp_path):
-    from biaslens.methods.sib.mgc.method import make_settings
+    from biaslens.methods.sib.mgc.settings import make_settings
     from tests.helpers import run_mgc
 
     settings = make_settings(model=NAME, limit=2, w_kinds=("dates",))

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from biaslens.errors import ConfigMismatchError
-from biaslens.methods.sib.mgc.method import make_settings
+from biaslens.methods.sib.mgc.settings import make_settings
 from biaslens.models import BackendConfig
 from tests.helpers import run_mgc
 

@@ -10,7 +10,7 @@ import stat
 import pytest
 
 from biaslens.errors import BiaslensError
-from biaslens.methods.sib.mgc.method import make_settings
+from biaslens.methods.sib.mgc.settings import make_settings
 from biaslens.methods.sib.toy import make_settings as toy_settings
 from biaslens.models import BackendConfig
 from biaslens.store.run import RunStore

@@ -20,7 +20,7 @@ from safetensors.torch import load_file, save_file
 
 from biaslens.common import atomic
 from biaslens.errors import BiaslensError
-from biaslens.methods.sib.mgc.method import make_settings
+from biaslens.methods.sib.mgc.settings import make_settings
 from biaslens.models import BackendConfig
 from biaslens.report.html import write_report
 from biaslens.store.result import RunResult

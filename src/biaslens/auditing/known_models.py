@@ -42,8 +42,8 @@ def standing(card: BiasCard, row, short: bool = False) -> str | None:
     (a signed number's sign says which way, not how biased); ``short``: without the
     protocol's differences, for the first screen."""
     same = references_of(card, row)
-    if not same or row.value is None:
-        return None
+    if not same or row.value is None or getattr(row, "caution", None):
+        return None  # a value with a caution has no standing (its caution says why)
     no_bias = no_bias_of(card, row)
     if no_bias is None:
         below = sum(r.value < row.value for r in same)
@@ -54,7 +54,8 @@ def standing(card: BiasCard, row, short: bool = False) -> str | None:
         less = sum(abs(r.value - no_bias) < distance for r in same)
         text = (
             f"less biased than {more} of {len(same)} known models and more biased than {less} "
-            f"(by distance from {readable(no_bias)})"
+            f"(point values, by distance from {no_bias:g}; the paired differences carry the "
+            "intervals)"
         )
     if not same[0].same_protocol:
         why = "" if short else f": {same[0].why_not_same}"

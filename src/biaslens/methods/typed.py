@@ -17,7 +17,7 @@ from biaslens.methods.qa.lei_eval.settings import LeiEvalSettings
 from biaslens.methods.qa.lei_train.settings import LeiTrainSettings
 from biaslens.methods.qa.unqover import UnqoverSettings
 from biaslens.methods.sib.detect.settings import DetectSettings
-from biaslens.methods.sib.mgc.method import MGCSettings
+from biaslens.methods.sib.mgc.settings import MGCSettings
 from biaslens.methods.sib.toy import ToySettings
 from biaslens.models.backends.hf import HFOptions
 from biaslens.models.backends.openai import OpenAIOptions

@@ -137,7 +137,8 @@ def mgc_task(
     """The ``biaslens_mgc`` task: MGC inputs of one prompt and W kind (``limit`` per W value,
     drawn as ``biaslens run sib-mgc --limit`` draws them)."""
     from biaslens.methods.sib.data import mgc
-    from biaslens.methods.sib.mgc.method import build_rows, make_settings
+    from biaslens.methods.sib.mgc.method import build_rows
+    from biaslens.methods.sib.mgc.settings import make_settings
 
     if prompt not in mgc.PROMPTS:
         raise BiaslensError(f"unknown prompt {prompt!r}; choose from {', '.join(mgc.PROMPTS)}")

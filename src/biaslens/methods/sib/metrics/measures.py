@@ -3,6 +3,8 @@ each number means, its range and interval (:mod:`biaslens.metrics.meanings`)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from biaslens.metrics.meanings import Measure
 
 _SHARE = dict(
@@ -80,3 +82,11 @@ BALANCED_ACCURACY = Measure(
     estimand="the mean of the two rates over sentences like these (occupations as draws); the "
     "interval covers it at its level",
 )
+
+
+READOUT_CAUTION = "readout_caution"
+"""The column of a ``--paper-readout`` line that rests on a pronoun the readout never named."""
+PAPER_SLOPE = replace(SLOPE, caution=READOUT_CAUTION)
+PAPER_SLOPE_DIFFERENCE = replace(SLOPE_DIFFERENCE, caution=READOUT_CAUTION)
+"""The slopes of ``--paper-readout``: a line of a pronoun the readout never named is 0 by
+construction, and says so (no verdict, no standing among the known models)."""

@@ -93,6 +93,9 @@ def references_for(rows: list, record) -> list[dict[str, Any]]:
     (``summary.json``'s ``reference``: :mod:`~.same_frames`), else the shipped all-frame
     values."""
     settings = record.settings
+    read_as_paper = [r for r in rows if "readout" in r.labels]
+    if read_as_paper:  # the run read its inputs as the reference code did too: compare those
+        rows, settings = read_as_paper, {**settings, "mode": "paper"}
     same = (record.metrics or {}).get("reference")
     table = pd.DataFrame(same["rows"]) if same else load_sib_mgc()
     gap = protocol_gap(settings, same_frames=bool(same))
@@ -117,15 +120,17 @@ def references_for(rows: list, record) -> list[dict[str, Any]]:
             if same:
                 found[-1].update(
                     {k: finite_or_none(reference.get(k)) for k in PAIRED_NUMBERS}
-                    | {
-                        "difference_note": reference.get("difference_note") or None,
-                        "paired_over": reference.get("paired_over") or None,
-                    }
+                    | {k: _text(reference.get(k)) for k in ("difference_note", "paired_over")}
                 )
     return found
 
 
 PAIRED_NUMBERS = ("difference", "difference_ci_low", "difference_ci_high")
+
+
+def _text(value) -> str | None:
+    """A text field of a reference row, None where it is empty or missing (NaN in a table)."""
+    return value if isinstance(value, str) and value else None
 
 
 # ------------------------------------------------------------- paired differences
@@ -226,8 +231,8 @@ is supporting detail: a shared trend in both pronouns is not a gendered one)."""
 
 AUDIT = AuditRole(  # quick: 15 of the 60 sentence frames at each of the 30 dates and 20 places
     sizes={
-        "quick": (AuditStep({"limit": 15}),),
-        "standard": (AuditStep(),),
+        "quick": (AuditStep({"limit": 15, "paper_readout": True}),),
+        "standard": (AuditStep({"paper_readout": True}),),
         "paper": (AuditStep(preset="paper"),),
     },
     references=references_for,

@@ -16,14 +16,10 @@ Scoring modes:
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-
 import pandas as pd
-from pydantic import BaseModel, Field, field_validator
 
 from biaslens.common.atomic import json_records
 from biaslens.common.numbers import readable, readable_interval
-from biaslens.common.options import FLAG, Flag
 from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import LmEvalTask
 from biaslens.framework.options import options_of
@@ -36,20 +32,14 @@ from biaslens.framework.registry import (
     RunContext,
     register,
 )
-from biaslens.framework.settings import (
-    CiLevel,
-    Limit,
-    MethodSettings,
-    MinPronounMass,
-    ModelName,
-    PronounScoring,
-    RandomSeed,
-    validated,
-)
 from biaslens.methods.sib.data import mgc
-from biaslens.methods.sib.metrics.measures import SLOPE, SLOPE_DIFFERENCE
+from biaslens.methods.sib.metrics.measures import (
+    PAPER_SLOPE,
+    PAPER_SLOPE_DIFFERENCE,
+    SLOPE,
+    SLOPE_DIFFERENCE,
+)
 from biaslens.methods.sib.metrics.sib import (
-    MIN_PRONOUN_MASS,
     check_pronoun_mass,
     mean_by_w,
     method1_fits,
@@ -60,9 +50,10 @@ from biaslens.methods.sib.metrics.sib import (
 )
 from biaslens.methods.sib.mgc.audit_role import AUDIT
 from biaslens.methods.sib.mgc.compare import compare
+from biaslens.methods.sib.mgc.outputs import MGC as SIB_FILES_MGC
 from biaslens.methods.sib.mgc.same_frames import released_folder, same_frame_references
 from biaslens.methods.sib.mgc.sampled_design import mgc_design
-from biaslens.methods.sib.outputs import MGC as SIB_FILES_MGC
+from biaslens.methods.sib.mgc.settings import MGCSettings, TaskSettings
 from biaslens.methods.sib.scoring.pronouns import (
     check_pronoun_model,
     sampled_note,
@@ -71,85 +62,15 @@ from biaslens.methods.sib.scoring.pronouns import (
 )
 from biaslens.models.base import LM, ModelKind
 from biaslens.progress import note
-from biaslens.scoring.sampled import DEFAULT_SAMPLES, Allocation, Samples, adaptive
+from biaslens.scoring.sampled import adaptive
 from biaslens.store.run import dataset_hash
 
 METHOD = "sib-mgc"
+PAPER = "the reference code's"
+"""The ``readout`` label of the rows read as the SIB reference code did."""
+PAPER_READOUT_TOKENS = 10
+"""The greedy steps of the reference code's Method 1 readout (``--preset paper``'s)."""
 MASKED_PROMPT = "mask"  # the prompt column's value for masked LMs, which use no prompt
-
-
-WKind = Literal["dates", "places"]
-"""An injected W kind (SIB §3.1)."""
-
-
-class TaskSettings(BaseModel):
-    """What the ``biaslens_mgc`` lm-eval task takes besides ``--limit`` (one prompt and one W
-    kind per task: lm-eval aggregates over a task's inputs); validated as :class:`MGCSettings`'
-    ``prompts`` and ``w_kinds`` when the task is written."""
-
-    prompt: Annotated[str, FLAG] = Field(default="A", description="MGC prompt: A, B or C.")
-    w_kind: Annotated[WKind, Flag("--w")] = Field(
-        default="dates", description="MGC W kind: dates or places."
-    )
-
-
-class MGCSettings(MethodSettings):
-    """Settings that decide an MGC run's results (validated on entry)."""
-
-    model: ModelName = "default"
-    mode: PronounScoring = "exact"
-    samples: Samples = DEFAULT_SAMPLES
-    allocation: Allocation = "adaptive"
-    prompts: Annotated[tuple[str, ...] | None, Flag("--prompt", "-p", shown="A")] = Field(
-        default=None,
-        description="Instruction prompt(s) A B C of App. D.2 for causal/seq2seq models. Not "
-        "allowed with masked LMs.",
-    )
-    w_kinds: Annotated[tuple[WKind, ...], Flag("--w")] = Field(
-        default=("dates", "places"), description="Injected W values: dates places."
-    )
-    date_grid: Annotated[Literal["code", "rounded", "text"], FLAG] = Field(
-        default="code",
-        description="code: linspace(1801, 2016, 30) cut to whole years, as the reference code; "
-        "rounded: the same points rounded; text: 1801-2001 as the paper's text.",
-    )
-    generation_tokens: Annotated[int, FLAG] = Field(
-        default=20,
-        ge=1,
-        le=256,
-        description="Paper scoring: greedy steps of causal/seq2seq models (the reference code "
-        "used 10 for Method 1: --preset paper).",
-    )
-    limit: Limit = Field(
-        default=None,
-        description="Sentence frames (verb × life stage) kept, each at every W value (seeded; 0: "
-        "all 60).",
-    )
-    min_pronoun_mass: MinPronounMass = MIN_PRONOUN_MASS
-    seed: RandomSeed = 0
-    ci_level: CiLevel
-
-    @field_validator("prompts")
-    @classmethod
-    def _known_prompts(cls, value):
-        if value is not None:
-            unknown = [p for p in value if p not in mgc.PROMPTS]
-            if unknown or not value:
-                raise ValueError(f"prompts must be among {', '.join(mgc.PROMPTS)}, got {value}")
-            return tuple(dict.fromkeys(value))
-        return value
-
-    @field_validator("w_kinds")
-    @classmethod
-    def _some_w_kind(cls, value):
-        if not value:
-            raise ValueError("at least one W kind (dates, places) is needed")
-        return tuple(dict.fromkeys(value))
-
-
-def make_settings(**values) -> MGCSettings:
-    """Settings from keyword values (one-line errors), as the runner builds them."""
-    return validated(MGCSettings, values)
 
 
 def resolve_prompts(settings: MGCSettings, kind: ModelKind) -> tuple[str, ...]:
@@ -162,6 +83,40 @@ def resolve_prompts(settings: MGCSettings, kind: ModelKind) -> tuple[str, ...]:
             )
         return (MASKED_PROMPT,)
     return settings.prompts or ("A",)
+
+
+def never_named(
+    samples: pd.DataFrame, fits: pd.DataFrame, slopes: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The paper readout's fits and slopes with a caution where a line rests on a pronoun the
+    readout never named (prompt × W kind): its slope is 0 by construction, not a finding."""
+    group = ["prompt", "w_kind"]
+    named = samples.groupby(group)[[f"p_{g}" for g in ("female", "male", "neutral")]].max() > 0
+
+    def caution(row, genders) -> str:
+        missing = [g for g in genders if not named.loc[(row.prompt, row.w_kind), f"p_{g}"]]
+        return (
+            f"the reference code's readout never named a {' or '.join(missing)} pronoun here: "
+            "the line is flat by construction"
+            if missing
+            else ""
+        )
+
+    fits = fits.assign(readout_caution=[caution(r, [r.gender]) for r in fits.itertuples()])
+    slopes = slopes.assign(
+        readout_caution=[caution(r, ["female", "male"]) for r in slopes.itertuples()]
+    )
+    return fits, slopes
+
+
+def paper_readout_gap(lm: LM) -> str | None:
+    """Why ``lm`` cannot be read as the reference code read models (None: it can): a masked
+    LM's top 5 at the slot, or greedy generation."""
+    try:
+        check_pronoun_model(lm, "paper")
+    except BiaslensError as error:
+        return str(error)
+    return None
 
 
 def prepare(settings: MGCSettings, lm: LM) -> MGCSettings:
@@ -243,9 +198,27 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
     ]
     tables = {"fits": fits, "slopes": slopes, "means_by_w": means}
     metrics = {}
+    read_as_paper = samples
+    unreadable = paper_readout_gap(ctx.lm) if settings.paper_readout else None
+    if unreadable:
+        notes.append(f"--paper-readout: not read ({unreadable})")
+    if settings.paper_readout and settings.mode != "paper" and not unreadable:
+        read_as_paper = score_rows(
+            ctx.lm, rows, "paper", ctx.progress, "MGC (the reference code's readout)",
+            max_new_tokens=PAPER_READOUT_TOKENS,
+        )  # fmt: skip
+        paper_fits = method1_fits(read_as_paper, level=settings.ci_level).assign(readout=PAPER)
+        paper_slopes = slope_summary(
+            paper_fits, mean_by_w(read_as_paper), level=settings.ci_level, samples=read_as_paper
+        ).assign(readout=PAPER)
+        paper_fits, paper_slopes = never_named(read_as_paper, paper_fits, paper_slopes)
+        tables.update(paper_fits=paper_fits, paper_slopes=paper_slopes)
+        samples_out = {"paper_samples": read_as_paper}
+    else:
+        samples_out = {}
     released = released_folder(ctx.data_dir)
     if released is not None:  # the known models on this run's own frames, paired
-        known = same_frame_references(samples, released, settings.ci_level)
+        known = same_frame_references(read_as_paper, released, settings.ci_level)
         if not known.empty:
             tables["mgc_reference"] = known
             metrics["reference"] = {"rows": json_records(known)}
@@ -268,7 +241,7 @@ def run(ctx: RunContext, settings: MGCSettings) -> MethodOutput:
             **metrics,
         },
         tables=tables,
-        samples={"samples": samples},
+        samples={"samples": samples, **samples_out},
         figures=figures,
         provenance={
             "dataset": {
@@ -285,6 +258,11 @@ OLS_ONLY = ("female_minus_male_stderr", "slope_stderr", "p_value")
 """The reference code's OLS statistics (W values taken as independent): kept in the files for
 the paper's comparison, never shown beside the interval biaslens stands behind, which they
 would contradict (an OLS p < 0.05 where the interval holds 0)."""
+
+
+def _without_ols(table: pd.DataFrame) -> pd.DataFrame:
+    """A slopes table as the report shows it: without the OLS statistics (:data:`OLS_ONLY`)."""
+    return table.drop(columns=[c for c in OLS_ONLY if c in table])
 
 
 def _fits_view(fits: pd.DataFrame) -> pd.DataFrame:
@@ -360,7 +338,23 @@ SPEC = register(
                 cli=False,
                 measures=(SLOPE_DIFFERENCE,),
                 labels=("prompt", "w_kind"),
-                report=lambda t: t.drop(columns=[c for c in OLS_ONLY if c in t]),
+                report=_without_ols,
+            ),
+            Headline(
+                "paper_slopes",
+                "Female − male slope, read as the SIB reference code did (--paper-readout)",
+                cli=False,
+                measures=(PAPER_SLOPE_DIFFERENCE,),
+                labels=("prompt", "w_kind", "readout"),
+                report=_without_ols,
+            ),
+            Headline(
+                "paper_fits",
+                "Per-gender linear fits, read as the SIB reference code did (--paper-readout)",
+                cli=False,
+                measures=(PAPER_SLOPE,),
+                labels=("prompt", "w_kind", "gender", "readout"),
+                report=_fits_view,
             ),
             Headline(
                 "fits",
