@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from biaslens.auditing.known_models import paired_cell
 from biaslens.common import atomic
 from biaslens.common.inert import markdown_text as md
 from biaslens.common.numbers import readable, readable_interval
@@ -176,6 +177,32 @@ def question_lines(audits) -> list[str]:
     return lines
 
 
+def _known_lines(audits, row) -> list[str]:
+    """The known models beside one number, once (from the first card that has them): their
+    value and interval, and each audited model − it where its card paired them."""
+    from biaslens.auditing.card import references_of
+
+    found = {}
+    for audit in audits:
+        card = audit.card
+        mine = next((r for r in card.rows if _key(r) == _key(row)), None) if card else None
+        for ref in references_of(card, mine) if mine is not None else ():
+            found.setdefault(ref.model, {"ref": ref, "paired": {}})
+            if ref.difference is not None:
+                found[ref.model]["paired"][audit.model] = paired_cell(ref)
+    if not found:
+        return []
+    header = "| known model | value | CI | each audited model − it, paired | same protocol |"
+    lines = ["", "Known models on this number:", "", header, "|---|---|---|---|---|"]
+    for model, entry in found.items():
+        ref = entry["ref"]
+        paired = "; ".join(f"{md(m)}: {md(text)}" for m, text in entry["paired"].items()) or "—"
+        ci = readable_interval(ref.ci_low, ref.ci_high) if ref.ci_low is not None else "—"
+        same = "yes" if ref.same_protocol else f"no: {md(ref.why_not_same or '')}"
+        lines.append(f"| {md(model)} | {readable(ref.value)} | {ci} | {paired} | {same} |")
+    return lines
+
+
 def write_comparison(folder: Path, audits) -> Path:
     """``comparison.md`` and ``comparison.csv`` in the audit's folder; the Markdown's path."""
     values: dict[tuple, dict[str, object]] = {}
@@ -207,6 +234,7 @@ def write_comparison(folder: Path, audits) -> Path:
                     "n": row.n,
                 }
             )
+        lines += _known_lines(audits, first)
         paired = _paired_of(first.method)
         if paired is not None and len(by_model) > 1:
             lines += _paired_lines(paired, step, metric, labels, by_model, folders, records)
