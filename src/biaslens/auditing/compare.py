@@ -68,10 +68,6 @@ def rank_heading(row) -> str:
     )
 
 
-def first_of(by_model: dict):
-    return next(iter(by_model.values()))
-
-
 def pair_level(models: int, level: float = LEVEL) -> float:
     """The level of each pairwise interval behind :func:`rank_intervals`."""
     return 1 - (1 - level) / max(models - 1, 1)
@@ -128,7 +124,7 @@ def _paired_lines(paired, step, metric, labels, by_model, folders, records) -> l
         ranks = rank_intervals({m: by_model[m].value for m in models}, pairs)
         lines += [
             "",
-            f"{rank_heading(first_of(by_model))}, {level:.0%} intervals (Bonferroni):",
+            f"{rank_heading(next(iter(by_model.values())))}, {level:.0%} intervals (Bonferroni):",
             "",
         ]
         lines += [

@@ -18,7 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from biaslens.auditing.card import BiasCard
-from biaslens.auditing.render import NO_EVIDENCE_CAVEAT, question_lines, summary_line
+from biaslens.auditing.render import (
+    NO_EVIDENCE_CAVEAT,
+    answer_markdown,
+    question_lines,
+    summary_line,
+)
 from biaslens.common.inert import markdown_text
 from biaslens.common.numbers import readable, readable_interval
 from biaslens.errors import BiaslensError
@@ -47,9 +52,7 @@ def card_section(card: BiasCard) -> str:
     md = markdown_text
     lines = [BEGIN, HEADING, "", f"Model audited: {md(card.model)}.", ""]
     lines += [md(summary_line(card)) + ".", ""]
-    for line in question_lines(card):
-        word, _, rest = line.partition("] ")
-        lines.append(f"- {word}] {md(rest)}" if rest else f"- {md(line)}")  # a fixed word
+    lines += [f"- {answer_markdown(line)}" for line in question_lines(card)]
     lines += ["", md(NO_EVIDENCE_CAVEAT)]
     if card.family:
         lines += ["", f"Verdicts: {md(card.family)}."]

@@ -109,7 +109,7 @@ NO_EVIDENCE_CAVEAT = (
 )
 
 
-def _answer_md(line: str) -> str:
+def answer_markdown(line: str) -> str:
     """A question's line in Markdown: its ``[answer]`` word as it is, the rest literal."""
     word, _, rest = line.partition("] ")
     return f"{word}] {markdown_text(rest)}" if rest else markdown_text(line)
@@ -127,7 +127,7 @@ def card_markdown(card: BiasCard) -> str:
         "",
         md(summary_line(card)) + ".",
     ]
-    lines += [""] + [f"- {_answer_md(line)}" for line in question_lines(card)]
+    lines += [""] + [f"- {answer_markdown(line)}" for line in question_lines(card)]
     lines += ["", NO_EVIDENCE_CAVEAT]
     if card.family:
         lines += ["", f"Verdicts: {md(card.family)}."]

@@ -78,7 +78,9 @@ metrics_group = group(
 app.add_command(run_group)
 app.add_command(metrics_group)
 reports.register(app)
-cards.register(app)
+card_group = group("card", "Publish a bias card.")
+card_group.add_command(cards.card_push)
+app.add_command(card_group)
 app.add_lazy("audit", lambda: __import__("biaslens.cli.audit", fromlist=["_"]).audit_command())
 catalog.register(app, group)
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
-
 from biaslens.cli.params import declared_command
 from biaslens.cli.render import console
 from biaslens.common.options import Argument, Option
@@ -43,14 +41,3 @@ def card_push(folder, repo, namespace, no_pr, dry_run) -> None:
         return
     where = push(change, create_pr=not no_pr)
     console.print(f"pushed the bias card to {repo}: {where}")
-
-
-def register(root) -> None:
-    group = click.Group(
-        "card",
-        help="Publish a bias card.",
-        no_args_is_help=True,
-        context_settings={"help_option_names": ["--help"], "max_content_width": 100},
-    )
-    group.add_command(card_push)
-    root.add_command(group)

@@ -41,6 +41,11 @@ def readable_column(values) -> list[str | None]:
     ]
 
 
+def text_or_none(value) -> str | None:
+    """``value`` as text, or None where it is empty or not text (a table's missing cell: NaN)."""
+    return value if isinstance(value, str) and value else None
+
+
 def finite_or_none(value) -> float | None:
     """``value`` as a float, or None where it is not a finite number (a CSV's empty cell, NaN)."""
     try:

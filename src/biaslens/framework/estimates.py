@@ -10,13 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from biaslens.common.numbers import finite_or_none, readable, readable_interval
+from biaslens.common.numbers import finite_or_none, readable, readable_interval, text_or_none
 from biaslens.metrics.intervals import LEVEL, SMALL_N
 from biaslens.metrics.meanings import mostly_noise
-
-
-def _text(value) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def collect(spec, tables: dict[str, Any], level: float = LEVEL) -> list[dict[str, Any]]:
@@ -36,8 +32,8 @@ def collect(spec, tables: dict[str, Any], level: float = LEVEL) -> list[dict[str
                 high = finite_or_none(row.get(f"{measure.ci_prefix}_ci_high"))
                 has_interval = low is not None and high is not None
                 n = measure.n_of(row)
-                why_not = _text(row.get(f"{measure.ci_prefix}_ci_note"))
-                caution = _text(row.get(measure.caution)) if measure.caution else None
+                why_not = text_or_none(row.get(f"{measure.ci_prefix}_ci_note"))
+                caution = text_or_none(row.get(measure.caution)) if measure.caution else None
                 crossfit = finite_or_none(row.get(measure.crossfit)) if measure.crossfit else None
                 noise = mostly_noise(finite_or_none(row[measure.column]), crossfit)
                 records.append(

@@ -13,20 +13,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from biaslens.methods.qa.data.unqover import DOMAINS
-from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
+from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator, paired_change
 from biaslens.methods.qa.metrics.unqover_summary import subject_strata
+from biaslens.methods.qa.questions import interval_spec
 from biaslens.metrics.intervals import LEVEL, IntervalSpec
 from biaslens.store.result import RunResult
 
 PAIRED_METRICS = {"lei_mu": ("mu", "eta", "theta4"), "unqover": ("mu", "eta", "theta4")}
 """The headline tables and metrics that have a paired interval between two models."""
 UNITS = "subject pair × template units"
-
-
-def _spec(settings: dict, level: float, complete_design: bool) -> IntervalSpec:
-    subjects_are = DOMAINS[settings["domain"]].subjects_are(settings.get("subjects_are", "auto"))
-    return IntervalSpec(level, int(settings.get("seed") or 0), subjects_are, complete_design)
 
 
 def _difference(
@@ -38,12 +33,7 @@ def _difference(
     metric: str,
     skip_unscored: bool = False,
 ) -> dict:
-    totals = []
-    for scores in (a, b):
-        total = UnqoverAccumulator(within, intervals=spec, skip_unscored=skip_unscored)
-        total.add(scores)
-        totals.append(total)
-    found = totals[0].change_from(totals[1], strata, metric)
+    found = paired_change(a, b, within, spec, strata, metric, skip_unscored)
     return {
         "difference": found["change"],
         "ci_low": found["change_ci_low"],
@@ -64,7 +54,7 @@ def paired_lei(
     scores = [run.samples for run in runs]
     strata = subject_strata(scores[0])  # of the whole run, as its table had them
     a, b = (s[s["set"] == labels["set"]] for s in scores)
-    spec = _spec(runs[0].record.settings, level, complete_design=False)
+    spec = interval_spec(runs[0].record.settings, level, complete_design=False)
     return _difference(a, b, ("set", "intervention_id"), spec, strata, metric)
 
 
@@ -77,7 +67,7 @@ def paired_unqover(
     runs = [RunResult.load(folder) for folder in (folder_a, folder_b)]
     scores = [run.samples for run in runs]
     settings = runs[0].record.settings
-    spec = _spec(settings, level, complete_design=True)
+    spec = interval_spec(settings, level, complete_design=True)
     skip = settings.get("mode") == "sampled"
     clusters = UnqoverAccumulator((), spec, skip_unscored=skip)
     clusters.add(scores[0])

@@ -13,7 +13,9 @@ from biaslens.framework.questions import Question
 from biaslens.metrics.intervals import IntervalSpec
 
 
-def _spec(settings, level: float, complete_design: bool) -> IntervalSpec:
+def interval_spec(settings, level: float, complete_design: bool) -> IntervalSpec:
+    """The intervals of a run of ``settings`` (a dict), at ``level``: its seed and how its
+    domain's subjects are read (drawn or fixed)."""
     from biaslens.methods.qa.data.unqover import DOMAINS
 
     subjects_are = DOMAINS[settings["domain"]].subjects_are(settings.get("subjects_are", "auto"))
@@ -33,7 +35,7 @@ def unqover_interval_at(run_dir: Path, labels, level: float, settings, metric: s
     (``run`` in :mod:`biaslens.methods.qa.unqover`)."""
     from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
 
-    spec = _spec(settings, level, complete_design=True)
+    spec = interval_spec(settings, level, complete_design=True)
     totals = UnqoverAccumulator((), spec, skip_unscored=settings.get("mode") == "sampled")
     totals.add(pd.read_parquet(run_dir / "samples.parquet"))
     return _bounds(totals.crossed_intervals(totals.clusters), metric)
@@ -48,7 +50,7 @@ def lei_interval_at(run_dir: Path, labels, level: float, settings, metric: str =
     scores = pd.read_parquet(run_dir / "samples.parquet")
     strata = subject_strata(scores)  # of the whole run, as its table had them
     scores = scores[scores["set"] == labels["set"]]
-    spec = _spec(settings, level, complete_design=False)
+    spec = interval_spec(settings, level, complete_design=False)
     bounds = intervals_by(scores, "set", ("intervention_id",), spec, strata)
     return _bounds(bounds.iloc[0].to_dict(), metric)
 
@@ -62,7 +64,7 @@ def lei_change_interval_at(run_dir: Path, labels, level: float, settings, metric
     scores = pd.read_parquet(run_dir / "samples.parquet")
     strata = subject_strata(scores)  # of the whole run, as its table had them
     kept = scores[scores["set"].isin(["none", labels["set"]])]
-    table = change_table(kept, _spec(settings, level, complete_design=False), strata)
+    table = change_table(kept, interval_spec(settings, level, complete_design=False), strata)
     return _bounds(table.set_index("set").loc[labels["set"]].to_dict(), metric)
 
 

@@ -35,7 +35,7 @@ from biaslens.common.atomic import json_records
 from biaslens.framework.hooks import reference_row
 from biaslens.methods.qa.lei_eval.table import CHANGED, lei_table
 from biaslens.methods.qa.metrics.unqover import model_summary
-from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
+from biaslens.methods.qa.metrics.unqover_stream import paired_change
 from biaslens.metrics.intervals import IntervalSpec
 
 LEI_COMMIT = "6c499c6b965bd12433ebdffedde2a1d1639fe0ee"
@@ -123,12 +123,8 @@ def reference_table(
             table.loc[i, "audited_mu"] = mu
             table.loc[i, "mu_minus_reference"] = mu - float(table.loc[i, "mu"])
             continue
-        totals = []
-        for part in (audited, reference[reference["set"] == name]):
-            total = UnqoverAccumulator(("set", *within), intervals=intervals)
-            total.add(part)
-            totals.append(total)
-        bounds = totals[0].change_from(totals[1], strata)
+        known = reference[reference["set"] == name]
+        bounds = paired_change(audited, known, ("set", *within), intervals, strata)
         table.loc[i, "audited_mu"] = bounds["first"]
         table.loc[i, "mu_minus_reference"] = bounds["change"]
         table.loc[i, "mu_minus_reference_ci_low"] = bounds["change_ci_low"]

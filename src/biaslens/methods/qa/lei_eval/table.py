@@ -11,7 +11,7 @@ from biaslens.methods.qa.metrics.unqover import (
     comparative_scores,
     model_summary,
 )
-from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator, intervals_by
+from biaslens.methods.qa.metrics.unqover_stream import intervals_by, paired_change
 from biaslens.methods.qa.metrics.unqover_summary import (
     gap_intervals,
     sparse_note,
@@ -115,12 +115,7 @@ def change_table(
             mu_none = float(model_summary(same, within=within)["mu"].iloc[0])
             rows.append({"set": name, "mu": mu, "mu_none": mu_none, "mu_change": mu - mu_none})
             continue
-        totals = []
-        for rows_of in (part, same):
-            total = UnqoverAccumulator(("set", *within), intervals=intervals)
-            total.add(rows_of)
-            totals.append(total)
-        bounds = totals[0].change_from(totals[1], strata)
+        bounds = paired_change(part, same, ("set", *within), intervals, strata)
         row = {"set": name, "mu": bounds["first"], "mu_none": bounds["second"]}
         row.update(
             mu_change=bounds["change"],

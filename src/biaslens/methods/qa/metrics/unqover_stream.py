@@ -240,6 +240,26 @@ class UnqoverAccumulator:
         return tables
 
 
+def paired_change(
+    scores: pd.DataFrame,
+    baseline: pd.DataFrame,
+    within: tuple[str, ...],
+    intervals: IntervalSpec,
+    strata: dict[str, str] | None,
+    metric: str = "mu",
+    skip_unscored: bool = False,
+) -> dict[str, float | str | None]:
+    """μ's (or η's, θ4's) change from the scores ``baseline`` to ``scores`` on the same units,
+    with its paired interval (:meth:`UnqoverAccumulator.change_from`): ``first`` and ``second``
+    (each one's plug-in), ``change``, its bounds and note, and the ``units``."""
+    totals = []
+    for part in (scores, baseline):
+        total = UnqoverAccumulator(within, intervals=intervals, skip_unscored=skip_unscored)
+        total.add(part)
+        totals.append(total)
+    return totals[0].change_from(totals[1], strata, metric)
+
+
 def stream_tables(
     chunks,
     by: tuple[str, ...] = (),

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from biaslens.common.numbers import finite_or_none
+from biaslens.common.numbers import finite_or_none, text_or_none
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.framework.hooks import AuditRole, AuditStep, reference_row
 from biaslens.framework.questions import Question
@@ -31,11 +31,16 @@ from biaslens.metrics.intervals import LEVEL
 SIB_REPOSITORY = "2dot71mily/sib_paper"
 SIB_COMMIT = "812af8cad6b2ad1fa62f107440702f2fd902b8c2"
 SIB_MGC_FILE = PACKAGE_FILES / "references" / "sib-mgc.csv"
-SIB_MGC_PROTOCOL = (
-    "SIB reference code: top-5 pronoun scoring (masked LMs) or greedy generation (prompts A-C), "
-    f"all 60 sentence frames, the code's date grid; {MASKED_ONLY} read the masked slot with no "
-    "prompt, so they stand beside a masked LM's run, the prompted models beside a prompted one"
-)
+
+
+def mgc_protocol(frames: str = "all 60 sentence frames") -> str:
+    """The known models' protocol, on ``frames``."""
+    return (
+        "SIB reference code: top-5 pronoun scoring (masked LMs) or greedy generation (prompts "
+        f"A-C), {frames}, the code's date grid; {MASKED_ONLY} read the masked slot with no "
+        "prompt, so they stand beside a masked LM's run, the prompted models beside a prompted "
+        "one"
+    )
 
 
 def sib_mgc_references(folder: Path, level: float = LEVEL) -> pd.DataFrame:
@@ -99,9 +104,7 @@ def references_for(rows: list, record) -> list[dict[str, Any]]:
     same = (record.metrics or {}).get("reference")
     table = pd.DataFrame(same["rows"]) if same else load_sib_mgc()
     gap = protocol_gap(settings, same_frames=bool(same))
-    protocol = SIB_MGC_PROTOCOL
-    if same:
-        protocol = protocol.replace("all 60 sentence frames", "the run's own sentence frames")
+    protocol = mgc_protocol("the run's own sentence frames") if same else mgc_protocol()
     found = []
     for row in rows:
         labels = row.labels
@@ -120,17 +123,15 @@ def references_for(rows: list, record) -> list[dict[str, Any]]:
             if same:
                 found[-1].update(
                     {k: finite_or_none(reference.get(k)) for k in PAIRED_NUMBERS}
-                    | {k: _text(reference.get(k)) for k in ("difference_note", "paired_over")}
+                    | {
+                        k: text_or_none(reference.get(k))
+                        for k in ("difference_note", "paired_over")
+                    }
                 )
     return found
 
 
 PAIRED_NUMBERS = ("difference", "difference_ci_low", "difference_ci_high")
-
-
-def _text(value) -> str | None:
-    """A text field of a reference row, None where it is empty or missing (NaN in a table)."""
-    return value if isinstance(value, str) and value else None
 
 
 # ------------------------------------------------------------- paired differences
