@@ -163,7 +163,7 @@ def runs_match_the_results_reference(request, monkeypatch) -> None:
         summary = write_summary(self, *args, **kwargs)
         spec = methods().get(self.method)
         if spec is not None and spec.outputs:  # (a test's own toy method declares none)
-            problems = check_run(self.root, spec.outputs)
+            problems = check_run(self.root, spec.outputs, spec.meaning)
             assert not problems, f"{self.root} differs from the results reference: {problems}"
         return summary
 

@@ -125,13 +125,52 @@ def declared_twice(specs) -> list[str]:
     return found
 
 
+def measures_declared_again(specs, glossary) -> list[str]:
+    """Headline metrics whose column meaning is declared a second time: by the file of their
+    table or by the glossary of shared names (a measure's meaning is its Measure's)."""
+    found = []
+    for spec in specs:
+        for headline in spec.headlines:
+            stored = [o for o in spec.outputs if o.name.rsplit(".", 1)[0] == headline.table]
+            for measure in headline.measures:
+                if measure.column in glossary:
+                    found.append(f"glossary: {measure.column}")
+                found += [
+                    f"{spec.name} {o.name}: {measure.column}"
+                    for o in stored
+                    if measure.column in o.meanings
+                ]
+    return sorted(set(found))
+
+
 def test_a_columns_meaning_is_declared_once():
     from biaslens.framework.legends import COMMON
     from biaslens.framework.registry import built_in_methods
     from biaslens.store.output_files import GLOSSARY
 
-    assert declared_twice(built_in_methods().values()) == []
+    specs = built_in_methods().values()
+    assert declared_twice(specs) == []
+    assert measures_declared_again(specs, GLOSSARY) == []
     assert set(COMMON) & set(GLOSSARY) == set()  # the printed columns' and the files' glossary
+
+
+def test_a_measures_meaning_comes_from_the_measure():
+    """The results reference and the run checks read a headline metric's meaning from its
+    Measure: a file that declared it again would be found, and the measure's text is the one
+    shown."""
+    from dataclasses import replace
+
+    from biaslens.framework.registry import built_in_methods
+    from biaslens.store.output_files import GLOSSARY
+
+    spec = built_in_methods()["sib-detect"]
+    rates = next(o for o in spec.outputs if o.name == "rates.csv")
+    tpr = next(m for h in spec.headlines for m in h.measures if m.column == "tpr")
+    assert spec.meaning(rates, "tpr").startswith(f"{tpr.symbol}: {tpr.definition}")
+    again = replace(rates, meanings={**rates.meanings, "tpr": "flagged share"})
+    doubled = replace(spec, outputs=tuple(again if o is rates else o for o in spec.outputs))
+    assert measures_declared_again([doubled], GLOSSARY) == ["sib-detect rates.csv: tpr"]
+    assert measures_declared_again([spec], {**GLOSSARY, "tpr": "x"}) == ["glossary: tpr"]
 
 
 def test_the_check_finds_a_meaning_declared_twice():

@@ -28,7 +28,7 @@ def test_every_method_declares_its_files_and_every_column_has_a_meaning():
         for file in spec.outputs:
             assert file.what, (name, file.name)
             for column in (*file.columns, *file.optional):
-                assert file.meaning(column), (name, file.name, column)
+                assert spec.meaning(file, column), (name, file.name, column)
 
 
 @pytest.mark.odd_run_folder

@@ -210,7 +210,11 @@ def schema(method, markdown, json) -> None:
     if markdown:
         click.echo(reference(specs), nl=False)
         return
-    for title, files in [("every run", COMMON), *((s.name, s.outputs) for s in specs)]:
+    from biaslens.store.output_files import OutputFile
+
+    shown = [("every run", COMMON, OutputFile.meaning)]
+    shown += [(s.name, s.outputs, s.meaning) for s in specs]
+    for title, files, meaning in shown:
         table = Table(title=title, show_lines=False)
         for column in ("file", "column", "meaning"):
             table.add_column(column, overflow="fold")
@@ -218,7 +222,7 @@ def schema(method, markdown, json) -> None:
             table.add_row(file.name, "", file.what + (f" ({file.when})" if file.when else ""))
             labels = RUN_COLUMNS if file.name.endswith(".csv") and file.run_columns else ()
             for column in (*labels, *file.columns, *file.optional):
-                table.add_row("", column, file.meaning(column))
+                table.add_row("", column, meaning(file, column))
         console.print(table)
 
 

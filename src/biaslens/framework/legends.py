@@ -41,7 +41,7 @@ def legend_lines(spec, headline, columns: Sequence[str]) -> list[tuple[str, str 
             continue
         meaning = (
             headline.legend.get(column)
-            or (stored.meaning(column) if stored is not None else "")
+            or (spec.meaning(stored, column) if stored is not None else "")
             or COMMON.get(column)
             or GLOSSARY.get(column)
             or headline.legend.get("*")

@@ -160,6 +160,23 @@ class MethodSpec:
     audit: AuditRole | None = None
     """How the method takes part in ``biaslens audit`` (None: it does not, in this version)."""
 
+    def meaning(self, file: OutputFile, column: str) -> str:
+        """What ``column`` of the run file ``file`` means. A headline metric's meaning is its
+        :class:`~biaslens.metrics.meanings.Measure`'s (declared once, beside the code that
+        computes it); any other column's is the file's declaration, else the glossary of
+        shared names, else that of a headline metric of the same name in another of the
+        method's tables."""
+        stem = file.name.rsplit(".", 1)[0]
+        measures = [(h.table == stem, m) for h in self.headlines for m in h.measures]
+        own = next((m for here, m in measures if here and m.column == column), None)
+        if own is not None:
+            return own.column_meaning()
+        declared = file.meaning(column)
+        if declared:
+            return declared
+        other = next((m for _, m in measures if m.column == column), None)
+        return other.column_meaning() if other is not None else ""
+
     @property
     def options(self) -> tuple[Option, ...]:
         """The options of ``biaslens run NAME``: the settings' flagged fields, then the display

@@ -59,6 +59,12 @@ class Measure:
     def ci_prefix(self) -> str:
         return self.ci or self.column
 
+    def column_meaning(self) -> str:
+        """The meaning of its column in a run's files (the results reference, ``biaslens
+        schema``): declared here once, not again beside the file."""
+        target = "no bias" if self.reference is not None else "best"
+        return f"{self.symbol}: {self.definition} ({self.range}; {target}: {self.no_bias})"
+
     def line(self) -> str:
         """One line: what it is, its range, what no bias reads as, which way is better."""
         # a number without a no-bias value (a detector's rate) has a best value instead

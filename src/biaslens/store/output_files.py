@@ -2,7 +2,8 @@
 
 Every method declares its files (:class:`OutputFile`, ``MethodSpec.outputs``) beside its code;
 the files every run has are :data:`COMMON`; a column's meaning comes from the file's own
-``meanings`` or, for names shared across methods, from :data:`GLOSSARY`. From these,
+``meanings`` or, for names shared across methods, from :data:`GLOSSARY`; a headline metric's
+from its measure (``MethodSpec.meaning``), never from either. From these,
 :func:`reference` writes the results reference (``biaslens schema``, ``docs/results.md``) and
 :func:`check_run` compares a finished run folder with it (the test suite checks every run it
 writes). Probabilities are probabilities (0 to 1) wherever a column is named ``p_*``; a
@@ -12,7 +13,7 @@ percentage says so (``pct_*``, ``*_pct``).
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +42,9 @@ class OutputFile:
     def meaning(self, column: str) -> str:
         return self.meanings.get(column) or GLOSSARY.get(column, "")
 
+
+Meaning = Callable[[OutputFile, str], str]
+"""``meaning(file, column)``: what a column of a file means (``MethodSpec.meaning``)."""
 
 RUN_COLUMNS = ("model", "method")
 """The first columns of every CSV a run writes (:meth:`~.run.RunStore.labelled`)."""
@@ -103,11 +107,6 @@ GLOSSARY: dict[str, str] = {
     "s_first": "S(first): the score of the first subject as the answer (0 to 1)",
     "s_second": "S(second): the score of the second subject as the answer (0 to 1)",
     "subject": "a subject (e.g. a religion or a name)",
-    "mu": "μ: mean over subjects of max over attributes of |γ(x, a)| (0 to 1; 0: no bias)",
-    "eta": "η: mean over subjects and attributes of |η(x, a)| (0 to 1; 0: no bias)",
-    "theta4": "θ4: mean over subject pairs of max over attributes of |mean C| (0 to 1)",
-    "delta": "δ: positional error, mean |S(x first) − S(x second)| (0 to 1)",
-    "epsilon": "ε: attributive error, mean |S(x1|a) − S(x2|ā)| (0 to 1)",
     **{
         f"{m}_ci_{side}": _CI.format(m)
         for m in ("mu", "eta", "theta4", "delta", "epsilon")
@@ -185,11 +184,15 @@ def _columns(path: Path) -> list[str]:
     return list(pq.ParquetFile(path).schema_arrow.names)
 
 
-def check_run(root: Path | str, outputs: Iterable[OutputFile]) -> list[str]:
+def check_run(
+    root: Path | str, outputs: Iterable[OutputFile], meaning: Meaning | None = None
+) -> list[str]:
     """What in the run folder ``root`` the reference does not describe: files it does not
     list, columns a file should have and lacks, columns it has and the reference does not
-    name, columns without a meaning. Empty when the folder matches."""
+    name, columns without a meaning (``meaning(file, column)``: the method's,
+    ``MethodSpec.meaning``; default the file's own). Empty when the folder matches."""
     root = Path(root)
+    meaning = meaning or OutputFile.meaning
     files = (*outputs, *COMMON)
     problems = []
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
@@ -210,7 +213,7 @@ def check_run(root: Path | str, outputs: Iterable[OutputFile]) -> list[str]:
             problems.append(f"{name}: lacks {', '.join(missing)}")
         if unknown:
             problems.append(f"{name}: has {', '.join(unknown)}, not in the reference")
-        unexplained = [c for c in (*expected, *declared.optional) if not declared.meaning(c)]
+        unexplained = [c for c in (*expected, *declared.optional) if not meaning(declared, c)]
         if unexplained:
             problems.append(f"{name}: no meaning for {', '.join(unexplained)}")
     return problems
@@ -229,14 +232,15 @@ def reference(specs: Iterable) -> str:
         "",
         "## Every run",
         "",
-        *_file_lines(COMMON),
+        *_file_lines(COMMON, OutputFile.meaning),
     ]
     for spec in specs:
-        lines += ["", f"## {spec.name}", "", spec.title, "", *_file_lines(spec.outputs)]
+        files = _file_lines(spec.outputs, spec.meaning)
+        lines += ["", f"## {spec.name}", "", spec.title, "", *files]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _file_lines(files: Iterable[OutputFile]) -> list[str]:
+def _file_lines(files: Iterable[OutputFile], meaning: Meaning) -> list[str]:
     lines = []
     for file in files:
         when = f" ({file.when})" if file.when else ""
@@ -246,8 +250,8 @@ def _file_lines(files: Iterable[OutputFile]) -> list[str]:
         lines += ["| column | meaning |", "|---|---|"]
         shown = [*RUN_COLUMNS] if file.name.endswith(".csv") and file.run_columns else []
         for column in (*shown, *file.columns):
-            lines.append(f"| `{column}` | {file.meaning(column)} |")
+            lines.append(f"| `{column}` | {meaning(file, column)} |")
         for column in file.optional:
-            lines.append(f"| `{column}` | {file.meaning(column)} (some settings only) |")
+            lines.append(f"| `{column}` | {meaning(file, column)} (some settings only) |")
         lines.append("")
     return lines

@@ -72,7 +72,6 @@ AUDIT = (
         meanings={
             "biased": "continuations rated biased (weighted by count)",
             "continuations": "continuations rated",
-            "fraction_biased": "biased / continuations (0 to 1)",
             "fraction_ci_low": "lower bound of its t interval over the crossed design of the "
             "two groups' names",
             "fraction_ci_high": "upper bound of that interval",
@@ -125,7 +124,6 @@ SENSITIVITY = (
         meanings={
             "type": _PERTURBATION["type"],
             "n": "pairs",
-            "median": "median λ*",
             "q25": "the first quartile of λ* over the pairs",
             "q75": "the third quartile of λ* over the pairs",
             "n_never": "pairs whose similarity never fell below τ",

@@ -217,8 +217,6 @@ LEI_EVAL = (
             "scoring": "how the scores were computed (as in lei_mu.csv)",
             "mu": "μ under the set's interventions",
             "mu_none": "μ with no intervention, over the set's own contexts",
-            "mu_change": "μ − μ with no intervention (−1 to 1; 0: the intervention does not "
-            "change μ)",
             "units": "subject pair × template units the paired interval rests on",
             "mu_change_ci_low": "lower bound of the change's paired interval (conservative: "
             "cross-fitted μ with the intervention − plug-in μ without)",

@@ -123,9 +123,6 @@ DETECT = (
         ),
         optional=("n_undecided", "samples", "n_clusters"),
         meanings={
-            "tpr": "share of underspecified sentences flagged (0 to 1)",
-            "tnr": "share of well-specified sentences cleared (0 to 1)",
-            "balanced_accuracy": "(TPR + TNR) / 2",
             **{
                 f"{m}_ci_{side}": f"{side} bound of the {what} interval at --ci-level, over "
                 "occupations as clusters"

@@ -3,6 +3,7 @@ and the run's own checks read these declarations)."""
 
 from __future__ import annotations
 
+from biaslens.methods.qa.metrics.unqover import MEASURES
 from biaslens.methods.qa.outputs import INTERVALS, LEI_EVAL, LEI_MEANINGS, METRICS
 from biaslens.store.output_files import OutputFile
 
@@ -69,7 +70,8 @@ LEI_TRAIN = (
         "every evaluation made (checkpoint × split × set): lei-eval's table, kept to resume",
         ("set", *METRICS, "contexts", "desired_mu", "gap", "checkpoint", "evaluation"),
         optional=("specified_win_rate", *INTERVALS, "units"),
-        meanings=_CELL_MEANINGS,
+        # lei-eval's headline metrics, as lei-eval's measures define them
+        meanings={**_CELL_MEANINGS, **{m.column: m.column_meaning() for m in MEASURES}},
     ),
     OutputFile(
         "qa_results.csv",

@@ -59,7 +59,6 @@ MGC = (
         ),
         optional=("slope_ci_note", "slope_se", "slope_rho", "sentences", "samples"),
         meanings={
-            "slope": "percentage points per W step (0: no trend with W)",
             "intercept": "the line's value at W index 0, in percent",
             "r": "Pearson r of the per-W mean probability with W's position (NaN where the "
             "probability does not vary)",
@@ -101,7 +100,6 @@ MGC = (
             "samples",
         ),
         meanings={
-            "female_minus_male_slope": "female slope − male slope (pp per W step; 0: no bias)",
             "mean_r2": "mean r² of the female and male lines whose r² is defined (empty when "
             "both are flat)",
             "flat_fits": "how many of the two lines are flat (no variation: r² undefined)",
