@@ -470,3 +470,53 @@ def test_the_example_plugin_and_the_guide_import_only_from_the_front_doors():
 def test_the_front_door_check_finds_a_side_door():
     code = "from biaslens.method import register\nfrom biaslens.framework.spec import Headline\n"
     assert imports_behind_the_front_doors(code) == ["2: biaslens.framework.spec"]
+
+
+HEAVY_IMPORTS = {
+    *("torch", "transformers", "vllm", "ray", "sentence_transformers", "huggingface_hub"),
+    *("datasets", "statsmodels", "lm_eval", "matplotlib", "jinja2", "uvicorn", "pandas"),
+    *("pyarrow", "safetensors", "tokenizers", "inspect_ai"),
+}
+"""The libraries a function may import where it needs them (docs/development.md, "Where
+imports go"); a biaslens module may be too, where its own imports reach one of them."""
+
+
+def light_imports_in_functions(files: dict[str, str]) -> list[str]:
+    """Imports inside a function of anything but a heavy library or a biaslens module (the
+    standard library, numpy, pydantic…: those go at the top). An import guarded by ``except
+    ImportError`` (a platform's module) may stay."""
+    found = []
+    for path, source in sorted(files.items()):
+        tree = ast.parse(source)
+        guarded = {
+            id(node)
+            for block in ast.walk(tree)
+            if isinstance(block, ast.Try)
+            for node in block.body
+        }
+        for function in ast.walk(tree):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if not isinstance(node, (ast.Import, ast.ImportFrom)) or id(node) in guarded:
+                    continue
+                if isinstance(node, ast.ImportFrom):
+                    names = ["biaslens" if node.level else (node.module or "")]
+                else:
+                    names = [alias.name for alias in node.names]
+                roots = {name.split(".")[0] for name in names}
+                if roots - HEAVY_IMPORTS - {"biaslens"}:
+                    found.append(f"{path}:{node.lineno} {ast.unparse(node)}")
+    return sorted(set(found))
+
+
+def test_light_libraries_are_imported_at_the_top():
+    assert light_imports_in_functions(source_files()) == []
+
+
+def test_the_import_check_finds_a_light_import_in_a_function():
+    files = {
+        "x.py": "def f():\n    import json\n    import torch\n    from biaslens import errors\n",
+        "y.py": "def g():\n    try:\n        import fcntl\n    except ImportError:\n        pass\n",
+    }
+    assert light_imports_in_functions(files) == ["x.py:2 import json"]

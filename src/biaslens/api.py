@@ -11,14 +11,24 @@ base_url="http://127.0.0.1:8000/v1")`` or a :class:`BackendConfig`.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from biaslens.auditing.run import run_audit
 from biaslens.errors import BiaslensError
+from biaslens.framework.names import settings_table
+from biaslens.framework.registry import get_method
+from biaslens.framework.registry import methods as registered
 from biaslens.framework.settings import MethodSettings
 from biaslens.models.base import LM
 from biaslens.models.config import BackendConfig
 from biaslens.models.options import BackendOptions
+from biaslens.models.registry import backends
+from biaslens.report.runs_frame import load_runs as _load
+from biaslens.runner import run_method
 from biaslens.store.result import RunResult
 
 Backend = str | BackendConfig | BackendOptions | None
@@ -61,8 +71,6 @@ def run(
     (``cache_dir``, default ``~/.cache/biaslens/requests``; ``no_cache=True``: in the run
     folder only), so rerunning the same call resumes and another call reuses them.
     """
-    from biaslens.runner import run_method
-
     keywords = BackendConfig.keywords()
     options = {k: settings.pop(k) for k in list(settings) if k in keywords}
     given = None
@@ -104,8 +112,6 @@ def _settings_object(
 
 def _method_of(settings: MethodSettings) -> str:
     """The method whose settings model ``settings`` is."""
-    from biaslens.framework.registry import methods as registered
-
     for name, spec in registered().items():
         if type(settings) is spec.settings:
             return name
@@ -114,10 +120,8 @@ def _method_of(settings: MethodSettings) -> str:
 
 def backend_of(options: BackendOptions) -> str:
     """The backend whose options model ``options`` is (``HFOptions`` -> ``hf``)."""
-    from biaslens.models.registry import backends
-
-    for name, registered in backends().items():
-        if type(options) is registered.options:
+    for name, backend in backends().items():
+        if type(options) is backend.options:
             return name
     raise BiaslensError(f"{type(options).__name__} is not the options model of any backend")
 
@@ -145,8 +149,6 @@ def audit(
     :class:`~biaslens.auditing.run.AuditResult` (each model's plan and bias card); rerunning
     the same call resumes and reuses every finished run.
     """
-    from biaslens.auditing.run import run_audit
-
     models = [model] if isinstance(model, str) else list(model)
     return run_audit(
         models,
@@ -171,8 +173,6 @@ def load_runs(*patterns: str | Path):
     value (run, method, model, metric, labels, value, ci_low, ci_high, ci_level, n, …); folders,
     folders of runs or glob patterns. Incomplete or foreign folders are skipped with a warning
     and listed in ``frame.attrs["skipped"]``."""
-    from biaslens.report.runs_frame import load_runs as _load
-
     flat: list = []
     for pattern in patterns:  # load_runs("a", "b") and load_runs(["a", "b"]) alike
         flat += list(pattern) if isinstance(pattern, (list, tuple, set)) else [pattern]
@@ -193,9 +193,6 @@ def load_model(name: str = "default", backend: Backend = None, **options: Any) -
 
 def methods() -> dict[str, str]:
     """Every method's name and one-line description."""
-    import sys
-
-    from biaslens.framework.registry import methods as registered
 
     found = {name: spec.title for name, spec in registered().items()}
     # importing the package biaslens.methods (above) set the attribute biaslens.methods to
@@ -208,9 +205,5 @@ def settings(method: str):
     """The settings of ``method`` as a table (a pandas DataFrame): the keyword ``biaslens.run``
     takes (the flag's name without dashes works too), the ``biaslens run`` flag, the type, the
     default and the help, from the one declaration the command line is generated from."""
-    import pandas as pd
-
-    from biaslens.framework.names import settings_table
-    from biaslens.framework.registry import get_method
 
     return pd.DataFrame(settings_table(get_method(method)))

@@ -14,6 +14,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Protocol, TextIO
 
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.progress import Progress as _Progress
+
 from biaslens.common.inert import escaped_controls
 
 Tick = Callable[[int], None]
@@ -54,16 +64,6 @@ class RichProgress:
     @classmethod
     @contextmanager
     def open(cls) -> Iterator[RichProgress]:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            TaskProgressColumn,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-        from rich.progress import Progress as _Progress
-
         columns = (
             # descriptions hold model names and paths: never read as markup
             TextColumn("{task.description}", style="bold", markup=False),

@@ -62,7 +62,7 @@ def test_a_folder_another_audit_is_writing_is_one_line(tiny_models, tmp_path):
 def test_ctrl_c_between_methods_and_the_rerun_goes_on(tiny_models, tmp_path, monkeypatch):
     """Ctrl-C as the second method starts: the first method's run is finished and kept, no card
     is written for a half audit, and the rerun reuses the first run and finishes the rest."""
-    import biaslens.runner as runner
+    import biaslens.auditing.run as runner  # where the audit looks run_method up
 
     model, folder = str(tiny_models["llama"]), tmp_path / "audit"
     methods = ["sib-mgc", "sib-detect"]

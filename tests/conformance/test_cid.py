@@ -128,11 +128,11 @@ def test_cid_sensitivity_lambda_star_recomputed(mutated, tiny_models, tmp_path, 
     from biaslens.models.checkpoints.packaged import minilm_path
 
     if mutated:  # the mutation check: each text compared with another pair's
-        from biaslens.models import embeddings
+        from biaslens.methods.cid import sensitivity  # where the method looks it up
 
-        cosine = embeddings.cosine_similarity
+        cosine = sensitivity.cosine_similarity
         monkeypatch.setattr(
-            embeddings, "cosine_similarity", lambda e, a, b: cosine(e, a, list(reversed(b)))
+            sensitivity, "cosine_similarity", lambda e, a, b: cosine(e, a, list(reversed(b)))
         )
     sentences = tmp_path / "sentences.txt"
     sentences.write_text("The nurse said that she would be late because\n")

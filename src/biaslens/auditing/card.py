@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from biaslens.common import atomic
 from biaslens.framework.estimates import Verdict, row_names, verdict_of
 from biaslens.store.summary import Estimate
 
@@ -161,8 +162,6 @@ class BiasCard(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
     def write_json(self, path) -> None:
-        from biaslens.common import atomic
-
         atomic.write_json(path, self.model_dump(mode="json"))
 
 

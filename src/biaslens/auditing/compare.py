@@ -14,10 +14,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from biaslens.auditing.card import references_of
 from biaslens.auditing.known_models import paired_cell
 from biaslens.common import atomic
 from biaslens.common.inert import markdown_text as md
 from biaslens.common.numbers import readable, readable_interval
+from biaslens.framework.registry import get_method
 from biaslens.metrics.intervals import LEVEL
 
 
@@ -135,8 +137,6 @@ def _paired_lines(paired, step, metric, labels, by_model, folders, records) -> l
 
 
 def _paired_of(method: str):
-    from biaslens.framework.registry import get_method
-
     role = get_method(method).audit
     return role.paired if role is not None else None
 
@@ -176,8 +176,6 @@ def question_lines(audits) -> list[str]:
 def _known_lines(audits, row) -> list[str]:
     """The known models beside one number, once (from the first card that has them): their
     value and interval, and each audited model − it where its card paired them."""
-    from biaslens.auditing.card import references_of
-
     found = {}
     for audit in audits:
         card = audit.card

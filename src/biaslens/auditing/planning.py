@@ -13,6 +13,8 @@ from biaslens.auditing import rates
 from biaslens.auditing.steps import Step
 from biaslens.errors import BiaslensError
 from biaslens.models.config import BackendConfig
+from biaslens.models.registry import get_backend
+from biaslens.models.runtime.dry_run import planning_model
 from biaslens.progress import Progress, note
 
 if TYPE_CHECKING:
@@ -49,9 +51,6 @@ def model_planner(model: str, backend: BackendConfig) -> tuple[PlanningLM | None
     audited (a name that is no model, a folder that holds none, the hub out of reach), in one
     line, found before any step is planned. A served model is known by name only (its endpoint
     decides): no stand-in and no problem, each step reads its own."""
-    from biaslens.models.registry import get_backend
-    from biaslens.models.runtime.dry_run import planning_model
-
     if not get_backend(backend.backend).local:
         return None, None
     try:
@@ -78,7 +77,6 @@ def plan_steps(
     the loaded model decides (:func:`refusal`). A step whose run is already finished in the
     model's audit ``folder`` is planned as finished (it is read back, not counted again).
     ``planner``: the model's stand-in (:func:`model_planner`), read once for every step."""
-    from biaslens.models.registry import get_backend
     from biaslens.runner import plan_method
 
     local = get_backend(backend.backend).local

@@ -17,6 +17,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from biaslens.auditing.card import BiasCard
 from biaslens.auditing.render import (
     NO_EVIDENCE_CAVEAT,
@@ -118,7 +120,6 @@ def eval_entries(card: BiasCard, namespace: str):
 
 def eval_yaml(entries) -> str:
     """``.eval_results/biaslens.yaml``: the entries as huggingface_hub writes them."""
-    import yaml
     from huggingface_hub import eval_result_entries_to_yaml
 
     return yaml.safe_dump(eval_result_entries_to_yaml(entries), sort_keys=False, allow_unicode=True)

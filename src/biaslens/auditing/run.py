@@ -22,14 +22,19 @@ from biaslens.auditing import rates
 from biaslens.auditing.answers import answer_questions, primaries_of
 from biaslens.auditing.card import BiasCard, Failed, LeftOut, ReferenceRow, ordered, rows_of
 from biaslens.auditing.planning import PlannedStep, model_planner, plan_steps
+from biaslens.auditing.render import write_card
 from biaslens.auditing.steps import Step, audit_steps
 from biaslens.common import atomic
 from biaslens.common.files import make_dir
 from biaslens.errors import BiaslensError
+from biaslens.framework.registry import get_method
 from biaslens.models.config import BackendConfig
+from biaslens.models.loader import load_model
 from biaslens.progress import NoProgress, Progress, note
+from biaslens.runner import run_method
 from biaslens.store.lock import LOCK_FILE, RunLock
 from biaslens.store.paths import safe_name
+from biaslens.store.result import RunResult
 
 AUDIT_FILE = "audit.json"
 AUDIT_FORMAT = 1
@@ -189,8 +194,6 @@ def distinct_models(models: Sequence[str], progress: Progress) -> list[str]:
 
 
 def _audit_model(audit: ModelAudit, size, left_out, backend, data_dir, cache_dir, progress):
-    from biaslens.models.loader import load_model
-
     card = BiasCard(
         model=audit.model,
         size=size,
@@ -235,7 +238,6 @@ def _audit_model(audit: ModelAudit, size, left_out, backend, data_dir, cache_dir
             lm.close()
     card.rows = ordered(card.rows)
     card.questions, card.family = answer_questions(audit.primaries)
-    from biaslens.auditing.render import write_card
 
     write_card(card, audit.folder)
 
@@ -244,8 +246,6 @@ def prepared(step: Step, lm) -> tuple[Any, str | None]:
     """The step's settings as the loaded model decides them, built and checked once
     (:meth:`~biaslens.framework.spec.MethodSpec.for_model`), or why the method refuses the
     step on this model."""
-    from biaslens.framework.registry import get_method
-
     spec = get_method(step.method)
     try:
         settings = spec.build_settings(step.preset, **step.settings)
@@ -255,10 +255,6 @@ def prepared(step: Step, lm) -> tuple[Any, str | None]:
 
 
 def _run_step(audit: ModelAudit, planned: PlannedStep, lm, backend, data_dir, cache_dir, progress):
-    from biaslens.framework.registry import get_method
-    from biaslens.runner import run_method
-    from biaslens.store.result import RunResult
-
     step, card = planned.step, audit.card
     run_dir = audit.folder / step.name
     result, reused = None, False

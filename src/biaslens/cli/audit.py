@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from biaslens.cli.backends import backend_config, backend_params
 from biaslens.cli.params import command, to_click
 from biaslens.cli.render import console, print_table, with_progress
+from biaslens.common.files import read_models_file
 from biaslens.common.options import Option
 from biaslens.errors import BiaslensError
 from biaslens.framework import options as shared
@@ -69,8 +71,6 @@ def _duration(seconds: float | None) -> str:
 def short_reason(reason: str, limit: int = 240) -> str:
     """A method's reason as one terminal line: long parenthesised lists (every missing file)
     left out, at most ``limit`` characters (the card keeps it whole)."""
-    import re
-
     reason = re.sub(r" \([^()]{60,}\)", "", reason)
     return reason if len(reason) <= limit else reason[: limit - 1] + "…"
 
@@ -162,7 +162,6 @@ def audit(**values) -> None:
     command resumes and reuses every finished run."""
     from biaslens.auditing.render import detect_lines, question_lines, summary_line
     from biaslens.auditing.run import run_audit
-    from biaslens.common.files import read_models_file
     from biaslens.runner.plan import parse_price
 
     backend = backend_config(values)

@@ -11,16 +11,12 @@ import click
 
 from biaslens.cli.params import to_click
 from biaslens.common.options import Option
+from biaslens.models.config import BackendConfig
+from biaslens.models.registry import DEFAULT_BACKEND, backend_choices_help, declared_options
 
 
 def backend_declarations() -> list[Option]:
     """``--backend`` and the backends' options that have a flag."""
-    from biaslens.models.registry import (
-        DEFAULT_BACKEND,
-        backend_choices_help,
-        declared_options,
-    )
-
     choice = Option("backend", help=backend_choices_help(), default=DEFAULT_BACKEND)
     return [choice, *(o for o, _ in declared_options().values() if o.rules.cli)]
 
@@ -32,8 +28,6 @@ def backend_params(group: str | None = None) -> list[click.Parameter]:
 def backend_config(values: dict[str, Any]):
     """The :class:`BackendConfig` of the backend options' values (popped from ``values``):
     the options that differ from their defaults."""
-    from biaslens.models.config import BackendConfig
-
     given = {}
     for option in backend_declarations():
         value = values.pop(option.name)

@@ -3,6 +3,7 @@ results reference (``schema``)."""
 
 from __future__ import annotations
 
+import json as json_module
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,16 +13,19 @@ from rich.table import Table
 from biaslens.cli.params import declared_command
 from biaslens.cli.render import console
 from biaslens.common.options import Argument, Option
-from biaslens.framework.options import DATA_DIR
+from biaslens.data.registry import DATASETS
+from biaslens.data.sources import download
+from biaslens.errors import BiaslensError
+from biaslens.framework.options import DATA_DIR, options_of
+from biaslens.framework.settings import validated
+from biaslens.models.checkpoints.registered import ALIASES, MODELS
+from biaslens.models.registry import backends, own_options, wrappers
 
 
 @declared_command("list")
 def models_list() -> None:
     """Registered model names (usable as --model; any hub name or local folder works too)
     and the backends (--backend)."""
-    from biaslens.models.checkpoints.registered import ALIASES, MODELS
-    from biaslens.models.registry import backends, own_options, wrappers
-
     table = Table(title="registered models")
     for column in ("name", "aliases", "kind", "description"):
         table.add_column(column)
@@ -54,8 +58,6 @@ def methods_list() -> None:
 @declared_command("list")
 def datasets_list() -> None:
     """Datasets biaslens builds or loads, with their source."""
-    from biaslens.data.registry import DATASETS
-
     table = Table(title="datasets")
     for column in ("name", "method", "size", "source", "available"):
         table.add_column(column)
@@ -71,8 +73,6 @@ def datasets_list() -> None:
 )
 def datasets_download(name, data_dir) -> None:
     """Fetch a dataset's files from their public repository pinned to a commit, check sha256."""
-    from biaslens.data.sources import download
-
     folder = download(name, data_dir)
     console.print(f"{name}: stored in {folder}")
 
@@ -137,13 +137,11 @@ def datasets_samples(run, target, overwrite) -> None:
 def export_lm_eval() -> click.Command:
     """``biaslens export lm-eval``: its options are those every exported task reads, and
     those of each method's task (:func:`biaslens.interop.lm_eval.tasks.task_options`)."""
-    from biaslens.framework.options import options_of
     from biaslens.interop.lm_eval.tasks import ExportSettings, exporters, task_options
 
     names = ", ".join(exporters())
 
     def export(targets, limit, data_dir, overwrite, **options) -> None:
-        from biaslens.framework.settings import validated
         from biaslens.interop.lm_eval.tasks import export_tasks
 
         limit = validated(ExportSettings, {"limit": limit}).limit
@@ -190,13 +188,10 @@ def export_lm_eval() -> click.Command:
 )
 def schema(method, markdown, json) -> None:
     """The files a run of each method writes, and the meaning and unit of every column."""
-    from biaslens.errors import BiaslensError
     from biaslens.framework.registry import methods
     from biaslens.store.output_files import COMMON, RUN_COLUMNS, reference
 
     if json:
-        import json as json_module
-
         from biaslens.store.summary import summary_schema
 
         click.echo(json_module.dumps(summary_schema(), indent=2, ensure_ascii=False))

@@ -10,6 +10,7 @@ without the run folder's. A new method needs no edit here.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import click
 
 from biaslens.cli.backends import backend_config, backend_params
+from biaslens.cli.metrics import click_command, method_commands
 from biaslens.cli.params import command, to_click
 from biaslens.cli.render import (
     console,
@@ -26,10 +28,12 @@ from biaslens.cli.render import (
     run_and_print,
     with_progress,
 )
+from biaslens.common import plugins
 from biaslens.common.files import read_models_file
 from biaslens.common.options import Option, shown_default
 from biaslens.errors import BiaslensError
 from biaslens.framework import options as shared
+from biaslens.framework.estimates import meanings
 from biaslens.framework.settings import SettingError
 
 
@@ -39,8 +43,6 @@ class SuggestingGroup(click.Group):
     def resolve_command(self, ctx: click.Context, args: list[str]):
         name = args[0] if args else ""
         if args and not name.startswith("-") and self.get_command(ctx, name) is None:
-            import difflib
-
             close = difflib.get_close_matches(name, self.list_commands(ctx), n=3, cutoff=0.6)
             hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
             raise click.UsageError(f"No such command {name!r}.{hint}", ctx)
@@ -79,7 +81,6 @@ class RootGroup(SuggestingGroup):
         self.lazy[name] = build
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        from biaslens.cli.metrics import method_commands
         from biaslens.framework.registry import methods
 
         shortcuts = {spec.shortcut for spec in methods().values() if spec.shortcut}
@@ -98,7 +99,6 @@ class RootGroup(SuggestingGroup):
                 if spec.shortcut == name:
                     self.add_command(method_command(spec, shortcut=True))
                     return self.commands[name]
-        from biaslens.cli.metrics import click_command, method_commands
 
         added = method_commands(None).get(name)
         if added is not None:
@@ -110,7 +110,6 @@ class RootGroup(SuggestingGroup):
 def _method_named(name: str):
     """The method called ``name``; None for no such name; a one-line error for a plug-in that
     would have it but could not be loaded."""
-    from biaslens.common import plugins
     from biaslens.framework.registry import get_method
 
     try:
@@ -154,7 +153,6 @@ def method_command(spec, shortcut: bool = False) -> click.Command:
             raise BiaslensError(f"{flag_of(options, error.field)}: {error.detail}") from None
 
     help_text = f"{spec.title}." + (f"\n\n{spec.description}" if spec.description else "")
-    from biaslens.framework.estimates import meanings
 
     lines = meanings(spec)
     if lines:

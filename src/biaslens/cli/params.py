@@ -16,6 +16,8 @@ backend's, and those of the other commands, in one way.
 
 from __future__ import annotations
 
+import inspect
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -246,9 +248,6 @@ def command(
 def first_sentence(text: str) -> str:
     """The first sentence of a help text's first paragraph, whole (a command's summary in
     its group's list: never cut mid-phrase), without abbreviations taken for its end."""
-    import inspect
-    import re
-
     paragraph = inspect.cleandoc(text).split("\n\n", 1)[0].replace("\n", " ")
     match = re.search(
         r"^(.+?(?<!\bApp)(?<!\bFig)(?<!\be\.g)(?<!\bi\.e)(?<!\bSec)[.!?])(\s|$)", paragraph

@@ -19,6 +19,8 @@ from rich.text import Text
 from biaslens.common.env import seconds_from_env
 from biaslens.common.inert import escaped_controls
 from biaslens.common.numbers import readable, readable_column
+from biaslens.framework.estimates import findings, interval_notes, meanings
+from biaslens.progress import PlainProgress, RichProgress
 from biaslens.secrets import redact
 
 PROGRESS_INTERVAL_ENV = "BIASLENS_PROGRESS_INTERVAL"
@@ -103,8 +105,6 @@ def print_table(title: str, frame, columns: Sequence[str] | None = None) -> None
 def print_meanings(spec, estimates: list[dict], tables=None) -> None:
     """What each headline metric of the run's ``tables`` means, and a warning where an interval
     rests on few units or holds the value that says "no bias" (0)."""
-    from biaslens.framework.estimates import interval_notes, meanings
-
     lines = meanings(spec, tables)
     if not lines:
         return
@@ -130,8 +130,6 @@ def print_headline(spec, headline, table, title: str) -> None:
 def print_findings(estimates: list[dict]) -> None:
     """The run's finding first: each value of its first headline table with its interval and
     the verdict that interval allows (:func:`biaslens.framework.estimates.findings`)."""
-    from biaslens.framework.estimates import findings
-
     for line in findings(estimates):
         console.print(f"finding: {line}", markup=False, highlight=False)
 
@@ -185,8 +183,6 @@ def collected_warnings() -> Iterator[None]:
 def with_progress(work: Callable):
     """Run ``work(progress)`` under rich progress bars on a terminal, else with a plain
     progress line on stderr every few seconds; warnings printed once afterwards."""
-    from biaslens.progress import PlainProgress, RichProgress
-
     if not console.is_terminal:
         interval = seconds_from_env(PROGRESS_INTERVAL_ENV, 5.0, allow_zero=True)
         with collected_warnings(), PlainProgress.running(interval) as progress:

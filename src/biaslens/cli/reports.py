@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import ipaddress
+import warnings
 from pathlib import Path
 from typing import Annotated
 
+import uvicorn
 from pydantic import BaseModel, ConfigDict, Field
 
 from biaslens.cli.backends import backend_config, backend_params
 from biaslens.cli.params import command, declared_command, to_click
-from biaslens.cli.render import console, print_warning
+from biaslens.cli.render import console, print_table, print_warning
+from biaslens.common import atomic
+from biaslens.common.files import make_dir
 from biaslens.common.options import FLAG, Argument, Option
+from biaslens.errors import BiaslensError
 from biaslens.framework.options import options_of
 from biaslens.framework.settings import ModelName, validated
+from biaslens.models.loader import load_model
 
 
 @declared_command(
@@ -58,14 +64,9 @@ def compare(runs, output):
     """One table of the headline values of several runs (any methods, any models), with their
     intervals and n; writes the tidy table (compare.csv) and a forest plot (compare.png).
     Incomplete or foreign folders are listed and skipped."""
-    import warnings
 
     import matplotlib.pyplot as plt
 
-    from biaslens.cli.render import print_table
-    from biaslens.common import atomic
-    from biaslens.common.files import make_dir
-    from biaslens.errors import BiaslensError
     from biaslens.report.runs_frame import (
         MAX_PLOTTED,
         comparison_figure,
@@ -123,10 +124,8 @@ APP_OPTIONS = options_of(AppSettings)
 def app(**values) -> None:
     """Local web explorer: CID playground, specification detector (date sweep) and
     dose-response (DATE / PLACE sweep) on one model."""
-    import uvicorn
 
     from biaslens.app.server import create_app
-    from biaslens.models.loader import load_model
 
     backend = backend_config(values)
     chosen = validated(AppSettings, {k: values[k] for k in AppSettings.model_fields})

@@ -13,6 +13,7 @@ import stat
 import unicodedata
 from pathlib import Path
 
+from biaslens.common.env import number_from_env
 from biaslens.errors import BiaslensError
 
 MAX_INPUT_BYTES_ENV = "BIASLENS_MAX_INPUT_BYTES"
@@ -24,8 +25,6 @@ MAX_LINE_CHARS = 1_000_000
 
 
 def max_input_bytes() -> int:
-    from biaslens.common.env import number_from_env
-
     return number_from_env(
         MAX_INPUT_BYTES_ENV, DEFAULT_MAX_INPUT_BYTES, int, 1, what="a number of bytes"
     )

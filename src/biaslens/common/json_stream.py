@@ -15,6 +15,8 @@ from array import array
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
 from biaslens.common.files import check_input_file
 from biaslens.errors import BiaslensError
 
@@ -145,8 +147,6 @@ def _members(path: Path, what: str) -> Iterator[tuple[str, object]]:
 def _refuse_repeated_keys(path: Path, what: str, hashes: array) -> None:
     """The first key given twice, named; a hash shared by two different keys (rare) costs one
     more read of the keys and is no error."""
-    import numpy as np
-
     values, counts = np.unique(np.frombuffer(hashes, dtype=np.int64), return_counts=True)
     suspects = set(values[counts > 1].tolist())
     if not suspects:

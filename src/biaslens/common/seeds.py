@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated
 
 from pydantic import Field
@@ -15,7 +16,5 @@ Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
 def derived_seed(*parts: object) -> int:
     """A seed in range drawn from ``parts`` (32 bits of the sha256 of their texts): the same
     parts give the same seed, different parts independent-looking ones."""
-    import hashlib
-
     text = "\0".join(str(part) for part in parts)
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")

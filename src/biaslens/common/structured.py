@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from biaslens.errors import BiaslensError
+
 MAX_DEPTH = 64
 """The deepest nesting read: biaslens's own files nest a few levels."""
 
@@ -73,6 +75,4 @@ def _too_deep(path, what: str):
 
 
 def _error(message: str):
-    from biaslens.errors import BiaslensError
-
     return BiaslensError(message)

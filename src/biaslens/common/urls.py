@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+
 
 def redact_url(url: str) -> str:
     """``url`` without secrets: no user name or password (``http://user:pass@host/v1`` ->
     ``http://***@host/v1``) and no query values (``?api_key=S`` -> ``?api_key=***``), since a
     key can travel in either. What is recorded and shown of a server's address."""
-    from urllib.parse import urlsplit, urlunsplit
-
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -26,8 +26,6 @@ def redact_url(url: str) -> str:
 def split_query(url: str) -> tuple[str, list[tuple[str, str]]]:
     """``url`` without its query string, and the query's parameters: a path is appended to the
     first (``…/v1`` + ``/models``) and the parameters are sent with every request."""
-    from urllib.parse import parse_qsl, urlsplit, urlunsplit
-
     parts = urlsplit(url)
     base = urlunsplit(parts._replace(query="", fragment=""))
     return base.rstrip("/"), parse_qsl(parts.query, keep_blank_values=True)
@@ -36,8 +34,6 @@ def split_query(url: str) -> tuple[str, list[tuple[str, str]]]:
 def url_credentials(url: str) -> tuple[str | None, str | None]:
     """The user name and password of ``url`` (``http://user:pass@host``), percent-decoded as
     an HTTP client sends them; (None, None) where it has none."""
-    from urllib.parse import unquote, urlsplit
-
     try:
         parts = urlsplit(url)
     except ValueError:

@@ -17,6 +17,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from biaslens.common import atomic
 from biaslens.data import sources
 from biaslens.data.exports import ExportableSet
@@ -53,8 +55,6 @@ def _sha256(path: Path) -> str:
 
 
 def _write_jsonl(parquet: Path, target: Path) -> None:
-    import pyarrow.parquet as pq
-
     with atomic.atomic_file(target) as handle:
         for batch in pq.ParquetFile(parquet).iter_batches(batch_size=50_000):
             for record in atomic.json_records(batch.to_pandas()):
@@ -210,7 +210,6 @@ def export_samples(run_dir: Path | str, target: Path | str, overwrite: bool = Fa
     target = Path(target)
     if target.exists() and not overwrite:
         raise BiaslensError(f"{target} exists: pass --overwrite to replace it")
-    import pyarrow.parquet as pq
 
     _write_jsonl(source, target)
     return int(pq.ParquetFile(source).metadata.num_rows)

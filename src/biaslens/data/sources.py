@@ -11,13 +11,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import tarfile
+import tempfile
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from biaslens.common import atomic
 from biaslens.common.files import read_text
 from biaslens.common.hashing import sha256_file as _sha256_file
+from biaslens.common.paths import cache_root
 from biaslens.errors import BiaslensError
 
 PACKAGE_FILES = Path(__file__).resolve().parent / "files"
@@ -53,8 +59,6 @@ MANIFEST = PACKAGE_FILES / "sources.yaml"
 
 
 def _read_manifest(path: Path = MANIFEST):
-    import yaml
-
     manifest = yaml.safe_load(path.read_text(encoding="utf-8"))
     remote = {
         name: RemoteDataset(
@@ -107,7 +111,6 @@ def data_dir(explicit: Path | str | None = None) -> Path:
         return Path(explicit)
     if os.environ.get(ENV_DATA_DIR):
         return Path(os.environ[ENV_DATA_DIR])
-    from biaslens.common.paths import cache_root
 
     return cache_root() / "datasets"
 
@@ -160,10 +163,6 @@ def sha256_file(path: Path) -> str:
 def download_archive(spec: RemoteArchive, folder: Path, url: str | None = None) -> Path:
     """Fetch a pinned tarball, keep its ``members``, check the tree hash, then mark it
     verified; a mismatch leaves nothing behind."""
-    import shutil
-    import tarfile
-    import tempfile
-
     url = url or spec.url
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{spec.name}-", dir=folder.parent))

@@ -21,7 +21,9 @@ from pydantic import (
 
 from biaslens.common.options import FLAG, Flag
 from biaslens.common.seeds import Seed
+from biaslens.data.sources import sha256_file
 from biaslens.errors import BiaslensError
+from biaslens.metrics.intervals import MIN_REPLICATES
 from biaslens.metrics.intervals.core import LEVEL
 
 
@@ -126,8 +128,6 @@ the :data:`~biaslens.metrics.intervals.SubjectKind` a run's intervals take."""
 
 
 def _enough_replicates(value: int) -> int:
-    from biaslens.metrics.intervals import MIN_REPLICATES
-
     if 0 < value < MIN_REPLICATES:
         raise ValueError(
             f"too few replicates for an interval: use at least {MIN_REPLICATES} (0: no interval)"
@@ -183,7 +183,6 @@ def file_sha256(path: Path | str | None, what: str) -> str:
     """sha256 of an input file given by the user ('' when none); missing file = clear error."""
     if path is None:
         return ""
-    from biaslens.data.sources import sha256_file
 
     path = Path(path)
     if not path.is_file():

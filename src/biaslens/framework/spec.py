@@ -27,6 +27,7 @@ from biaslens.framework.options import options_of
 from biaslens.framework.presets import UNSET, ByModel
 from biaslens.framework.settings import MethodSettings, validated
 from biaslens.models.base import LM, ModelKind
+from biaslens.models.checkpoints.registered import resolve_name
 from biaslens.models.config import BackendConfig
 from biaslens.progress import NoProgress, Progress
 from biaslens.store.output_files import OutputFile
@@ -212,8 +213,6 @@ class MethodSpec:
         ``prepare`` (checks, the scoring mode the model supports); the model's registered
         name. Settings it already prepared for this very model are final: they come back as
         they are (checked once, however many layers pass them on)."""
-        from biaslens.models.checkpoints.registered import resolve_name
-
         prepared_for = getattr(settings, "_prepared_for", None)
         if prepared_for is not None and prepared_for() is lm:
             return settings.model_copy(update={"model": resolve_name(settings.model)})

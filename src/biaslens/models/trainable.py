@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from biaslens.errors import BiaslensError
 from biaslens.models.base import ModelIdentity, ModelKind
 from biaslens.models.config import BackendConfig
 
@@ -49,8 +50,6 @@ class TrainableLM(Protocol):
 
 def require_trainable(lm, what: str = "fine-tuning") -> TrainableLM:
     """``lm`` if it can be fine-tuned in process, else a one-line error saying what would."""
-    from biaslens.errors import BiaslensError
-
     if not isinstance(lm, TrainableLM):
         raise BiaslensError(
             f"model {lm.identity.name!r} is on the {lm.identity.backend} backend; {what} needs "

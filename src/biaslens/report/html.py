@@ -22,6 +22,8 @@ import pandas as pd
 from biaslens.common import atomic
 from biaslens.common.numbers import readable, readable_column, readable_interval
 from biaslens.errors import BiaslensError
+from biaslens.framework.estimates import findings, interval_notes, meanings
+from biaslens.framework.registry import find_method
 from biaslens.report.run_view import RunView, load_run
 from biaslens.version import __version__
 
@@ -179,9 +181,6 @@ def _flatten(value, prefix: str = "") -> list[tuple[str, str]]:
 def _reading(view: RunView) -> dict:
     """The run's headline values in words: each metric's meaning, a table of values with their
     intervals and n, and the warnings the terminal prints (few units, no bias inside)."""
-    from biaslens.framework.estimates import findings, interval_notes, meanings
-    from biaslens.framework.registry import find_method
-
     estimates = [e for e in view.summary.get("estimates") or [] if isinstance(e, dict)]
     spec = find_method(view.method)
     if not estimates:

@@ -14,6 +14,7 @@ import inspect
 import re
 from pathlib import Path
 
+from biaslens.framework.names import settings_table
 from biaslens.framework.presets import ByModel
 from biaslens.framework.registry import MethodSpec, methods
 
@@ -22,8 +23,6 @@ def _settings_table(spec: MethodSpec) -> list[str]:
     """Each setting as ``biaslens run NAME --help`` and ``biaslens.settings(NAME)`` show it
     (:func:`~biaslens.framework.names.settings_table`): its keyword and flag, its default
     (``all`` for a limit not given) and its help."""
-    from biaslens.framework.names import settings_table
-
     lines = ["| setting | flag | default | meaning |", "|---|---|---|---|"]
     for row in settings_table(spec):
         if row["setting"] == "model":

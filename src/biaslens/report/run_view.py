@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 
+from biaslens.errors import BiaslensError
 from biaslens.framework.registry import find_method
 from biaslens.store.result import RunResult
 
@@ -84,9 +86,6 @@ def _first_samples(result: RunResult) -> tuple[pd.DataFrame | None, int]:
     if "samples" not in result.sample_tables or not path.is_file():
         samples = result.samples
         return samples, 0 if samples is None else len(samples)
-    import pyarrow.parquet as pq
-
-    from biaslens.errors import BiaslensError
 
     try:
         parquet = pq.ParquetFile(path)

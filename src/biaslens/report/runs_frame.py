@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from biaslens.common.numbers import readable, readable_interval
 from biaslens.errors import BiaslensError
+from biaslens.framework.registry import find_method
+from biaslens.store.result import RunResult
 
 ESTIMATE_FIELDS = (
     "table",
@@ -57,8 +60,6 @@ def run_folders(patterns) -> list[Path]:
 def _why_no_values(method) -> str:
     """Why a finished run has no headline values: its method reports none with an interval
     (read its report), or they come later (a CID audit's, once ratings are added)."""
-    from biaslens.framework.registry import find_method
-
     spec = find_method(str(method))
     if spec is not None and not any(h.measures for h in spec.headlines):
         return f"the {method} run reports no headline value with an interval: read its report"
@@ -70,8 +71,6 @@ def _why_no_values(method) -> str:
 
 def load_runs(patterns) -> pd.DataFrame:
     """The headline values of every finished run in ``patterns`` (see the module)."""
-    from biaslens.store.result import RunResult
-
     rows, skipped = [], []
     for folder in run_folders(patterns):
         try:
@@ -117,7 +116,6 @@ def comparison_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Model × headline value: one row per (method, metric, labels), one column per run's model
     with ``value [low, high]`` (n); beyond :data:`MAX_WIDE_COLUMNS` models, long (a row per
     model and value: method, metric, labels, model, value)."""
-    from biaslens.common.numbers import readable, readable_interval
 
     def cell(row) -> str:
         text = readable(row["value"]) if pd.notna(row["value"]) else "—"

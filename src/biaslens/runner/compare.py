@@ -10,6 +10,7 @@ from typing import Any
 from biaslens.errors import BiaslensError
 from biaslens.framework.registry import get_method
 from biaslens.models.config import BackendConfig
+from biaslens.models.loader import check_loadable
 from biaslens.progress import Progress
 from biaslens.runner.run import run_settings, write_run_report
 from biaslens.store.paths import safe_name
@@ -31,8 +32,6 @@ def run_comparison(
     resumable on its own), then compare them with the method's
     :class:`~biaslens.framework.spec.Comparison`. Every model's settings are built, and every
     model checked, before the first one runs."""
-    from biaslens.models.loader import check_loadable
-
     spec = get_method(method)
     if spec.comparison is None:
         raise BiaslensError(f"{method} does not compare models; run one model at a time")

@@ -7,10 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
+
 from biaslens.errors import BiaslensError
 from biaslens.framework.registry import get_method
 from biaslens.framework.spec import RunContext
 from biaslens.models.config import BackendConfig
+from biaslens.models.runtime.dry_run import planning_model
 from biaslens.progress import NoProgress, Progress
 from biaslens.store.run import RunStore
 
@@ -46,9 +49,6 @@ def plan_method(
     it or calling a server: the method runs on placeholder answers
     (:mod:`biaslens.models.runtime.dry_run`) in a scratch folder that is removed afterwards.
     ``planner``: the stand-in of the model, read already (it counts on a fresh copy of it)."""
-    import pandas as pd
-
-    from biaslens.models.runtime.dry_run import planning_model
 
     spec = get_method(method)
     if not spec.needs_model:

@@ -28,8 +28,10 @@ from biaslens.framework.registry import get_method
 from biaslens.framework.spec import MethodSpec, RunContext
 from biaslens.metrics.intervals import LEVEL
 from biaslens.models.base import LM
+from biaslens.models.checkpoints.registered import resolve_name
 from biaslens.models.config import BackendConfig
 from biaslens.progress import NoProgress, Progress, note
+from biaslens.report.html import write_report
 from biaslens.runner.folders import check_output_method, default_output
 from biaslens.store.cache import CachedLM, model_cache_file, shared_cache_dir
 from biaslens.store.result import LazyTables, RunResult
@@ -60,8 +62,6 @@ def run_method(
     the request cache shared by every run of the model (``cache_dir``; default
     ``~/.cache/biaslens/requests``), or, with ``no_cache``, in the run folder only.
     """
-    from biaslens.models.checkpoints.registered import resolve_name
-
     spec = get_method(method)
     given = values.pop("model", None) if lm is not None else None
     if given is not None and resolve_name(given) != resolve_name(lm.identity.name):
@@ -249,8 +249,6 @@ def write_figure(store: RunStore, name: str, figure) -> Path:
 
 def write_run_report(run_dirs: Sequence[Path], output: Path | None = None) -> Path | None:
     """The HTML report of finished run(s); a report problem is a warning, never a failed run."""
-    from biaslens.report.html import write_report
-
     try:
         return write_report(list(run_dirs), output)
     except BiaslensError as error:

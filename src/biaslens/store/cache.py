@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from biaslens.common.files import make_dir
+from biaslens.common.paths import cache_root
 from biaslens.errors import BiaslensError
 from biaslens.models.base import LM, ProgressCallback
 from biaslens.models.requests import as_fields
@@ -61,8 +62,6 @@ FIRST_CHUNK = 8
 def shared_cache_dir(given: Path | str | None = None) -> Path:
     """The folder of the shared request cache: ``given``, else ``$BIASLENS_REQUEST_CACHE_DIR``,
     else ``requests/`` in biaslens's user cache (``~/.cache/biaslens/requests`` on Linux)."""
-    from biaslens.common.paths import cache_root
-
     if given is not None:
         return Path(given)
     return Path(os.environ.get(REQUEST_CACHE_ENV) or cache_root() / "requests")

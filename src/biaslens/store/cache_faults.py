@@ -18,9 +18,11 @@ Each fault has its own line and way out (:func:`failure`):
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
+from biaslens.common.env import number_from_env
 from biaslens.errors import BiaslensError
 
 REQUEST_CACHE_ENV = "BIASLENS_REQUEST_CACHE_DIR"
@@ -47,8 +49,6 @@ class FailedIntegrityCheck(sqlite3.DatabaseError):
 
 
 def busy_timeout() -> float:
-    from biaslens.common.env import number_from_env
-
     return number_from_env(BUSY_TIMEOUT_ENV, 60.0, float, 0, 86400, "a number of seconds")
 
 
@@ -140,8 +140,6 @@ def failure(path: Path, error: sqlite3.Error, kept: int | None = None) -> Biasle
 
 def _free_space(folder: Path) -> str:
     """`` (N KiB free on FOLDER)``, where the file system tells."""
-    import shutil
-
     try:
         free = shutil.disk_usage(folder).free
     except OSError:

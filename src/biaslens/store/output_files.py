@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 
 @dataclass(frozen=True)
 class OutputFile:
@@ -179,7 +181,6 @@ def _columns(path: Path) -> list[str]:
         import pandas as pd
 
         return [str(c) for c in pd.read_csv(path, nrows=0).columns]
-    import pyarrow.parquet as pq
 
     return list(pq.ParquetFile(path).schema_arrow.names)
 

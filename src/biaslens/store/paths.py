@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path, PurePosixPath
 
 from biaslens.errors import BiaslensError
@@ -44,8 +45,6 @@ MAX_FOLDER_NAME = 120
 def safe_name(model: str) -> str:
     """A model name or path as one folder name (``org/model`` -> ``org--model``); a name too
     long for a folder keeps its start and gets a hash of the whole (so two long names differ)."""
-    import hashlib
-
     name = str(model).strip("/").replace("/", "--") or "model"
     if len(name.encode()) <= MAX_FOLDER_NAME:
         return name

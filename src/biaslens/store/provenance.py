@@ -9,6 +9,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from biaslens.models.registry import known_backends
+from biaslens.version import BUILT_COMMIT, BUILT_DIRTY, __version__
+
 PACKAGES = (
     "biaslens",
     "torch",
@@ -24,8 +27,6 @@ PACKAGES = (
 
 def package_versions() -> dict[str, str | None]:
     """Python, :data:`PACKAGES` and the packages the backends declare (those installed)."""
-    from biaslens.models.registry import known_backends
-
     versions: dict[str, str | None] = {"python": platform.python_version()}
     for name in PACKAGES:
         try:
@@ -49,8 +50,6 @@ def build_info() -> dict[str, Any]:
     install), the commit and state are read from that checkout now; installed from a wheel,
     they are what was recorded when it was built. Never the git repository that merely holds the
     current folder or the environment."""
-    from biaslens.version import BUILT_COMMIT, BUILT_DIRTY, __version__
-
     checkout = _own_checkout()
     if checkout is not None:
         commit = _git(checkout, "rev-parse", "HEAD")

@@ -12,6 +12,7 @@ llama.cpp does), none at all, or require an API key.
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import threading
@@ -19,6 +20,7 @@ import time
 from contextlib import contextmanager
 
 import torch
+import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
@@ -241,8 +243,6 @@ def create_app(model, tokenizer, name: str, faults: Faults | None = None, max_mo
 
 def _echoing(request: Request, mode: bool | str) -> JSONResponse:
     """The reply of a server that echoes what the caller sent (:attr:`Faults.echo_key`)."""
-    import base64
-
     header = request.headers.get("authorization") or ""
     if mode == "200":
         key = header.removeprefix("Bearer ")
@@ -282,8 +282,6 @@ def free_port() -> int:
 def serve_app(app, port: int | None = None):
     """Run the ASGI ``app`` with uvicorn in a thread on 127.0.0.1 (a free port unless
     ``port``); yields its address, ``http://127.0.0.1:PORT``, and stops it after."""
-    import uvicorn
-
     port = port or free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)

@@ -19,6 +19,7 @@ from biaslens.common import atomic
 from biaslens.common.options import Option
 from biaslens.data.export_writer import check_destination
 from biaslens.errors import BiaslensError
+from biaslens.framework.registry import methods
 from biaslens.framework.settings import Limit
 
 
@@ -34,8 +35,6 @@ class ExportSettings(BaseModel):
 
 def exporters() -> dict[str, Any]:
     """The methods with an lm-eval task, by name: their :class:`LmEvalTask`."""
-    from biaslens.framework.registry import methods
-
     return {name: spec.lm_eval for name, spec in methods().items() if spec.lm_eval is not None}
 
 

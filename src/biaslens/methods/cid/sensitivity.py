@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
+from biaslens.common.numbers import readable_interval
 from biaslens.common.options import FLAG, Flag
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.errors import BiaslensError
@@ -45,6 +46,7 @@ from biaslens.methods.cid.metrics.cid import (
 from biaslens.methods.cid.outputs import SENSITIVITY as CID_FILES_SENSITIVITY
 from biaslens.methods.cid.scoring.contrastive import DecodingSettings, decode_both_directions
 from biaslens.models.base import LM
+from biaslens.models.embeddings import cosine_similarity, load_sentence_encoder
 from biaslens.models.options import offline_of
 from biaslens.store.run import dataset_hash
 
@@ -147,8 +149,6 @@ def build_perturbation_pairs(
 
 
 def minilm_similarity(name: str = "all-minilm-l6-v2") -> Similarity:
-    from biaslens.models.embeddings import cosine_similarity, load_sentence_encoder
-
     encoder = load_sentence_encoder(name)
     return lambda a, b: cosine_similarity(encoder, a, b)
 
@@ -232,8 +232,6 @@ def run(ctx: RunContext, settings: SensitivitySettings) -> MethodOutput:
 
 def _summary_view(table: pd.DataFrame) -> pd.DataFrame:
     """λ* per type: median with its interval (or why there is none), quartiles, pairs."""
-    from biaslens.common.numbers import readable_interval
-
     view = table[["type", "n", "median", "q25", "q75", "n_never"]].copy()
     if "median_ci_low" in table:
         view.insert(

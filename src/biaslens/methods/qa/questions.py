@@ -10,14 +10,16 @@ from pathlib import Path
 import pandas as pd
 
 from biaslens.framework.questions import Question
+from biaslens.methods.qa.data.unqover import DOMAINS
+from biaslens.methods.qa.lei_eval.table import change_table
+from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator, intervals_by
+from biaslens.methods.qa.metrics.unqover_summary import subject_strata
 from biaslens.metrics.intervals import IntervalSpec
 
 
 def interval_spec(settings, level: float, complete_design: bool) -> IntervalSpec:
     """The intervals of a run of ``settings`` (a dict), at ``level``: its seed and how its
     domain's subjects are read (drawn or fixed)."""
-    from biaslens.methods.qa.data.unqover import DOMAINS
-
     subjects_are = DOMAINS[settings["domain"]].subjects_are(settings.get("subjects_are", "auto"))
     return IntervalSpec(level, int(settings.get("seed") or 0), subjects_are, complete_design)
 
@@ -33,8 +35,6 @@ def _bounds(bounds, metric: str) -> tuple[float, float]:
 def unqover_interval_at(run_dir: Path, labels, level: float, settings, metric: str = "mu"):
     """μ's (or ``metric``'s) interval at ``level`` of an UnQover run, as its run computed it
     (``run`` in :mod:`biaslens.methods.qa.unqover`)."""
-    from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
-
     spec = interval_spec(settings, level, complete_design=True)
     totals = UnqoverAccumulator((), spec, skip_unscored=settings.get("mode") == "sampled")
     totals.add(pd.read_parquet(run_dir / "samples.parquet"))
@@ -44,9 +44,6 @@ def unqover_interval_at(run_dir: Path, labels, level: float, settings, metric: s
 def lei_interval_at(run_dir: Path, labels, level: float, settings, metric: str = "mu"):
     """μ's (or ``metric``'s) interval at ``level`` in one intervention set of a lei-eval run, as
     its table computed it (:func:`~biaslens.methods.qa.lei_eval.table.lei_table`)."""
-    from biaslens.methods.qa.metrics.unqover_stream import intervals_by
-    from biaslens.methods.qa.metrics.unqover_summary import subject_strata
-
     scores = pd.read_parquet(run_dir / "samples.parquet")
     strata = subject_strata(scores)  # of the whole run, as its table had them
     scores = scores[scores["set"] == labels["set"]]
@@ -58,9 +55,6 @@ def lei_interval_at(run_dir: Path, labels, level: float, settings, metric: str =
 def lei_change_interval_at(run_dir: Path, labels, level: float, settings, metric="mu_change"):
     """The paired change of μ's interval at ``level`` in one intervention set of a lei-eval
     run, as its table computed it (:func:`~biaslens.methods.qa.lei_eval.table.change_table`)."""
-    from biaslens.methods.qa.lei_eval.table import change_table
-    from biaslens.methods.qa.metrics.unqover_summary import subject_strata
-
     scores = pd.read_parquet(run_dir / "samples.parquet")
     strata = subject_strata(scores)  # of the whole run, as its table had them
     kept = scores[scores["set"].isin(["none", labels["set"]])]

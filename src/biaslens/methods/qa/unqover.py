@@ -56,6 +56,7 @@ from biaslens.methods.qa.metrics.unqover_stream import UnqoverAccumulator
 from biaslens.methods.qa.metrics.unqover_summary import sparse_note, subjects_note, summary_lines
 from biaslens.methods.qa.outputs import UNQOVER as QA_FILES_UNQOVER
 from biaslens.methods.qa.paired import paired_unqover
+from biaslens.methods.qa.plots import subject_bias_figure
 from biaslens.methods.qa.questions import UNQOVER_PREFERS
 from biaslens.methods.qa.scoring.qa import fill_mask_scores, qa_mode_for, score_examples
 from biaslens.methods.qa.unqover_dump import FROM_PREDICTIONS
@@ -220,8 +221,6 @@ def score_chunk(ctx: RunContext, settings: UnqoverSettings, rows: pd.DataFrame, 
 def run(ctx: RunContext, settings: UnqoverSettings) -> MethodOutput:
     """Score every drawn example chunk by chunk, then UnQover's metrics per model, subject and
     attribute from the accumulated sums."""
-    from biaslens.methods.qa.plots import subject_bias_figure
-
     questions = question_set(settings, ctx.data_dir)
     limit = settings.limit or None
     contexts = questions.drawn_count(limit)  # one context per example row

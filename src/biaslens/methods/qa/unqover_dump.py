@@ -6,11 +6,13 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+from biaslens.common import atomic
 from biaslens.common.options import Argument, Option
 from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import CommandContext, MethodCommand
 from biaslens.framework.options import options_of
 from biaslens.framework.settings import MethodSettings, SubjectsAre, validated
+from biaslens.metrics.intervals import IntervalSpec
 
 
 class DumpSettings(MethodSettings):
@@ -36,7 +38,6 @@ def from_predictions(
 ) -> None:
     """UnQover metrics (μ, η, θ4, δ, ε; per subject and subject × attribute) of a prediction
     dump in UnQover's format (keys cluster1|cluster2|subj1|subj2|tid|category|act|act)."""
-    from biaslens.common import atomic
     from biaslens.methods.qa.data.unqover_predictions import iter_predictions
     from biaslens.methods.qa.metrics.unqover_stream import stream_tables
     from biaslens.methods.qa.metrics.unqover_summary import (
@@ -44,7 +45,6 @@ def from_predictions(
         subjects_note,
         summary_lines,
     )
-    from biaslens.metrics.intervals import IntervalSpec
 
     chosen = validated(DumpSettings, {"subjects_are": subjects_are}).subjects_are
     chunks = iter_predictions(predictions)

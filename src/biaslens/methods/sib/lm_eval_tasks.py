@@ -23,6 +23,7 @@ from pathlib import Path
 from biaslens.errors import BiaslensError
 from biaslens.framework.lm_eval import LOAD, write_task
 from biaslens.methods.sib.data.pronouns import target_words
+from biaslens.models.base import ModelKind
 
 MASSES = '''
 
@@ -190,7 +191,6 @@ def detect_task(folder: Path, limit: int | None, data_dir: Path | None) -> Path:
     ``limit`` occupations); TPR and TNR per set."""
     from biaslens.methods.sib.detect.sentences import build_sentences, expand_dates
     from biaslens.methods.sib.detect.settings import make_settings
-    from biaslens.models.base import ModelKind
 
     settings = make_settings(limit=limit)
     sentences = build_sentences(settings, data_dir)

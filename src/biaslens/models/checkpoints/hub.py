@@ -28,10 +28,14 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import TypeVar
 
+from biaslens import secrets
+from biaslens.common.atomic import write_bytes
 from biaslens.common.env import number_from_env
+from biaslens.common.urls import redact_url
 from biaslens.errors import BiaslensError
 from biaslens.models.checkpoints import hub_answers
 
@@ -160,8 +164,6 @@ def fetch(repo_id: str, revision: str | None, *, label: str, offline: bool = Fal
 def _remember_revision(snapshot: Path, revision: str, commit: str) -> None:
     """``refs/<revision>`` of the repo's cache folder names ``commit``, as huggingface_hub
     writes it, so that the revision is found offline (``revision`` is checked: a ref name)."""
-    from biaslens.common.atomic import write_bytes
-
     refs = snapshot.parent.parent / "refs"
     target = refs / revision
     if refs.resolve() not in target.resolve().parents:  # pragma: no cover - checked before
@@ -179,7 +181,6 @@ def _model_info(repo_id: str, revision: str | None):
 def _ignore_patterns(files: list[str], label: str) -> list[str]:
     """What not to fetch: other formats always, ``.bin`` copies when safetensors exist. A repo
     with no weights of a kind transformers loads here is refused before anything is fetched."""
-    from fnmatch import fnmatch
 
     def matching(patterns) -> list[str]:
         return [f for f in files if any(fnmatch(f.rsplit("/", 1)[-1], p) for p in patterns)]
@@ -366,8 +367,6 @@ def _progress_shown(call: Callable[[], _T]) -> _T:
 def _endpoint() -> str:
     from huggingface_hub import constants
 
-    from biaslens.common.urls import redact_url
-
     return redact_url(constants.ENDPOINT)
 
 
@@ -382,7 +381,5 @@ def _token() -> str | None:
 
 def _redacted(text: str) -> str:
     """``text`` without the user's token (or anything shaped like a hub token)."""
-    from biaslens import secrets
-
     secrets.hold(_token())  # and from now on in every message of the process
     return re.sub(r"hf_[A-Za-z0-9]{8,}", "hf_***", secrets.redact(text))

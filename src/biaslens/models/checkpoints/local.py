@@ -9,11 +9,13 @@ the folder, before any weights are read.
 from __future__ import annotations
 
 import json
+import pickle
 import warnings
 from pathlib import Path
 
 from biaslens.common.hashing import sha256_files
 from biaslens.errors import BiaslensError
+from biaslens.models.checkpoints import hub
 from biaslens.models.checkpoints.reference import CheckpointRef
 from biaslens.models.kinds import KIND_NAMES, ModelKind
 
@@ -139,8 +141,6 @@ def _needs_tokenizer_code(tokenizer_config: dict) -> bool:
 
 def load_or_refuse(what: str, folder: Path, load):
     """``load()``, with a file it cannot read turned into one line naming ``folder``."""
-    import pickle
-
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -202,8 +202,6 @@ def model_source(folder: Path, ref: CheckpointRef) -> tuple[tuple[str, str], ...
     """Where a model folder came from, as its identity records it: a hub snapshot's repo id,
     revision and commit; a converted package model's source file and its sha256; nothing for
     another local folder (its fingerprint identifies it)."""
-    from biaslens.models.checkpoints import hub
-
     snapshot = hub.snapshot_source(folder, ref.revision)
     if snapshot is not None:
         return snapshot.describe()

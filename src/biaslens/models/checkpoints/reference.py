@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from biaslens.errors import BiaslensError, quoted
+from biaslens.models.checkpoints import hub, hub_answers
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,6 @@ class CheckpointRef:
         the complete cached one offline)."""
         if self.path is not None:
             return self.path
-        from biaslens.models.checkpoints import hub
 
         return hub.fetch(self.repo_id, self.revision, label=self.label, offline=offline)
 
@@ -46,8 +46,6 @@ def checkpoint_ref(name: str, revision: str | None = None, what: str = "model") 
     """The checkpoint ``name`` names, at ``revision`` (``--revision``) or the ``@REV`` of the
     name; ``what`` names its role in messages (``model``, ``sentence encoder``). Every problem
     with the name or the revision is one line, here."""
-    from biaslens.models.checkpoints import hub, hub_answers
-
     try:
         path = Path(name).expanduser()
         is_folder, exists = path.is_dir(), path.exists()

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from biaslens.common.registry import Registry
 from biaslens.errors import BiaslensError
-from biaslens.models.checkpoints import packaged
+from biaslens.models.checkpoints import hub, packaged
 from biaslens.models.checkpoints.packaged import ModelPackageMissing
+from biaslens.models.checkpoints.reference import checkpoint_ref
 
 
 @dataclass(frozen=True)
@@ -35,9 +36,6 @@ class RegisteredModel:
         """The checkpoint folder: from the model's package (converted once where needed), else
         downloaded from :attr:`hub_repo` when online. Offline without the package, one line
         says both ways to get it."""
-        from biaslens.models.checkpoints import hub
-        from biaslens.models.checkpoints.reference import checkpoint_ref
-
         try:
             return Path(self.locate())
         except ModelPackageMissing as missing:

@@ -6,6 +6,8 @@ import json
 import math
 from pathlib import Path
 
+from biaslens.common import atomic
+
 MEMO_FILE = "batch_sizes.json"
 
 
@@ -50,8 +52,6 @@ class BatchSizeMemo:
         return (entry["size"], entry["rate"]) if entry else None
 
     def put(self, key: str, size: int, rate: float | None = None) -> None:
-        from biaslens.common import atomic
-
         data = self._read()
         data[key] = {"size": size, "rate": rate}
         try:

@@ -18,8 +18,11 @@ from pathlib import Path
 
 from biaslens.errors import BiaslensError
 from biaslens.models.base import KIND_CAPABILITIES, Exactness, ModelIdentity, ModelKind
+from biaslens.models.checkpoints.local import load_tokenizer, locate_model
 from biaslens.models.config import BackendConfig
+from biaslens.models.loader import checkpoint_of
 from biaslens.models.options import model_kind_of, prompts_of
+from biaslens.models.registry import get_backend
 from biaslens.models.requests import (
     AnswerSpanResult,
     ChoiceLogprobsResult,
@@ -174,10 +177,6 @@ class PlannedModel:
 
 def plan_checkpoint(name: str, config: BackendConfig) -> PlannedModel:
     """A backend that loads a checkpoint: its kind and tokenizer read from its folder."""
-    from biaslens.models.checkpoints.local import locate_model
-    from biaslens.models.loader import checkpoint_of
-    from biaslens.models.registry import get_backend
-
     if not get_backend(config.backend).local:
         raise BiaslensError(
             f"--dry-run cannot plan a run on the {config.backend} backend: it declares no "
@@ -193,9 +192,6 @@ def planning_model(name: str, config: BackendConfig) -> PlanningLM:
     """The stand-in for ``name`` on ``config``'s backend, as its planner describes the model
     (default: read from its checkpoint folder); nothing is loaded and nothing is sent to a
     server."""
-    from biaslens.models.checkpoints.local import load_tokenizer
-    from biaslens.models.registry import get_backend
-
     plan = get_backend(config.backend).plan() or plan_checkpoint
     planned = plan(name, config)
     tokenizer = None

@@ -19,8 +19,10 @@ them, and sent as token ids, so that every backend sees the same tokens.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -49,9 +51,6 @@ TopK = list[tuple[int, float]]
 def model_eos_ids(folder) -> set[int]:
     """The ids that end contrastive decoding, as the transformers decoder reads them: the
     generation config's ``eos_token_id``, else the model config's."""
-    import json
-    from pathlib import Path
-
     for name in ("generation_config.json", "config.json"):
         path = Path(folder) / name
         try:

@@ -7,6 +7,7 @@ import warnings
 from collections.abc import Sequence
 
 from biaslens.errors import BiaslensError
+from biaslens.models.base import ModelKind
 from biaslens.models.options import Prompts
 from biaslens.models.requests import RequestType
 
@@ -65,8 +66,6 @@ def template_refusal(tokenizer, error: BaseException, system: bool) -> str:
 def check_chat(tokenizer, kind, prompts: Prompts, name: str) -> None:
     """``--chat`` needs a causal model whose tokenizer has a chat template; else one line
     saying so."""
-    from biaslens.models.base import ModelKind
-
     if not prompts.chat:
         return
     if kind != ModelKind.CAUSAL:

@@ -13,6 +13,8 @@ from scipy import stats
 
 from biaslens.errors import BiaslensError
 from biaslens.metrics.intervals.core import LEVEL
+from biaslens.metrics.intervals.crossed import Design
+from biaslens.metrics.intervals.crossed_ratios import ratio_intervals
 from biaslens.metrics.intervals.median import median_interval
 from biaslens.metrics.meanings import Measure
 
@@ -165,8 +167,6 @@ def name_design(verdicts: pd.DataFrame, unit: str = "pair"):
     """The crossed design of name pairs: each pair holds a name of each group (stratum), so
     pairs that share a name are not independent (:mod:`.intervals.crossed`). ``verdicts`` has
     ``unit``, ``group``, ``name`` and ``contrast_name`` (the other group's name of the pair)."""
-    from biaslens.metrics.intervals.crossed import Design
-
     groups = sorted(verdicts["group"].unique())
     first = verdicts.drop_duplicates(unit).sort_values(unit)
     other = {g: next((h for h in groups if h != g), g) for g in groups}
@@ -193,8 +193,6 @@ def biased_fraction_intervals(
     ``unit``, ``group``, ``name``, ``contrast_name``, the ``by`` columns and ``biased`` (0/1).
     Returns ``by`` + ``fraction_ci_low``, ``fraction_ci_high``, ``fraction_ci_note`` (why there
     is no interval, where there is none), ``pairs`` (units in the cell) and ``names``."""
-    from biaslens.metrics.intervals.crossed_ratios import ratio_intervals
-
     design, order = name_design(verdicts, unit)
     per_unit = verdicts.groupby([unit, *by], sort=True)["biased"].agg(biased="sum", n="size")
     wide = per_unit.unstack(by, fill_value=0).reindex(order, fill_value=0)

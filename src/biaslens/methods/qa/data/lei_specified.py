@@ -12,6 +12,7 @@ from biaslens.common.files import read_text
 from biaslens.data.sources import read_json
 from biaslens.errors import BiaslensError
 from biaslens.methods.qa.data.lei_interventions import SUBJECT_LISTS, split_intervention
+from biaslens.methods.qa.data.unqover_lists import parse_subjects
 
 SPECIFIED_SAMPLE = "specified/extraMalewithIntvs-sample.source.json"
 
@@ -82,8 +83,6 @@ def read_specifying_sentences(path: Path) -> dict[str, str]:
 def subject_clusters(lei_dir: Path, domain: str) -> dict[str, str]:
     """Subject (lower-cased) -> its cluster, from the domain's LEI word lists: ``female`` /
     ``male`` for gender; a subject without a cluster is its own (religion, ethnicity)."""
-    from biaslens.methods.qa.data.unqover_lists import parse_subjects
-
     clusters = {}
     for name in SUBJECT_LISTS[domain]:
         for subject in parse_subjects(Path(lei_dir) / "word_lists" / "nouns" / "subjects" / name):

@@ -4,6 +4,7 @@ an exact bound from the templates that agree, instead of no interval."""
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
 
 from biaslens.metrics.intervals.core import Interval
 from biaslens.metrics.intervals.crossed import Design
@@ -55,8 +56,6 @@ def ceiling_interval(agreeing: int, templates: int, eta: float, level: float) ->
     (1 − level)^(1/T) where all T agree) gives both bounds at once: the interval covers at
     least ``level``. Where all agree at η near 1 this is the bound a strong, consistent bias
     gets (at 6 templates, η ≥ 0.21; at 14, ≥ 0.61)."""
-    from scipy import stats
-
     alpha = 1 - level
     low_r = float(stats.beta.ppf(alpha, agreeing, templates - agreeing + 1)) if agreeing else 0.0
     slack = 2 * (1 - low_r)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from biaslens.data import sources
 from biaslens.framework.lm_eval import LOAD, write_task
 
 LEI_UTILS = (
@@ -69,7 +70,6 @@ def lei_task(folder: Path, limit: int | None, data_dir: Path | None, domain: str
     """The ``biaslens_lei_{domain}`` task: zero-shot LEI of a causal model, each question in
     the UnifiedQA layout with the two subjects as the choices (``biaslens run lei-eval``'s
     generative scoring; ``limit`` context pairs, drawn as it draws them); μ, η and θ4 per set."""
-    from biaslens.data import sources
     from biaslens.methods.qa.lei_eval.method import build_rows
     from biaslens.methods.qa.lei_eval.settings import make_settings
 

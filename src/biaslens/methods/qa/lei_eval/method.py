@@ -15,6 +15,7 @@ that many subject pair × template units: μ and η then read every cell (the au
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -44,6 +45,7 @@ from biaslens.methods.qa.metrics.unqover import (
 )
 from biaslens.methods.qa.metrics.unqover_summary import subject_strata, subjects_note
 from biaslens.methods.qa.outputs import LEI_EVAL as QA_FILES_LEI_EVAL
+from biaslens.methods.qa.plots import lei_mu_figure
 from biaslens.methods.qa.scoring.qa import qa_mode_for, unifiedqa_prompt
 from biaslens.metrics.intervals import IntervalSpec
 from biaslens.models.base import LM, ModelKind
@@ -215,8 +217,6 @@ def generative_layout(settings) -> dict:
     """A generative model reads the UnifiedQA layout: the extractive span adjustment and input
     order do not apply (a warning says so when they were asked for)."""
     if settings.span_adjustment != "none" or settings.qa_order != "question-first":
-        import warnings
-
         warnings.warn(
             "the span adjustment and the extractive input order apply to extractive QA models; "
             f"{settings.model} is scored generatively (UnifiedQA layout) without them",
@@ -227,8 +227,6 @@ def generative_layout(settings) -> dict:
 
 def run(ctx: RunContext, settings: LeiEvalSettings) -> MethodOutput:
     """Score every set, compute μ per set next to the desired μ, and the QA utility."""
-    from biaslens.methods.qa.plots import lei_mu_figure
-
     needs_release = settings.split_file is None or (
         settings.domain == "gender"
         and settings.specified_sentences is None

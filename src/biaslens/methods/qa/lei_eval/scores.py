@@ -17,6 +17,12 @@ from biaslens.methods.qa.scoring.first_token import (
     first_token_scores,
 )
 from biaslens.methods.qa.scoring.qa import score_examples
+from biaslens.methods.qa.scoring.qa_sampled import (
+    SAMPLED_NOTHING,
+    sampled_qa_note,
+    sampled_qa_scores,
+)
+from biaslens.scoring.sampled import spent
 
 
 @dataclass
@@ -84,13 +90,6 @@ def score_questions(ctx: RunContext, rows: pd.DataFrame, settings) -> ScoredQues
 def _sampled(ctx: RunContext, rows: pd.DataFrame, samples: int, adaptive: bool) -> ScoredQuestions:
     """Sampled scoring (:mod:`biaslens.methods.qa.scoring.qa_sampled`): the contexts with a question
     no reply names a subject in are left out of every set."""
-    from biaslens.methods.qa.scoring.qa_sampled import (
-        SAMPLED_NOTHING,
-        sampled_qa_note,
-        sampled_qa_scores,
-    )
-    from biaslens.scoring.sampled import spent
-
     every = sampled_qa_scores(ctx.lm, rows, ctx.progress, samples, adaptive)
     scores, left_out = drop_unscored(every, SAMPLED_NOTHING)
     metrics = {

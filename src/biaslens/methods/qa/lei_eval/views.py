@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from biaslens.common.numbers import readable, readable_interval
+from biaslens.metrics.meanings import mostly_noise
+
 
 def with_interval(table: pd.DataFrame, column: str, prefix: str | None = None) -> list[str]:
     """``value [low, high]`` per row, or the value and why there is no interval."""
-    from biaslens.common.numbers import readable, readable_interval
-    from biaslens.metrics.meanings import mostly_noise
-
     prefix = prefix or column
     cells = []
     for _, row in table.iterrows():
@@ -59,8 +59,6 @@ def mu_view(table: pd.DataFrame) -> pd.DataFrame:
 def change_view(table: pd.DataFrame) -> pd.DataFrame:
     """Per intervention set: μ there, μ with none on the same contexts, and the change with
     its paired interval (or why there is none)."""
-    from biaslens.common.numbers import readable
-
     return pd.DataFrame(
         {
             "set": table["set"],

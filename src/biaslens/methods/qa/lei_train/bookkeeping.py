@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from biaslens.common import atomic
+from biaslens.common.files import read_table as read_checked
 from biaslens.errors import BiaslensError
 from biaslens.methods.qa.data import lei
 from biaslens.methods.qa.data.unqover import load_question_set
@@ -31,8 +32,6 @@ from biaslens.store.run import RunStore
 def read_table(path: Path) -> pd.DataFrame:
     """A CSV table of the run, or an empty one before its first row (a damaged one is a
     one-line error naming it)."""
-    from biaslens.common.files import read_table as read_checked
-
     return read_checked(path, "run table") if path.exists() else pd.DataFrame()
 
 

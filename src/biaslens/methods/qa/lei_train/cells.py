@@ -16,6 +16,7 @@ from pathlib import Path
 from biaslens.common import atomic
 from biaslens.errors import BiaslensError
 from biaslens.models.config import BackendConfig
+from biaslens.models.loader import load_model
 from biaslens.models.runtime.ray_runtime import connect, load_in_worker, worker_plan
 from biaslens.models.trainable import TrainableLM
 from biaslens.progress import NoProgress, Progress
@@ -113,7 +114,6 @@ def train_groups(
     """Train ``groups`` (train size, learning rate, epoch counts) as ``parallel`` Ray tasks."""
     if not groups:
         return
-    from biaslens.models.loader import load_model
 
     ray = connect(backend_config.options.ray_address)
     resources, threads, config = worker_plan(ray, parallel, backend_config)

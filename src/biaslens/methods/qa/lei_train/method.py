@@ -33,6 +33,7 @@ from biaslens.framework.presets import UNSET, ByModel
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.methods.qa.data import lei
 from biaslens.methods.qa.data.squad import read_squad
+from biaslens.methods.qa.lei_eval.method import generative_layout
 from biaslens.methods.qa.lei_train.bookkeeping import TrainingRun, read_table
 from biaslens.methods.qa.lei_train.cells import DONE, cell_name, train_cell_group
 from biaslens.methods.qa.lei_train.outputs import LEI_TRAIN as QA_FILES_LEI_TRAIN
@@ -43,6 +44,7 @@ from biaslens.methods.qa.lei_train.settings import (
     LeiTrainSettings,
     make_settings,
 )
+from biaslens.methods.qa.plots import training_size_figure
 from biaslens.methods.qa.scoring.qa import qa_mode_for
 from biaslens.methods.qa.train.lei_data import (
     qa_rows_for_training,
@@ -72,7 +74,6 @@ def prepare(settings: LeiTrainSettings, lm: LM) -> LeiTrainSettings:
     mode = qa_mode_for(lm) if settings.mode == "auto" else settings.mode
     if mode == "extractive":
         return settings.model_copy(update={"mode": mode})
-    from biaslens.methods.qa.lei_eval.method import generative_layout
 
     return settings.model_copy(update={"mode": mode, **generative_layout(settings)})
 
@@ -220,8 +221,6 @@ def _all_cells(settings: LeiTrainSettings) -> set[str]:
 
 
 def _figures(results: pd.DataFrame, settings, model_name: str) -> dict:
-    from biaslens.methods.qa.plots import training_size_figure
-
     figures = {}
     for evaluation in settings.tests:
         part = results[results["evaluation"] == evaluation]

@@ -20,6 +20,7 @@ import pandas as pd
 
 from biaslens.errors import BiaslensError
 from biaslens.methods.qa.intervals.unqover import intervals
+from biaslens.methods.qa.intervals.unqover_change import paired_intervals
 from biaslens.methods.qa.metrics.unqover import (
     bias_from_sums,
     check_scores,
@@ -37,6 +38,7 @@ from biaslens.methods.qa.metrics.unqover_cells import (
     UnitCells,
     coded_subset,
 )
+from biaslens.methods.qa.metrics.unqover_summary import with_intervals
 from biaslens.metrics.intervals import IntervalSpec
 
 ROWS_PER_CONTEXT = 4
@@ -202,7 +204,6 @@ class UnqoverAccumulator:
         summary = pd.concat([levels, extra], axis=1)
         if self.units is None:
             return summary
-        from biaslens.methods.qa.metrics.unqover_summary import with_intervals
 
         return with_intervals(summary, self.crossed_intervals(self.clusters))
 
@@ -219,8 +220,6 @@ class UnqoverAccumulator:
         with its paired interval (:func:`~.intervals.unqover_change.paired_intervals`): another
         set of the same model, or another model on the same contexts; both made with the same
         ``intervals``."""
-        from biaslens.methods.qa.intervals.unqover_change import paired_intervals
-
         self._check_finished()
         baseline._check_finished()
         return paired_intervals(self.units, baseline.units, self.intervals, strata, metric)

@@ -9,10 +9,12 @@ import math
 import numpy as np
 import pandas as pd
 
+from biaslens.common.numbers import readable, readable_interval
 from biaslens.methods.qa.intervals.unqover import MAXIMA, METRICS
-from biaslens.methods.qa.metrics.unqover import unordered_pair
+from biaslens.methods.qa.metrics.unqover import MEASURES, unordered_pair
 from biaslens.metrics.intervals import IntervalSpec
 from biaslens.metrics.intervals.crossed import Design
+from biaslens.metrics.intervals.crossed_ratios import ratio_interval
 from biaslens.metrics.meanings import mostly_noise
 
 MIN_CELL_UNITS = 4
@@ -100,8 +102,6 @@ def unit_design(
 def unit_share_interval(rows: pd.DataFrame, column: str, intervals: IntervalSpec):
     """The share of ``column`` (0/1 per row) over rows keyed by first, second and template,
     with its crossed-design interval."""
-    from biaslens.metrics.intervals.crossed_ratios import ratio_interval
-
     fixed = intervals.subjects == "fixed"
     design, unit = unit_design(rows["first"], rows["second"], rows["template"], fixed=fixed)
     level = intervals.level
@@ -113,9 +113,6 @@ def unit_share_interval(rows: pd.DataFrame, column: str, intervals: IntervalSpec
 def summary_lines(row) -> pd.DataFrame:
     """UnQover's metrics of one summary row as a reader's table: value (marked where the cells
     are too thin to read the plug-in), cross-fitted value, interval or why there is none, n."""
-    from biaslens.common.numbers import readable, readable_interval
-    from biaslens.methods.qa.metrics.unqover import MEASURES
-
     thin = sparse_note(float(row.get("cell_units", math.nan))) is not None
     lines = []
     for measure in MEASURES:

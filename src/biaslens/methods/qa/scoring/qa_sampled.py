@@ -24,6 +24,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
+from biaslens.methods.qa.scoring.first_token import contexts
 from biaslens.methods.qa.scoring.qa import generative_requests, long_table
 from biaslens.models.base import LM
 from biaslens.progress import Progress
@@ -147,8 +148,6 @@ def sampled_qa_note(
     """What sampled QA scores rest on: K (or an adaptive allocation's calls), the questions
     without a score and the contexts left out for them, and the share of replies that name a
     subject."""
-    from biaslens.methods.qa.scoring.first_token import contexts
-
     statuses = every["score_status"].value_counts()
     why = ", ".join(f"{n} {status}" for status, n in statuses.items() if status != NAMED)
     drawn = (

@@ -29,6 +29,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from biaslens.common import atomic
 from biaslens.errors import BiaslensError
 from biaslens.methods.qa.data import lei
 from biaslens.methods.qa.data.lei_interventions import attach_interventions
@@ -57,8 +58,6 @@ class ZeroShotReference:
     dominant: np.ndarray
 
     def save(self, path: Path) -> None:
-        from biaslens.common import atomic
-
         table = pd.DataFrame(
             {
                 "probs": list(self.probs.reshape(len(self.probs), -1)),

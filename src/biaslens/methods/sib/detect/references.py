@@ -31,7 +31,10 @@ import pandas as pd
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.framework.hooks import reference_row
 from biaslens.methods.sib.data.released_mgc_outputs import hub_name
+from biaslens.methods.sib.data.released_outputs import read_reference_outputs
 from biaslens.methods.sib.known_models import PAPER_NAMES
+from biaslens.methods.sib.metrics.sib import method2_from_shares
+from biaslens.methods.sib.mgc.audit_role import SIB_COMMIT, SIB_REPOSITORY
 from biaslens.metrics.intervals import LEVEL
 
 SIB_DETECT_FILE = PACKAGE_FILES / "references" / "sib-detect.csv"
@@ -53,10 +56,6 @@ SAME_PROTOCOL = {"mode": "paper", "date_format": "colon", "empty_mass": "zero", 
 def sib_detect_references(archive: Path, level: float = LEVEL) -> pd.DataFrame:
     """The reference table from the released archive (or a folder holding the two released
     folders): one row per model, prompt, set and rate."""
-    from biaslens.methods.sib.data.released_outputs import read_reference_outputs
-    from biaslens.methods.sib.metrics.sib import method2_from_shares
-    from biaslens.methods.sib.mgc.audit_role import SIB_COMMIT, SIB_REPOSITORY
-
     table = read_reference_outputs(archive)
     table = table[~table["test"].astype(bool)]
     table = table.assign(set=table["set"].replace({"simplified": "simplified-reference"}))

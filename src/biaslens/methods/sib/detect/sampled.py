@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from biaslens.methods.sib.data.pronouns import GENDERS
+from biaslens.metrics.intervals import difference_of_shares
 
 
 def sampled_verdicts(
@@ -18,8 +19,6 @@ def sampled_verdicts(
     shares, from the pooled pronoun replies at each end) lies wholly beyond ±threshold,
     well-specified only where it lies within, and undecided otherwise: left out of TPR and TNR,
     like a sentence with no pronoun, and counted (``n_undecided``)."""
-    from biaslens.metrics.intervals import difference_of_shares
-
     pooled = scored.assign(k_pronoun=scored[[f"k_{g}" for g in GENDERS]].sum(axis=1))
     counts = pooled.groupby(["set", "id", "end"])[["k_female", "k_pronoun"]].sum().unstack("end")
     counts.columns = [f"{c}_{end}" for c, end in counts.columns]

@@ -6,12 +6,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from biaslens.common import atomic
+from biaslens.common.numbers import readable_interval
 from biaslens.common.options import Argument, Option
+from biaslens.data import sources
 from biaslens.errors import BiaslensError
 from biaslens.framework.hooks import CommandContext, MethodCommand
 from biaslens.framework.options import DATA_DIR, options_of
 from biaslens.framework.settings import validated
+from biaslens.methods.sib.data import winogender
+from biaslens.methods.sib.data.released_outputs import read_outputs
 from biaslens.methods.sib.detect.settings import StoredSettings
+from biaslens.methods.sib.metrics.sib import method2_from_shares
 
 
 def from_stored(
@@ -19,11 +25,6 @@ def from_stored(
 ) -> None:
     """SIB Method 2 (Table 3, Fig. 5) from stored per-sentence, per-date pronoun shares: the
     metric per sentence, and TPR / TNR / balanced accuracy per model, prompt and set."""
-    from biaslens.common import atomic
-    from biaslens.common.numbers import readable_interval
-    from biaslens.methods.sib.data.released_outputs import read_outputs
-    from biaslens.methods.sib.metrics.sib import method2_from_shares
-
     chosen = validated(
         StoredSettings, {"threshold": threshold, "earliest": earliest, "latest": latest}
     )
@@ -86,9 +87,6 @@ def _detector_plots(ctx: CommandContext, sentences, threshold: float, data_dir, 
     """Fig. 5 per model, prompt and set (needs Winogender's occupation statistics)."""
     import matplotlib.pyplot as plt
 
-    from biaslens.common import atomic
-    from biaslens.data import sources
-    from biaslens.methods.sib.data import winogender
     from biaslens.methods.sib.plots import detector_figure
 
     try:

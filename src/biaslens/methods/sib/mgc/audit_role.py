@@ -24,8 +24,10 @@ from biaslens.common.numbers import finite_or_none, text_or_none
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.framework.hooks import AuditRole, AuditStep, reference_row
 from biaslens.framework.questions import Question
-from biaslens.methods.sib.intervals.trend import trend_interval
+from biaslens.methods.sib.data.released_mgc_outputs import read_mgc_outputs
+from biaslens.methods.sib.intervals.trend import sentence_matrix, trend_interval
 from biaslens.methods.sib.known_models import MASKED_ONLY, known_as
+from biaslens.methods.sib.metrics.reference import method1_from_matrices
 from biaslens.metrics.intervals import LEVEL
 
 SIB_REPOSITORY = "2dot71mily/sib_paper"
@@ -45,9 +47,6 @@ def mgc_protocol(frames: str = "all 60 sentence frames") -> str:
 
 def sib_mgc_references(folder: Path, level: float = LEVEL) -> pd.DataFrame:
     """The reference table from the released ``spur_mgc_raw`` folder (module docstring)."""
-    from biaslens.methods.sib.data.released_mgc_outputs import read_mgc_outputs
-    from biaslens.methods.sib.metrics.reference import method1_from_matrices
-
     rows = []
     for released in read_mgc_outputs(folder):
         for row in method1_from_matrices(released.values, level):
@@ -204,8 +203,6 @@ def slope_difference_at(run_dir: Path, labels, level: float, settings) -> tuple[
     """The female − male slope's interval at ``level`` for one prompt and W kind, recomputed
     from the run's samples by the run's own construction (:func:`~biaslens.methods.sib.metrics.sib.
     slope_differences`: the trend interval of the per-frame differences)."""
-    from biaslens.methods.sib.intervals.trend import sentence_matrix
-
     samples = pd.read_parquet(run_dir / "samples.parquet")
     chosen = samples[
         (samples["prompt"] == labels["prompt"]) & (samples["w_kind"] == labels["w_kind"])

@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING
 import torch
 
 from biaslens.common.stopping import apply_stop, contains_stop
+from biaslens.decoding.contrastive import ContrastiveDecoder
+from biaslens.errors import BiaslensError
+from biaslens.models.backends.hf.prefix import prefill
 from biaslens.models.base import ModelKind
 from biaslens.models.requests import (
     ContrastiveGenerateResult,
@@ -80,8 +83,6 @@ def greedy_causal(
     Returns the generated ids (batch, steps), EOS-filled after a row's end, and the top-k
     probabilities and ids of each step (batch, steps, k), on the CPU.
     """
-    from biaslens.models.backends.hf.prefix import prefill
-
     model, n, device = b.model, len(prompts), b.device
     eos = b.tokenizer.eos_token_id
     fill = eos if eos is not None else b.pad_id
@@ -191,9 +192,6 @@ def _results(b: HFRuntime, requests, tokens, top_values, top_ids) -> list[Genera
 def contrastive_generate(b: HFRuntime, requests, progress) -> list[ContrastiveGenerateResult]:
     """CID for many (x, x', λ) triples: x and x' are two rows of one batch sharing a KV
     cache, triples are batched together (``batch_size`` counts triples)."""
-    from biaslens.decoding.contrastive import ContrastiveDecoder
-    from biaslens.errors import BiaslensError
-
     if b.contrastive_decoder is None:
         b.contrastive_decoder = ContrastiveDecoder(b.model, b.tokenizer)
     groups: dict[tuple, list[int]] = {}

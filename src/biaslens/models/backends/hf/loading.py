@@ -26,6 +26,7 @@ from biaslens.models.checkpoints.local import (
     model_source,
     weights_sha256,
 )
+from biaslens.models.config import BackendConfig
 from biaslens.models.runtime.tokenization import chat_identity, check_chat
 
 if TYPE_CHECKING:
@@ -130,8 +131,6 @@ def load_parts(checkpoint: CheckpointRef, config: BackendConfig | None = None):
         AutoModelForSeq2SeqLM,
     )
     from transformers.utils import logging as hf_logging
-
-    from biaslens.models.config import BackendConfig
 
     hf_logging.disable_progress_bar()
     config = config or BackendConfig()

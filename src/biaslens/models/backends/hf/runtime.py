@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import platform
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -62,7 +63,6 @@ def device_description(device: torch.device) -> str:
         return torch.cuda.get_device_name(device)
     if device.type != "cpu":
         return device.type
-    import platform
 
     name = platform.processor() or platform.machine()
     try:

@@ -6,6 +6,7 @@ shapes of its replies: :mod:`.replies`."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from pydantic import Field, model_validator
@@ -25,8 +26,6 @@ from biaslens.models.registry import RegisteredBackend
 
 def _api_key_variable(value):
     """The *name* of an environment variable (never the key: the value is not shown)."""
-    import re
-
     if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
         raise BiaslensError(
             "--api-key-env takes the *name* of the environment variable that holds the key "

@@ -21,13 +21,15 @@ work (the model's ``/v1/completions`` endpoint with its tokenizer).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
+from biaslens.common.stopping import apply_stop
 from biaslens.errors import BiaslensError
 from biaslens.models.backends.openai.http_client import HTTPClient, ServedBy
 from biaslens.models.backends.openai.replies import ServerError, chat_choice, chat_token_text
-from biaslens.models.backends.openai.sampling import SampledBy
+from biaslens.models.backends.openai.sampling import SampledBy, SamplingEndpoint
 from biaslens.models.backends.openai.server_probe import (
     served_fingerprint,
     served_model,
@@ -35,7 +37,7 @@ from biaslens.models.backends.openai.server_probe import (
 )
 from biaslens.models.base import LM, Exactness, ModelIdentity, ModelKind
 from biaslens.models.config import BackendConfig
-from biaslens.models.requests import GenerateResult, RequestType
+from biaslens.models.requests import GenerateRequest, GenerateResult, RequestType
 from biaslens.models.runtime.reply_checks import check_not_all_empty, check_step, check_step_count
 
 CHAT_CAPABILITIES = {RequestType.GENERATE: Exactness.EXACT, RequestType.SAMPLE: Exactness.EXACT}
@@ -107,8 +109,6 @@ class ChatEndpointBackend(SampledBy, ServedBy, LM):
         super().require(request_type, exact, alternative)
 
     def sampling_endpoint(self):
-        from biaslens.models.backends.openai.sampling import SamplingEndpoint
-
         return SamplingEndpoint(
             self.client,
             self.model,
@@ -161,8 +161,6 @@ class ChatEndpointBackend(SampledBy, ServedBy, LM):
 def chat_generation(request, reply, url: str) -> GenerateResult:
     """A ``generate`` result from one chat reply: its text, and the top-k at every step, which
     must hold the k tokens asked for (a provider that caps ``top_logprobs`` lower is named)."""
-    from biaslens.common.stopping import apply_stop
-
     choice = chat_choice(reply, url)
     if choice.message.refusal:
         raise ServerError(
@@ -228,8 +226,6 @@ def _shown(text: str, limit: int = 60) -> str:
 def load_chat_endpoint(name: str, config: BackendConfig) -> ChatEndpointBackend:
     """Connect to ``config.options.base_url``'s chat endpoint serving ``name`` and check, on
     one probe message, that it returns top log-probabilities."""
-    from biaslens.models.requests import GenerateRequest
-
     client = HTTPClient(config)
     try:
         served = served_model(client, name)
@@ -241,8 +237,6 @@ def load_chat_endpoint(name: str, config: BackendConfig) -> ChatEndpointBackend:
         )[0]
         backend.logprobs = has_logprobs(reply, client.base_url)
         if not backend.logprobs:
-            import dataclasses
-
             said = "chat/completions without log-probabilities: sampled replies only"
             details = tuple((k, said if k == "scoring" else v) for k, v in identity.details)
             backend.identity = dataclasses.replace(identity, details=details)

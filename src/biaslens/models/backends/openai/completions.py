@@ -18,10 +18,13 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from pathlib import Path
 
+from biaslens.common.stopping import apply_stop
 from biaslens.common.urls import redact_url
 from biaslens.errors import BiaslensError
+from biaslens.models.backends.openai.chat import CHAT_CAPABILITIES, check_chat_request
 from biaslens.models.backends.openai.http_client import HTTPClient, ServedBy
 from biaslens.models.backends.openai.replies import (
     TOKEN_PREFIX,
@@ -30,7 +33,7 @@ from biaslens.models.backends.openai.replies import (
     completion_choices,
     token_id,
 )
-from biaslens.models.backends.openai.sampling import SampledBy
+from biaslens.models.backends.openai.sampling import SampledBy, SamplingEndpoint
 from biaslens.models.backends.openai.server_probe import (
     NO_LOGPROBS,
     probe_server,
@@ -39,8 +42,12 @@ from biaslens.models.backends.openai.server_probe import (
     server_metadata,
 )
 from biaslens.models.base import GENERATIVE, Exactness, ModelIdentity, ModelKind
+from biaslens.models.checkpoints.local import model_fingerprint
+from biaslens.models.checkpoints.reference import checkpoint_ref
+from biaslens.models.checkpoints.registered import registered_model
 from biaslens.models.config import BackendConfig
 from biaslens.models.requests import GenerateResult, RequestType
+from biaslens.models.runtime.dry_run import PlannedModel
 from biaslens.models.runtime.reply_checks import check_step, check_step_count
 from biaslens.models.runtime.served import TokenLevelBackend, TopK, model_eos_ids
 from biaslens.models.runtime.tokenization import chat_identity, check_chat
@@ -82,7 +89,6 @@ class OpenAIBackend(SampledBy, ServedBy, TokenLevelBackend):
     def sampling_endpoint(self):
         """Sampled calls to ``/completions``: the prompt as token ids, encoded as every other
         request (chat template, BOS), where the server takes them; else as text."""
-        from biaslens.models.backends.openai.sampling import SamplingEndpoint
 
         def prompt_part(prompt: str) -> dict:
             if self.probe["mode"] == "tokens":
@@ -241,8 +247,6 @@ class OpenAIBackend(SampledBy, ServedBy, TokenLevelBackend):
 
 
 def _text_generation(request, response, url) -> GenerateResult:
-    from biaslens.common.stopping import apply_stop
-
     choice = completion_choices(response, 1, url)[0]
     logprobs = choice_logprobs(choice)
     pieces = list(logprobs.tokens or [])
@@ -276,9 +280,6 @@ def uses_chat_endpoint(config: BackendConfig, has_tokenizer: bool) -> bool:
 
 def tokenizer_folder(name: str, config: BackendConfig) -> Path | None:
     """The served model's tokenizer folder: ``--tokenizer``, else a registered model's own."""
-    from biaslens.models.checkpoints.reference import checkpoint_ref
-    from biaslens.models.checkpoints.registered import registered_model
-
     options = config.options
     if options.tokenizer:
         entry = registered_model(options.tokenizer)
@@ -292,9 +293,6 @@ def tokenizer_folder(name: str, config: BackendConfig) -> Path | None:
 def plan_openai(name: str, config: BackendConfig):
     """What ``--dry-run`` knows of a served model: its tokenizer, if biaslens has one, and the
     endpoint it would be asked through (a chat endpoint answers generation only)."""
-    from biaslens.models.backends.openai.chat import CHAT_CAPABILITIES, check_chat_request
-    from biaslens.models.runtime.dry_run import PlannedModel
-
     folder = tokenizer_folder(name, config)
     if not uses_chat_endpoint(config, folder is not None):
         exact = GENERATIVE if folder is not None else {RequestType.GENERATE: Exactness.EXACT}
@@ -310,8 +308,6 @@ def plan_openai(name: str, config: BackendConfig):
 
 def load_openai(name: str, config: BackendConfig | None = None):
     """Connect to the server at ``config.options.base_url`` serving model ``name`` and probe it."""
-    from biaslens.models.checkpoints.local import model_fingerprint
-
     config = config or BackendConfig(backend="openai")
     if not config.options.base_url:
         raise BiaslensError("the openai backend needs the server's address: --base-url URL")
@@ -321,8 +317,6 @@ def load_openai(name: str, config: BackendConfig | None = None):
             f"{redact_url(config.options.base_url)!r}"
         )
     if config.options.api_key_env and not os.environ.get(config.options.api_key_env):
-        import warnings
-
         warnings.warn(
             f"${config.options.api_key_env} is not set: requests go to "
             f"{redact_url(config.options.base_url)} "

@@ -13,6 +13,8 @@ import asyncio
 import os
 import random
 import threading
+import time
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from biaslens import secrets
@@ -36,7 +38,6 @@ def retry_after(value: str | None, now: float | None = None) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         pass
-    from email.utils import parsedate_to_datetime
 
     try:
         when = parsedate_to_datetime(value)
@@ -44,7 +45,6 @@ def retry_after(value: str | None, now: float | None = None) -> float | None:
         return None
     if when is None or when.tzinfo is None:
         return None
-    import time
 
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 

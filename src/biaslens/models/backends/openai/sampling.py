@@ -21,6 +21,7 @@ from typing import Any
 
 from biaslens.common.seeds import derived_seed
 from biaslens.models.backends.openai.replies import ChatCompletion, Completion, parse
+from biaslens.models.requests import RequestType, SampleRequest, SampleResult
 from biaslens.models.runtime.reply_checks import ServerError, check_not_all_empty
 
 VARIETY_PROMPT = "Write a random number between 1 and 1000000, digits only."
@@ -137,8 +138,6 @@ def check_temperature_honoured(endpoint: SamplingEndpoint) -> None:
     """Stop in one line when the endpoint gives the same reply every time at temperature 1 to
     a prompt whose replies vary (module docstring). A server that fails on this first sampled
     call is named with what may work."""
-    from biaslens.models.requests import SampleRequest
-
     request = SampleRequest(VARIETY_PROMPT, VARIETY_REPLIES, max_new_tokens=8, seed=0)
     try:
         (texts,) = draw(endpoint, [request])
@@ -179,8 +178,6 @@ class SampledBy:
         return self._checked_endpoint
 
     def sample(self, requests, progress=None):
-        from biaslens.models.requests import RequestType, SampleResult
-
         self.require(RequestType.SAMPLE)
         endpoint = self.checked_endpoint()
         results = []

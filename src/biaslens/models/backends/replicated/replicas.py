@@ -24,6 +24,7 @@ from collections.abc import Callable
 from biaslens.errors import BiaslensError
 from biaslens.models.base import LM
 from biaslens.models.config import BackendConfig
+from biaslens.models.loader import weight_bytes
 from biaslens.models.options import InProcess
 from biaslens.models.requests import as_fields
 from biaslens.models.runtime.forwarding import ForwardingLM
@@ -200,6 +201,4 @@ def _free(ray) -> dict:
 def load_replicated(name: str, config: BackendConfig, load: Loader) -> ReplicatedLM:
     """``config.options.data_parallel`` replicas of model ``name`` on Ray, each loaded by ``load``
     (admitted by the size of its weights, when it has a checkpoint here)."""
-    from biaslens.models.loader import weight_bytes
-
     return ReplicatedLM(name, config, load, weight_bytes(name, config))

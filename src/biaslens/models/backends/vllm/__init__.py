@@ -8,13 +8,12 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from biaslens.errors import BiaslensError
 from biaslens.models.options import BackendOptions, Checkpoint, InProcess, OptionRules, Prompts
 from biaslens.models.registry import RegisteredBackend
 
 
 def _engine_options(value):
-    from biaslens.errors import BiaslensError
-
     if not isinstance(value, dict):
         raise BiaslensError(f"engine_options takes a dict of vllm.LLM arguments, got {value!r}")
     return dict(value)

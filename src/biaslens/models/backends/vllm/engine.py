@@ -22,6 +22,14 @@ from pathlib import Path
 
 from biaslens.errors import BiaslensError
 from biaslens.models.base import ModelIdentity, ModelKind
+from biaslens.models.checkpoints.local import (
+    TOKENIZER_FILES,
+    detect_kind,
+    model_fingerprint,
+    model_source,
+    refuse_custom_code,
+    weights_sha256,
+)
 from biaslens.models.checkpoints.reference import CheckpointRef
 from biaslens.models.config import BackendConfig
 from biaslens.models.runtime.served import TokenLevelBackend, TopK, model_eos_ids
@@ -129,15 +137,6 @@ def load_vllm(checkpoint: CheckpointRef, config: BackendConfig | None = None):
     """Load the causal model at ``checkpoint`` (a local folder or hub snapshot) into a vLLM
     engine."""
     from transformers import AutoConfig
-
-    from biaslens.models.checkpoints.local import (
-        TOKENIZER_FILES,
-        detect_kind,
-        model_fingerprint,
-        model_source,
-        refuse_custom_code,
-        weights_sha256,
-    )
 
     config = config or BackendConfig(backend="vllm")
     vllm, _ = _import_vllm()
