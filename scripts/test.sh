@@ -27,6 +27,11 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 "$PY" -m ruff format --check src tests benchmarks scripts
 # The documentation site builds with no warning (broken links, missing pages, API docstrings).
 NO_MKDOCS_2_WARNING=1 "$PY" -m mkdocs build --strict --quiet
+# A browser install that .ci/run started beside the Python install: finished, and Chromium there.
+if [ -n "${BIASLENS_BROWSER_INSTALL_PID:-}" ]; then
+    while kill -0 "$BIASLENS_BROWSER_INSTALL_PID" 2>/dev/null; do sleep 1; done
+    [ -x /usr/bin/chromium ] || { cat test-artifacts/browser-install.log; exit 1; }
+fi
 # One pytest-xdist worker per core (most tests wait on Python, not on arithmetic); each worker
 # keeps its share of the cores for torch (tests/conftest.py). BIASLENS_TEST_WORKERS=0: one
 # process.

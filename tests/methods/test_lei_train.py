@@ -157,9 +157,12 @@ def test_file_reference_is_refused_for_generative_models(tiny_models, tmp_path):
     assert not (tmp_path / "run" / "checkpoints").exists()
 
 
-@pytest.mark.slow
-def test_smollm2_generative_fine_tuning_end_to_end(tmp_path):
+def test_generative_fine_tuning_end_to_end(tiny_models, tmp_path):
+    """A causal model fine-tuned on the smallest official split, selected on dev and evaluated
+    on a test split, zero-shot beside it (the real SmolLM2's training step:
+    tests/methods/qa/train/test_lei_trainer.py)."""
     settings = make_settings(
+        model=str(tiny_models["llama"]),
         train_sizes=[64],
         learning_rates=[1e-4],
         epochs=[1],

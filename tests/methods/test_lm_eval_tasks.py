@@ -103,23 +103,23 @@ def test_lm_eval_gives_biaslens_slopes_on_smollm2(tmp_path, monkeypatch):
         assert theirs[f"{metric},none"] == pytest.approx(value, rel=1e-3, abs=1e-7), metric
 
 
-@pytest.mark.slow
-def test_lm_eval_gives_biaslens_lei_mu_on_smollm2(tmp_path):
+def test_lm_eval_gives_biaslens_lei_mu(tiny_models, tmp_path):
     """The zero-shot LEI task: μ, η and θ4 of every set equal `biaslens run lei-eval`'s on the
-    same model and contexts (generative choice scoring)."""
+    same model and contexts (generative choice scoring; the tiny Llama, whose random weights
+    put unequal mass on the two subjects, so every maximum has something to find)."""
     import biaslens
-    from biaslens.models.checkpoints.packaged import converted_smollm2
     from tests.conftest import DATA
 
-    folder = converted_smollm2()
+    folder = tiny_models["llama"]
     [task] = export_tasks(("lei-eval",), tmp_path / "tasks", limit=1, data_dir=DATA)
     theirs = lm_eval_results(tmp_path, folder, task.name)
     ours = biaslens.run(
-        "lei-eval", "default", output=tmp_path / "run", domain="religion", limit=1, bootstrap=0,
+        "lei-eval", str(folder), output=tmp_path / "run", domain="religion", limit=1, bootstrap=0,
         data_dir=DATA, report=False, device="cpu",
     )  # fmt: skip
     table = pd.read_csv(ours.run_dir / "lei_mu.csv").set_index("set")
     assert set(table.index) == {"none", "ethical", "adversarial", "irrelevant"}
+    assert (table["mu"] > 0).all()  # the model prefers some subject in every set
     for set_name, row in table.iterrows():
         for metric in ("mu", "eta", "theta4"):
             got = theirs[f"{metric}_{set_name},none"]

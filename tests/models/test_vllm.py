@@ -43,14 +43,15 @@ def folder():
 
 
 @pytest.fixture(scope="module")
-def hf(folder):
+def hf(folder, booting):
     from biaslens.models import BackendConfig, load_model
 
     return load_model("default", BackendConfig(device="cpu", batch_size=32))
 
 
 @pytest.fixture(scope="module")
-def engine(folder):
+def engine(folder, booting):
+    """The in-process engine, loaded while ``vllm serve`` boots beside it."""
     from biaslens.models import BackendConfig, load_model
 
     lm = load_model("default", BackendConfig(backend="vllm", device="cpu"))
@@ -70,6 +71,10 @@ class Server:
         self.process = None
 
     def start(self) -> Server:
+        return self.launch().wait()
+
+    def launch(self) -> Server:
+        """Start ``vllm serve`` without waiting for it (:meth:`wait`)."""
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
         command = [
             sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(self.folder),
@@ -81,6 +86,10 @@ class Server:
         self.process = subprocess.Popen(
             command, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
         )
+        return self
+
+    def wait(self) -> Server:
+        """Until the server answers (10 minutes at most)."""
         deadline = time.time() + 600
         while time.time() < deadline:
             if self.process.poll() is not None:
@@ -103,11 +112,17 @@ class Server:
 
 
 @pytest.fixture(scope="module")
-def server(folder):
+def booting(folder):
+    """``vllm serve``, launched before the in-process engine loads, so the two boot together."""
     os.environ["BIASLENS_TEST_VLLM_KEY"] = API_KEY
-    running = Server(folder).start()
-    yield running
-    running.kill()
+    launched = Server(folder).launch()
+    yield launched
+    launched.kill()
+
+
+@pytest.fixture(scope="module")
+def server(booting):
+    return booting.wait()
 
 
 def client(server, **options):

@@ -94,9 +94,11 @@ def _paired_lines(paired, step, metric, labels, by_model, folders, records) -> l
         if found is None:
             return ["", NO_PAIRED]
         low, high = found["ci_low"], found["ci_high"]
-        apart = np.isfinite(low) and np.isfinite(high) and not low <= 0 <= high
+        # a bound may be ±∞ (λ* beyond the grid), never NaN where there is an interval
+        missing = bool(np.isnan(low) or np.isnan(high))
+        apart = not missing and not low <= 0 <= high
         verdict = "distinguishable" if apart else "a tie: not distinguishable at this level"
-        if not (np.isfinite(low) and np.isfinite(high)):
+        if missing:
             verdict = f"no interval: {found.get('note') or 'undefined'}"
         lines.append(
             f"- {md(model_a)} − {md(model_b)}: {readable(found['difference'])}, "

@@ -44,6 +44,7 @@ from biaslens.methods.cid.metrics.cid import (
     similarity_trend,
 )
 from biaslens.methods.cid.outputs import SENSITIVITY as CID_FILES_SENSITIVITY
+from biaslens.methods.cid.paired import paired_lambda_star
 from biaslens.methods.cid.scoring.contrastive import DecodingSettings, decode_both_directions
 from biaslens.models.base import LM
 from biaslens.models.embeddings import cosine_similarity, load_sentence_encoder
@@ -258,6 +259,7 @@ SPEC = register(
                 "quick": "λ* measures sensitivity to perturbations, not bias: --size "
                 "standard runs it"
             },
+            paired=paired_lambda_star,
         ),
         outputs=CID_FILES_SENSITIVITY,
         name=METHOD,
