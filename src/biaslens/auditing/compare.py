@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from biaslens.auditing.card import references_of
+from biaslens.auditing.forests import question_forest
 from biaslens.auditing.known_models import paired_cell
 from biaslens.common import atomic
 from biaslens.common.inert import markdown_text as md
@@ -143,10 +144,11 @@ def _paired_of(method: str):
     return role.paired if role is not None else None
 
 
-def question_lines(audits) -> list[str]:
+def question_lines(audits, folder: Path | None = None) -> list[str]:
     """The cards' questions across models: one table per question, each model's answer under
     its own card's family-wise procedure, its primary and interval at that family's level, and
-    the detectable effect where there is no evidence."""
+    the detectable effect where there is no evidence; with ``folder``, a forest plot of each
+    question beside its table (the known models of that number greyed)."""
     answers: dict[tuple, dict[str, object]] = {}
     for audit in audits:
         for answer in audit.card.questions if audit.card else []:
@@ -169,6 +171,9 @@ def question_lines(audits) -> list[str]:
             value = readable(a.value) if a.value is not None else "—"
             detect = f"±{readable(a.detectable)}" if a.detectable is not None else "—"
             lines.append(f"| {md(model)} | {a.answer} | {value} | {ci} | {detect} |")
+        cards = {audit.model: audit.card for audit in audits}
+        plot = question_forest(folder, by_model, cards) if folder is not None else None
+        lines += ["", f"![{md(first.question)}]({plot})"] if plot else []
         lines.append("")
     if answers:
         lines += ["Each model's answers hold as a family on its own card (Holm).", ""]
@@ -206,7 +211,7 @@ def write_comparison(folder: Path, audits) -> Path:
     for audit in audits:
         for row in audit.card.rows if audit.card else []:
             values.setdefault(_key(row), {})[audit.model] = row
-    records, lines = [], ["# Across models", ""] + question_lines(audits)
+    records, lines = [], ["# Across models", ""] + question_lines(audits, folder)
     lines += ["# Supporting detail", ""]
     for key, by_model in values.items():
         step, metric, labels = key

@@ -3,10 +3,10 @@ and ``card.html``, the questions and their answers first."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from biaslens.auditing.card import BiasCard, references_of
+from biaslens.auditing.card import BiasCard
+from biaslens.auditing.forests import write_forest_plots
 from biaslens.auditing.known_models import paired_cell, protocols, standing
 from biaslens.common import atomic
 from biaslens.common.files import make_dir
@@ -307,40 +307,6 @@ def _template():
         keep_trailing_newline=True,
     )
     return env.get_template("card.html.j2")
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "all"
-
-
-def write_forest_plots(card: BiasCard, folder: Path) -> None:
-    """One forest plot per number that has known models beside it (``plots/``): the audited
-    model in colour, the references greyed; each such row's ``plot`` names its file."""
-    import matplotlib.pyplot as plt
-
-    from biaslens.plots.forest import ForestLine, forest_figure
-
-    for row in card.rows:
-        same = references_of(card, row)
-        if not same or row.value is None:
-            continue
-        lines = [ForestLine(card.model, row.value, row.ci_low, row.ci_high)]
-        lines += [
-            ForestLine(r.model, r.value, r.ci_low, r.ci_high, grey=True)
-            for r in sorted(same, key=lambda r: -r.value)
-        ]
-        where = _labels(row.labels)
-        title = f"{row.symbol} ({where})"
-        if not same[0].same_protocol:
-            title += "\nreferences on the paper's protocol; this run's differs"
-        name = f"plots/{_slug(row.step)}-{_slug(row.metric)}-{_slug(where)}.png"
-        make_dir(folder / "plots", "plots folder")
-        figure = forest_figure(lines, title, row.unit or "", row.no_bias_value)
-        try:
-            atomic.write_figure(folder / name, figure)
-        finally:
-            plt.close(figure)
-        row.plot = name
 
 
 def write_card(card: BiasCard, folder: Path) -> Path:
