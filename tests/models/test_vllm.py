@@ -43,15 +43,14 @@ def folder():
 
 
 @pytest.fixture(scope="module")
-def hf(folder, booting):
+def hf(folder):
     from biaslens.models import BackendConfig, load_model
 
     return load_model("default", BackendConfig(device="cpu", batch_size=32))
 
 
 @pytest.fixture(scope="module")
-def engine(folder, booting):
-    """The in-process engine, loaded while ``vllm serve`` boots beside it."""
+def engine(folder):
     from biaslens.models import BackendConfig, load_model
 
     lm = load_model("default", BackendConfig(backend="vllm", device="cpu"))
@@ -71,10 +70,6 @@ class Server:
         self.process = None
 
     def start(self) -> Server:
-        return self.launch().wait()
-
-    def launch(self) -> Server:
-        """Start ``vllm serve`` without waiting for it (:meth:`wait`)."""
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
         command = [
             sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(self.folder),
@@ -86,10 +81,6 @@ class Server:
         self.process = subprocess.Popen(
             command, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
         )
-        return self
-
-    def wait(self) -> Server:
-        """Until the server answers (10 minutes at most)."""
         deadline = time.time() + 600
         while time.time() < deadline:
             if self.process.poll() is not None:
@@ -112,17 +103,11 @@ class Server:
 
 
 @pytest.fixture(scope="module")
-def booting(folder):
-    """``vllm serve``, launched before the in-process engine loads, so the two boot together."""
+def server(folder):
     os.environ["BIASLENS_TEST_VLLM_KEY"] = API_KEY
-    launched = Server(folder).launch()
-    yield launched
-    launched.kill()
-
-
-@pytest.fixture(scope="module")
-def server(booting):
-    return booting.wait()
+    running = Server(folder).start()
+    yield running
+    running.kill()
 
 
 def client(server, **options):

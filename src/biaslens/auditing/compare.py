@@ -155,6 +155,7 @@ def question_lines(audits, folder: Path | None = None) -> list[str]:
             key = (answer.step, answer.key, tuple(sorted(answer.labels.items())))
             answers.setdefault(key, {})[audit.model] = answer
     lines = ["## Questions", ""] if answers else []
+    cards = {audit.model: audit.card for audit in audits}
     for by_model in answers.values():
         first = next(iter(by_model.values()))
         lines += [f"### {first.step}: {first.question}", ""]
@@ -171,7 +172,6 @@ def question_lines(audits, folder: Path | None = None) -> list[str]:
             value = readable(a.value) if a.value is not None else "—"
             detect = f"±{readable(a.detectable)}" if a.detectable is not None else "—"
             lines.append(f"| {md(model)} | {a.answer} | {value} | {ci} | {detect} |")
-        cards = {audit.model: audit.card for audit in audits}
         plot = question_forest(folder, by_model, cards) if folder is not None else None
         lines += ["", f"![{md(first.question)}]({plot})"] if plot else []
         lines.append("")

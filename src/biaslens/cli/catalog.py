@@ -189,7 +189,7 @@ def export_lm_eval() -> click.Command:
 def schema(method, markdown, json) -> None:
     """The files a run of each method writes, and the meaning and unit of every column."""
     from biaslens.framework.registry import methods
-    from biaslens.store.output_files import COMMON, RUN_COLUMNS, reference
+    from biaslens.store.output_files import COMMON, RUN_COLUMNS, OutputFile, reference
 
     if json:
         from biaslens.store.summary import summary_schema
@@ -205,8 +205,6 @@ def schema(method, markdown, json) -> None:
     if markdown:
         click.echo(reference(specs), nl=False)
         return
-    from biaslens.store.output_files import OutputFile
-
     shown = [("every run", COMMON, OutputFile.meaning)]
     shown += [(s.name, s.outputs, s.meaning) for s in specs]
     for title, files, meaning in shown:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
 import pyarrow.parquet as pq
 
 
@@ -178,8 +179,6 @@ def _matches(files: Iterable[OutputFile], name: str) -> OutputFile | None:
 
 def _columns(path: Path) -> list[str]:
     if path.suffix == ".csv":
-        import pandas as pd
-
         return [str(c) for c in pd.read_csv(path, nrows=0).columns]
 
     return list(pq.ParquetFile(path).schema_arrow.names)

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from biaslens.methods.cid.metrics.cid import quantile_with_infinities
 from biaslens.metrics.intervals import LEVEL
 from biaslens.metrics.intervals.median import median_interval
 from biaslens.store.result import RunResult
@@ -32,16 +33,6 @@ def paired_lambda_differences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         differences = a - b
     differences[np.isinf(a) & np.isinf(b)] = 0.0
     return differences
-
-
-def median_with_infinities(values: np.ndarray) -> float:
-    """The median (the mean of the two middle values for an even count), ±∞ where a middle
-    value is ±∞ (NumPy would give NaN for −∞ and a finite value)."""
-    ordered = np.sort(np.asarray(values, dtype=float))
-    low, high = ordered[(len(ordered) - 1) // 2], ordered[len(ordered) // 2]
-    if low == high or np.isinf(low) != np.isinf(high):
-        return float(low if np.isinf(low) or low == high else high)
-    return float((low + high) / 2) if np.isfinite(low) else float("nan")
 
 
 def _protocol(run: RunResult) -> tuple:
@@ -75,7 +66,7 @@ def paired_lambda_star(
         low, high, note, middle = np.nan, np.nan, "no perturbation pair is in both runs", np.nan
     else:
         low, high, note = median_interval(differences, level)
-        middle = median_with_infinities(differences)
+        middle = quantile_with_infinities(differences, 0.5)
     return {
         "difference": middle,
         "ci_low": low,

@@ -74,17 +74,23 @@ def lambda_star(
     return crossing.reindex(every, fill_value=np.inf).rename("lambda_star")
 
 
-def _quantile(values, q: float) -> float:
-    """Linear-interpolation quantile (NumPy's default) of values that may be ∞: ∞ where it
-    interpolates towards an ∞ value, the value itself where it falls on one (NumPy would give
-    NaN for 50 + (∞ − 50) × 0)."""
+def quantile_with_infinities(values, q: float) -> float:
+    """Linear-interpolation quantile (NumPy's default) of values that may be ±∞: ±∞ where it
+    interpolates towards an infinite value, the value itself where it falls on one (NumPy would
+    give NaN for 50 + (∞ − 50) × 0), NaN between −∞ and ∞."""
     ordered = np.sort(np.asarray(values, dtype=float))
     place = q * (len(ordered) - 1)
     low, fraction = int(np.floor(place)), place - np.floor(place)
     if fraction == 0:
         return float(ordered[low])
     a, b = ordered[low], ordered[low + 1]
-    return float(np.inf) if np.isinf(b) else float(a + (b - a) * fraction)
+    if a == b:
+        return float(a)
+    if np.isinf(a) and np.isinf(b):
+        return float("nan")
+    if np.isinf(a) or np.isinf(b):
+        return float(a if np.isinf(a) else b)
+    return float(a + (b - a) * fraction)
 
 
 def lambda_star_summary(
@@ -103,9 +109,9 @@ def lambda_star_summary(
             {
                 by: kind,
                 "n": len(values),
-                "median": _quantile(values, 0.5),
-                "q25": _quantile(values, 0.25),
-                "q75": _quantile(values, 0.75),
+                "median": quantile_with_infinities(values, 0.5),
+                "q25": quantile_with_infinities(values, 0.25),
+                "q75": quantile_with_infinities(values, 0.75),
                 "n_never": int(np.isinf(values).sum()),
             }
         )
