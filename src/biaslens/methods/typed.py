@@ -20,6 +20,7 @@ from biaslens.methods.sib.detect.settings import DetectSettings
 from biaslens.methods.sib.mgc.settings import MGCSettings
 from biaslens.methods.sib.toy import ToySettings
 from biaslens.models.backends.hf import HFOptions
+from biaslens.models.backends.inspect import InspectOptions
 from biaslens.models.backends.openai import OpenAIOptions
 from biaslens.models.backends.replicated import ReplicaOptions
 from biaslens.models.backends.vllm import VLLMOptions
@@ -28,6 +29,7 @@ __all__ = [
     "AuditSettings",
     "DetectSettings",
     "HFOptions",
+    "InspectOptions",
     "LeiEvalSettings",
     "LeiTrainSettings",
     "MGCSettings",

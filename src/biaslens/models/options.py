@@ -15,6 +15,7 @@ This module imports no torch and names no backend.
 
 from __future__ import annotations
 
+import re
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from biaslens.common.options import Option, number
+from biaslens.common.urls import redact_url
 from biaslens.errors import BiaslensError
 
 
@@ -258,6 +260,49 @@ class Checkpoint(HubAccess):
         description="Hub models: the branch, tag or commit to load (default: the default "
         "branch); the commit it resolves to is recorded and keys the cache. NAME@REVISION "
         "pins one model.",
+    )
+
+
+def _api_key_variable(value: Any) -> str:
+    """The *name* of an environment variable (never the key: the value is not shown)."""
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        raise BiaslensError(
+            "--api-key-env takes the *name* of the environment variable that holds the key "
+            "(e.g. OPENAI_API_KEY), not the key itself; the value given is not a variable "
+            "name (it is not shown or stored)"
+        )
+    return value
+
+
+class Served(OptionGroup):
+    """Where a model behind an API is asked and how hard: its address, the variable holding
+    its key, requests in flight, time and retries per request."""
+
+    base_url: Annotated[str | None, OptionRules(recorded_as=redact_url)] = Field(
+        None,
+        description="Served models: the server, e.g. http://127.0.0.1:8000/v1 (an inspect "
+        "provider's own address when omitted).",
+    )
+    api_key_env: Annotated[str | None, OptionRules(parse=_api_key_variable)] = Field(
+        None,
+        description="Served models: the environment variable holding the API key (default: "
+        "OPENAI_API_KEY for --backend openai, the provider's own variable for --backend "
+        "inspect); the key is never written to any file.",
+    )
+    concurrency: Annotated[int, OptionRules(minimum=1)] = Field(
+        8, description="Served models: requests in flight."
+    )
+    timeout: Annotated[float, OptionRules(parse=seconds("--timeout"), minimum=0.001)] = Field(
+        60.0, description="Served models: seconds per request before it is retried."
+    )
+    max_retries: Annotated[int, OptionRules(minimum=0)] = Field(
+        5, description="Served models: retries of a failed request before the run stops."
+    )
+    unseeded: bool = Field(
+        False,
+        description="Served models, sampled scoring: send no seed with the calls (the draws "
+        "are then not reproducible), for servers that fail on seeded requests (vLLM's CPU "
+        "build does).",
     )
 
 

@@ -62,14 +62,15 @@ WHAT_IS_MISSING = {
 
 
 def check_chat_request(
-    request_type, url: str, alternative: str = "", logprobs: bool = True
+    request_type, where: str, alternative: str = "", logprobs: bool = True, instead: str = INSTEAD
 ) -> None:
-    """One line refusing a request type a chat endpoint cannot answer (before any request);
-    ``logprobs`` False: the endpoint returns none, and answers only sampled replies."""
+    """One line refusing a request type a chat model cannot answer (before any request):
+    ``where`` names it (a server's ``…/chat/completions``); ``logprobs`` False: it returns
+    none, and answers only sampled replies; ``instead``: what answers the request."""
     request_type = RequestType(request_type)
     if not logprobs and request_type not in SAMPLING_ONLY:
         raise BiaslensError(
-            f"{url}/chat/completions returns no log-probabilities, so it cannot answer "
+            f"{where} returns no log-probabilities, so it cannot answer "
             f"{request_type.value} requests; the SIB and UnQover/LEI methods can read sampled "
             "replies instead (--scoring sampled, --samples K), CID cannot: it needs every "
             "step's full next-token distribution (a server that returns log-probabilities)"
@@ -77,8 +78,8 @@ def check_chat_request(
     if request_type not in CHAT_CAPABILITIES:
         missing = WHAT_IS_MISSING.get(request_type, "what the request needs")
         raise BiaslensError(
-            f"{url}/chat/completions returns only the top-k tokens of each reply step, not "
-            f"{missing}: it cannot answer {request_type.value} requests; {alternative or INSTEAD}"
+            f"{where} returns only the top-k tokens of each reply step, not "
+            f"{missing}: it cannot answer {request_type.value} requests; {alternative or instead}"
         )
 
 
@@ -96,6 +97,14 @@ class ChatEndpointBackend(SampledBy, ServedBy, LM):
         self.logprobs = True
         """False where the endpoint returns no log-probabilities (it answers ``sample`` only)."""
 
+    instead: str = INSTEAD
+    """What answers a request this model cannot (said when one is refused)."""
+
+    @property
+    def where(self) -> str:
+        """The model as refusals name it."""
+        return f"{self.client.base_url}/chat/completions"
+
     @property
     def source(self) -> str:
         return f"server {self.client.base_url}/chat/completions (model {self.model!r})"
@@ -105,7 +114,7 @@ class ChatEndpointBackend(SampledBy, ServedBy, LM):
         return dict(CHAT_CAPABILITIES if self.logprobs else SAMPLING_ONLY)
 
     def require(self, request_type, exact: bool = True, alternative: str = "") -> None:
-        check_chat_request(request_type, self.client.base_url, alternative, self.logprobs)
+        check_chat_request(request_type, self.where, alternative, self.logprobs, self.instead)
         super().require(request_type, exact, alternative)
 
     def sampling_endpoint(self):

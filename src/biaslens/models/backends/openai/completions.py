@@ -25,7 +25,7 @@ from biaslens.common.stopping import apply_stop
 from biaslens.common.urls import redact_url
 from biaslens.errors import BiaslensError
 from biaslens.models.backends.openai.chat import CHAT_CAPABILITIES, check_chat_request
-from biaslens.models.backends.openai.http_client import HTTPClient, ServedBy
+from biaslens.models.backends.openai.http_client import HTTPClient, ServedBy, key_variable
 from biaslens.models.backends.openai.replies import (
     TOKEN_PREFIX,
     ServerError,
@@ -301,7 +301,7 @@ def plan_openai(name: str, config: BackendConfig):
     url = redact_url(config.options.base_url or "")
 
     def check(request_type, alternative=""):
-        check_chat_request(request_type, url, alternative)
+        check_chat_request(request_type, f"{url}/chat/completions", alternative)
 
     return PlannedModel(capabilities=CHAT_CAPABILITIES, tokenizer_folder=folder, check=check)
 
@@ -316,9 +316,10 @@ def load_openai(name: str, config: BackendConfig | None = None):
             "--base-url must start with http:// or https://, got "
             f"{redact_url(config.options.base_url)!r}"
         )
-    if config.options.api_key_env and not os.environ.get(config.options.api_key_env):
+    variable = key_variable(config.options)
+    if not os.environ.get(variable):
         warnings.warn(
-            f"${config.options.api_key_env} is not set: requests go to "
+            f"${variable} is not set: requests go to "
             f"{redact_url(config.options.base_url)} "
             "without an API key (fine for a local server; set it for a hosted one)",
             stacklevel=2,

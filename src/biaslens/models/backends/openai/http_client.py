@@ -79,11 +79,11 @@ class HTTPClient:
         self.timeout = float(config.options.timeout)
         self.retries = int(config.options.max_retries)
         self.concurrency = int(config.options.concurrency)
-        key = api_key(config.options.api_key_env)
+        self.key_env = key_variable(config.options)
+        key = api_key(self.key_env)
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         secrets.hold(key, *(value for _, value in self._params))
         secrets.hold_credentials(*url_credentials(self._url))
-        self.key_env = config.options.api_key_env
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
@@ -192,6 +192,15 @@ class HTTPClient:
             self._thread.join(timeout=5)
             if not self._thread.is_alive():
                 self._loop.close()
+
+
+DEFAULT_KEY_VARIABLE = "OPENAI_API_KEY"
+"""Where the openai backend reads its key when ``--api-key-env`` names no other variable."""
+
+
+def key_variable(options) -> str:
+    """The environment variable the openai backend reads its API key from."""
+    return options.api_key_env or DEFAULT_KEY_VARIABLE
 
 
 def api_key(variable: str | None) -> str | None:
