@@ -31,6 +31,7 @@ KNOWN_DISTRIBUTIONS = {
     "sentence_transformers": "sentence-transformers",
     "lm_eval": "lm-eval",
     "playwright": "playwright",
+    "inspect_ai": "inspect-ai",
 }
 OPTIONAL_MODULES = {
     # module of biaslens (prefix) -> extras whose packages it may import
@@ -41,6 +42,8 @@ OPTIONAL_MODULES = {
     "biaslens.models.embeddings": ("embeddings",),
     "biaslens.testing": ("dev",),
     "biaslens.data.export_writer": ("datasets",),
+    "biaslens.models.backends.inspect": ("inspect",),
+    "biaslens.methods.sib.inspect_tasks": ("inspect",),
 }
 
 

@@ -131,7 +131,9 @@ class MethodSpec:
     * ``shortcut``: a top-level command that runs the method without the run-folder options
       (``biaslens cid`` for ``biaslens run cid``);
     * ``lm_eval``: how the method is written as an lm-evaluation-harness task, if it can be
-      (``biaslens export lm-eval``); ``commands``: the commands it adds besides ``biaslens run``;
+      (``biaslens export lm-eval``); ``inspect_task``: its inspect_ai task (``"module:function"``,
+      an ``@task`` that ``inspect eval biaslens/<function>`` runs), if it has one;
+      ``commands``: the commands it adds besides ``biaslens run``;
       ``audit``: its part in ``biaslens audit`` (:mod:`biaslens.framework.hooks`).
     """
 
@@ -157,6 +159,7 @@ class MethodSpec:
     """The files a run writes and their columns (:mod:`biaslens.store.output_files`)."""
     shortcut: str | None = None
     lm_eval: LmEvalTask | None = None
+    inspect_task: str | None = None
     commands: tuple[MethodCommand, ...] = ()
     audit: AuditRole | None = None
     """How the method takes part in ``biaslens audit`` (None: it does not, in this version)."""

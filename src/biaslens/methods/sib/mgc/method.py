@@ -296,6 +296,7 @@ SPEC = register(
             "biaslens.methods.sib.lm_eval_tasks:mgc_task",
             options=options_of(TaskSettings),
         ),
+        inspect_task="biaslens.methods.sib.inspect_tasks:sib_mgc",
         title="SIB Method 1 on the MGC set: gendered-pronoun probability vs injected dates/places",
         settings=MGCSettings,
         body=run,
