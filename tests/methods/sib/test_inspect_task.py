@@ -8,16 +8,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
-from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log
-from inspect_ai.model import ModelOutput, ModelUsage, get_model
+from inspect_ai.model import ModelOutput, ModelUsage
 
 from biaslens.methods.sib.inspect_tasks import mgc_samples
 from tests.conftest import SERVED_NAME
 
+ROOT = Path(__file__).resolve().parents[3]
 FRAMES = 60  # MGC sentence frames (verbs × life stages) at each W value
 FEMALE = {"she", "her", "female"}
 MALE = {"he", "him", "his", "male"}
@@ -39,17 +40,33 @@ def replies_leaning_with_w() -> dict[str, str]:
     return replies
 
 
+def answer_from_the_design(messages, tools, tool_choice, config):
+    """mockllm's reply to an input: :func:`replies_leaning_with_w`'s."""
+    output = ModelOutput.from_content("model", replies_leaning_with_w()[messages[-1].text])
+    output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+    return output
+
+
+EVAL_ON_MOCKLLM = """
+import sys
+from inspect_ai import eval as inspect_eval
+from inspect_ai.model import get_model
+from tests.methods.sib.test_inspect_task import FRAMES, answer_from_the_design
+model = get_model("mockllm/model", custom_outputs=answer_from_the_design)
+inspect_eval("biaslens/sib_mgc", model=model, limit=4 * FRAMES, display="none",
+             log_dir=sys.argv[1])
+"""
+
+
 def test_the_task_runs_on_mockllm_and_its_slope_is_the_papers_rule(tmp_path):
+    """inspect's eval() in a process of its own (it runs its own event loop, which a test
+    worker's may not allow), its log read back here."""
     replies = replies_leaning_with_w()
-
-    def answer(messages, tools, tool_choice, config):
-        output = ModelOutput.from_content("model", replies[messages[-1].text])
-        output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
-        return output
-
-    model = get_model("mockllm/model", custom_outputs=answer)
-    (log,) = inspect_eval("biaslens/sib_mgc", model=model, limit=4 * FRAMES, display="none",
-                          log_dir=str(tmp_path))  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", EVAL_ON_MOCKLLM, str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    (path,) = list(tmp_path.glob("*.eval"))
+    log = read_eval_log(str(path))
     assert log.status == "success", log.error
     by_w: dict[int, list[float]] = {}
     for sample in log.samples:
