@@ -13,7 +13,6 @@ when the model loads.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from importlib.metadata import version
@@ -23,17 +22,13 @@ from biaslens.models.backends.inspect import shown_arguments
 from biaslens.models.backends.inspect.client import InspectClient, inspect_model_api
 from biaslens.models.backends.openai.chat import (
     CHAT_CAPABILITIES,
-    PROBE_MESSAGE,
     ChatEndpointBackend,
-    chat_generation,
     check_chat_request,
-    has_logprobs,
+    probed,
 )
 from biaslens.models.base import ModelIdentity, ModelKind
 from biaslens.models.config import BackendConfig
-from biaslens.models.requests import GenerateRequest
 from biaslens.models.runtime.dry_run import PlannedModel
-from biaslens.models.runtime.reply_checks import ServerError
 
 NO_LOGPROBS = "chat replies without log-probabilities: sampled replies only"
 INSTEAD = (
@@ -69,21 +64,10 @@ def load_inspect(name: str, config: BackendConfig | None = None) -> InspectBacke
     config = config or BackendConfig(backend="inspect")
     client = InspectClient(name, config.options)
     try:
-        backend = InspectBackend(client, name, identity(name, config), config)
-        probe = GenerateRequest(PROBE_MESSAGE, max_new_tokens=1, top_k=5)
-        reply = client.post_many("/chat/completions", [backend.payload(PROBE_MESSAGE, 1, 5)])[0]
-        backend.logprobs = has_logprobs(reply, client.base_url)
-        if not backend.logprobs:
-            details = tuple(
-                (k, NO_LOGPROBS if k == "scoring" else v) for k, v in backend.identity.details
-            )
-            backend.identity = dataclasses.replace(backend.identity, details=details)
-        elif not chat_generation(probe, reply, client.base_url).step_top_tokens:
-            raise ServerError(f"{client.base_url} answered the probe message with no tokens")
+        return probed(InspectBackend(client, name, identity(name, config), config), NO_LOGPROBS)
     except BaseException:
         client.close()
         raise
-    return backend
 
 
 def identity(name: str, config: BackendConfig) -> ModelIdentity:

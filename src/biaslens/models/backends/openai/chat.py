@@ -238,27 +238,33 @@ def load_chat_endpoint(name: str, config: BackendConfig) -> ChatEndpointBackend:
     client = HTTPClient(config)
     try:
         served = served_model(client, name)
-        probe_request = GenerateRequest(PROBE_MESSAGE, max_new_tokens=1, top_k=5)
         identity = _identity(name, config, served, client)
         backend = ChatEndpointBackend(client, name, identity, config)
-        reply = client.post_many(
-            "/chat/completions", [backend.payload(PROBE_MESSAGE, 1, probe_request.top_k)]
-        )[0]
-        backend.logprobs = has_logprobs(reply, client.base_url)
-        if not backend.logprobs:
-            said = "chat/completions without log-probabilities: sampled replies only"
-            details = tuple((k, said if k == "scoring" else v) for k, v in identity.details)
-            backend.identity = dataclasses.replace(identity, details=details)
-            return backend
-        probe = chat_generation(probe_request, reply, client.base_url)
-        if not probe.step_top_tokens:
-            raise ServerError(
-                f"{client.base_url}/chat/completions answered the probe message with no tokens "
-                "and no log-probabilities"
-            )
+        return probed(backend, "chat/completions without log-probabilities: sampled replies only")
     except BaseException:
         client.close()
         raise
+
+
+def probed(backend: ChatEndpointBackend, sampled_only: str) -> ChatEndpointBackend:
+    """``backend`` after one probe message, a greedy one-token reply with its top-5: without
+    log-probabilities it answers sampled replies only (its identity's ``scoring`` then says
+    ``sampled_only``); with them, a reply of no tokens is refused."""
+    client = backend.client
+    probe_request = GenerateRequest(PROBE_MESSAGE, max_new_tokens=1, top_k=5)
+    reply = client.post_many(
+        "/chat/completions", [backend.payload(PROBE_MESSAGE, 1, probe_request.top_k)]
+    )[0]
+    backend.logprobs = has_logprobs(reply, client.base_url)
+    if not backend.logprobs:
+        identity = backend.identity
+        details = tuple((k, sampled_only if k == "scoring" else v) for k, v in identity.details)
+        backend.identity = dataclasses.replace(identity, details=details)
+        return backend
+    if not chat_generation(probe_request, reply, client.base_url).step_top_tokens:
+        raise ServerError(
+            f"{backend.where} answered the probe message with no tokens and no log-probabilities"
+        )
     return backend
 
 
