@@ -122,3 +122,50 @@ def test_the_scan_catches_an_undeclared_import(tmp_path, monkeypatch):
     assert undeclared_imports() == [
         "biaslens.fit imports statsmodels_not_declared (statsmodels-not-declared), not declared"
     ]
+
+
+HIDE = """
+import sys
+for name in {absent!r}:
+    sys.modules[name] = None  # import fails, importlib.util.find_spec says absent
+"""
+
+
+def optional_import_names() -> set[str]:
+    """The import names of every package that only an optional back end's extra brings (not
+    the core's, not the developers' tools)."""
+    core, extras = declared()
+    wanted = {e for names in OPTIONAL_MODULES.values() for e in names if e != "dev"}
+    only_optional = set().union(*(extras.get(e, set()) for e in wanted)) - core
+    names = {m for m, d in KNOWN_DISTRIBUTIONS.items() if d in only_optional}
+    for module, dists in _installed().items():
+        if any(d.lower().replace("_", "-") in only_optional for d in dists):
+            names.add(module)
+    return {n for n in names if n.isidentifier()}
+
+
+def test_methods_are_listed_and_planned_without_any_extra(tiny_models, tmp_path):
+    """A core install (no ``vllm``, ``ray``, ``inspect_ai``, ``datasets`` …) lists every
+    built-in method and plans a run: the registry imports no module that needs an extra (one
+    inspect_ai task module imported while listing would break every method)."""
+    import subprocess
+
+    absent = sorted(optional_import_names())
+    assert {"inspect_ai", "ray", "vllm", "sentence_transformers"} <= set(absent)
+    hidden = subprocess.run(
+        [sys.executable, "-c", HIDE.format(absent=absent) + "import inspect_ai"],
+        capture_output=True,
+        text=True,
+    )
+    assert "ModuleNotFoundError" in hidden.stderr, "the extras must be hidden"
+    script = HIDE.format(absent=absent) + (
+        "from biaslens.framework.registry import built_in_methods\n"
+        "print(len(built_in_methods()))\n"
+        "from biaslens.cli import app\n"
+        "app(['run', 'sib-mgc', '-m', sys.argv[1], '--dry-run', '-o', sys.argv[2]],"
+        " standalone_mode=False)\n"
+    )
+    model, run = str(tiny_models["llama"]), str(tmp_path / "run")
+    out = subprocess.run([sys.executable, "-c", script, model, run], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert int(out.stdout.splitlines()[0]) >= 8, out.stdout

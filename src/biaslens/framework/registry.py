@@ -62,14 +62,21 @@ nothing and are imported by the methods that use them, not by the registry: list
 loads no torch and no matplotlib."""
 
 
+ADAPTERS = frozenset({"inspect_tasks"})
+"""A family's modules for another framework (its inspect_ai tasks), which register nothing here
+and need that framework installed: its entry point imports them, the registry does not."""
+
+
 def _is_building_block(name: str) -> bool:
-    return bool(STAGES & set(name.split(".")[2:]))
+    parts = set(name.split(".")[2:])
+    return bool(STAGES & parts) or name.rsplit(".", 1)[-1] in ADAPTERS
 
 
 @cache
 def _import_built_in() -> tuple[str, ...]:
     """Import every method module of :data:`BUILT_IN` (each registers its method), leaving its
-    families' building blocks (:data:`STAGES`) to the methods; their names."""
+    families' building blocks (:data:`STAGES`) to the methods and their adapters
+    (:data:`ADAPTERS`) to the other frameworks; their names."""
     package = importlib.import_module(BUILT_IN)
     found = pkgutil.walk_packages(package.__path__, f"{BUILT_IN}.")
     names = [m.name for m in found if not _is_building_block(m.name)]
