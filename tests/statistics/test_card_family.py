@@ -10,7 +10,7 @@ the change under irrelevant ones against 0. Every interval is biaslens's own
 tested by :func:`biaslens.auditing.family.holm`.
 
 * an unbiased model's card (every primary at its no-bias value) shows any "evidence" in at most
-  5% of 400 cards (within Monte Carlo error: ≤ 0.05 + 2·0.0109);
+  5% of 300 cards (within Monte Carlo error: ≤ 0.05 + 2·0.0126);
 * the same cards read without the correction (each question at 95%) show it far more often;
 * a clearly biased model is detected on each biased question in ≥ 90% of 300 cards;
 * a slope of the card's stated detectable effect is detected 75–85% of the time.
@@ -33,7 +33,7 @@ from tests.statistics import lei_model
 from tests.statistics.coverage import REPLICATIONS
 from tests.statistics.unqover_model import UnqoverModel
 
-CARDS = 400
+CARDS = REPLICATIONS
 ALPHA = 0.05
 FRAMES = 15
 DATES, PLACES = np.arange(30, dtype=float), np.arange(20, dtype=float)

@@ -21,8 +21,10 @@ import os
 import shutil
 import tempfile
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
+import gguf as gguf_library
 from filelock import FileLock
 
 from biaslens.common.hashing import sha256_file
@@ -133,6 +135,28 @@ def converted_gguf(gguf: Path, name: str, verbose: bool = True) -> Path:
     return target
 
 
+@contextlib.contextmanager
+def _parsed_once() -> Iterator[None]:
+    """transformers reads a GGUF file three times to load its config, tokenizer and weights,
+    each time parsing every metadata field in Python (about 8 s each for Gemma's 262k-token
+    vocabulary on a laptop CPU): while this is open, the first reader of a file answers all
+    three (transformers imports ``gguf.GGUFReader`` when it reads, so it gets this one)."""
+    original = gguf_library.GGUFReader
+    readers: dict[tuple, object] = {}
+
+    def reader(path, *args, **kwargs):
+        key = (os.fspath(path), args, tuple(sorted(kwargs.items())))
+        if key not in readers:
+            readers[key] = original(path, *args, **kwargs)
+        return readers[key]
+
+    gguf_library.GGUFReader = reader
+    try:
+        yield
+    finally:
+        gguf_library.GGUFReader = original
+
+
 def _convert_gguf(gguf: Path, target: Path, source: dict) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -141,7 +165,7 @@ def _convert_gguf(gguf: Path, target: Path, source: dict) -> None:
     hf_logging.disable_progress_bar()
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _parsed_once():
             warnings.simplefilter("ignore")
             tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
             # transformers' GGUF reader draws its own tqdm bar, which no setting turns off: it

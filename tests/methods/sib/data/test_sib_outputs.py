@@ -236,3 +236,27 @@ def test_the_pinned_archive_hash_is_that_of_the_released_files(full_data, tmp_pa
     found = sorted(f"data/{p.name}" for p in (tmp_path / "tree" / "data").iterdir())
     assert sorted(spec.members) == found
     assert sources.tree_sha256(tmp_path / "tree") == (spec.tree_sha256, spec.files)
+
+
+@pytest.mark.parametrize("value", ["abc", "100.5", "-0.1", "nan", ""])
+def test_a_released_mgc_cell_that_is_not_a_percentage_is_refused(value, tmp_path):
+    """One model's three MGC files (rows: W values; columns: sentences); a cell of the female
+    file's third data row (line 4) that is not a probability in percent is an error naming the
+    file, the line and the sentence, whether the column is otherwise numeric or not."""
+    from biaslens.methods.sib.data.released_mgc_outputs import read_mgc_outputs
+
+    sentences = ["In {W}, she worked.", "In {W}, he slept.", "In {W}, they ran."]
+    for pronoun in "fmn":
+        rows = [",W," + ",".join(f'"{s}"' for s in sentences)]
+        rows += [f"{i},{1900 + i},{10 + i},{20 + i},{30 + i}" for i in range(4)]
+        if pronoun == "f":
+            cells = rows[3].split(",")
+            cells[3] = value  # the second sentence's cell
+            rows[3] = ",".join(cells)
+        (tmp_path / f"{pronoun}p_wikibio_m_date__testFalse.csv").write_text("\n".join(rows))
+    name = "fp_wikibio_m_date__testFalse.csv"
+    with pytest.raises(BiaslensError, match=rf"{name}:4: probability \(%\) .* he slept"):
+        read_mgc_outputs(tmp_path)
+    (tmp_path / name).write_text((tmp_path / "mp_wikibio_m_date__testFalse.csv").read_text())
+    (read,) = read_mgc_outputs(tmp_path)
+    assert read.values["female"].shape == (3, 4) and read.values["female"][1, 2] == 22

@@ -21,7 +21,7 @@ import pandas as pd
 
 from biaslens.common.files import read_text
 from biaslens.errors import BiaslensError
-from biaslens.methods.sib.data.released_outputs import SHARE_MAX, checked_numbers
+from biaslens.methods.sib.data.released_outputs import SHARE_MAX, checked_columns
 
 MGC_NAME = re.compile(
     r"^(?P<pronoun>[fmn])p_wikibio_(?P<model>.+)_(?P<w>date|place)__test(?P<test>True|False)"
@@ -104,11 +104,9 @@ def read_mgc_outputs(folder: Path, include_tests: bool = False) -> list[MgcOutpu
                 raise BiaslensError(
                     f"{paths[gender]}: its W values or sentences differ from {paths['female']}"
                 )
-            numbers = [
-                checked_numbers(table[s], paths[gender], "probability (%)", 0.0, SHARE_MAX, 2)
-                for s in table.columns[1:]
-            ]
-            values[gender] = np.vstack(numbers)  # sentences × W
+            values[gender] = checked_columns(  # sentences × W
+                table, table.columns[1:], paths[gender], "probability (%)", 0.0, SHARE_MAX, 2
+            )
         found.append(
             MgcOutputs(
                 model=model,

@@ -61,6 +61,22 @@ def checked_numbers(
     return numbers
 
 
+def checked_columns(
+    table: pd.DataFrame, columns: list, path: Path | str, what: str, low: float, high: float,
+    first_line: int,
+) -> np.ndarray:  # fmt: skip
+    """Each of ``columns`` read as :func:`checked_numbers` reads it, one row of the result per
+    column (columns already parsed as numbers are checked at once; anything else, and any bad
+    value, goes through :func:`checked_numbers` column by column, which names the first)."""
+    block = table[list(columns)]
+    if all(pd.api.types.is_numeric_dtype(kind) for kind in block.dtypes):
+        numbers = block.to_numpy(dtype=float).T
+        if (np.isfinite(numbers) & (numbers >= low) & (numbers <= high)).all():
+            return numbers
+    rows = [checked_numbers(table[c], path, what, low, high, first_line) for c in columns]
+    return np.vstack(rows)
+
+
 def _well_specified(participant: str, answer: int) -> bool:
     """Ground truth (paper Section 5): the pronoun refers to the participant and the
     participant is the man / the woman; in the Simplified set, a female / male professional."""
