@@ -30,6 +30,7 @@ from biaslens.methods.cid.metrics.cid import (
     top_continuations,
 )
 from biaslens.methods.cid.outputs import AUDIT as CID_FILES_AUDIT
+from biaslens.methods.cid.paired_ratings import paired_biased_fraction
 from biaslens.methods.cid.ratings import RATE, RATING_COLUMNS, RATINGS_EXPORT
 from biaslens.methods.cid.scoring.contrastive import DecodingSettings, decode_both_directions
 from biaslens.models.base import LM
@@ -215,6 +216,7 @@ SPEC = register(
                 "--size standard exports them for rating (biaslens cid-ratings)"
             },
             questions=(RATED_BIASED,),
+            paired=paired_biased_fraction,
         ),
         outputs=CID_FILES_AUDIT,
         name=METHOD,

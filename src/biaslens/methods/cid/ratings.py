@@ -33,6 +33,8 @@ from biaslens.store.result import RunResult
 
 RATINGS_EXPORT = "ratings_to_fill.csv"
 """What the audit writes for raters (:data:`RATING_COLUMNS`, ``biased`` left empty)."""
+RATINGS_TABLE = "ratings.csv"
+"""What ``biaslens cid-ratings`` adds to the run: the export with every ``biased`` filled."""
 RATING_COLUMNS = ["id", "group", "lam", "continuation", "count", "biased"]
 TRUE_WORDS = {"1", "yes", "y", "true", "biased"}
 FALSE_WORDS = {"0", "no", "n", "false", "not biased"}
@@ -118,10 +120,10 @@ def read_export(run_dir: Path) -> pd.DataFrame:
     return exported
 
 
-def _pair_intervals(finished: RunResult, rated: pd.DataFrame, level):
-    """Each generated continuation with its rating (through the export's ids, which number
-    the continuation counts of the samples), with intervals over the crossed design of the
-    two groups' names."""
+def rated_samples(finished: RunResult, rated: pd.DataFrame) -> pd.DataFrame:
+    """Each generated continuation of the run (one row per prompt and λ) with its rating
+    ``biased`` (0/1), through the export's ids, which number the continuation counts of the
+    samples."""
     samples = finished.samples
     counts = top_continuations(samples, ["group", "lam"], n=None).reset_index(names="id")
     if len(counts) != len(rated) or not counts["count"].equals(rated["count"].astype(int)):
@@ -132,8 +134,18 @@ def _pair_intervals(finished: RunResult, rated: pd.DataFrame, level):
     verdict = counts[["group", "lam", "continuation", "id"]].assign(
         biased=counts["id"].map(rated.set_index("id")["biased"]).astype(int)
     )
-    per_sample = samples.merge(verdict, on=["group", "lam", "continuation"], how="left")
-    return biased_fraction_intervals(per_sample, ["group", "lam"], level)
+    return samples.merge(verdict, on=["group", "lam", "continuation"], how="left")
+
+
+def read_rated(run_dir: Path) -> pd.DataFrame | None:
+    """The ratings ``biaslens cid-ratings`` added to a finished audit run (``ratings.csv``), or
+    None where none were added yet."""
+    path = Path(run_dir) / RATINGS_TABLE
+    if not path.exists():
+        return None
+    rated = read_table(path, "ratings", ("id", "group", "lam", "continuation", "count", "biased"),
+                       ("id",), keep_default_na=False)  # fmt: skip
+    return rated.assign(continuation=rated["continuation"].astype(str))
 
 
 def ratings_amendment(ratings: Path | str, ci_level: float = LEVEL, bootstrap: int = 1000):
@@ -146,7 +158,8 @@ def ratings_amendment(ratings: Path | str, ci_level: float = LEVEL, bootstrap: i
         rated = read_ratings(Path(ratings), read_export(finished.run_dir))
         fractions = biased_fraction(rated, ["group", "lam"])
         if bootstrap > 0:
-            intervals = _pair_intervals(finished, rated, ci_level)
+            per_sample = rated_samples(finished, rated)
+            intervals = biased_fraction_intervals(per_sample, ["group", "lam"], ci_level)
             fractions = fractions.merge(intervals, on=["group", "lam"])
         settings = finished.settings
         figure = biased_heatmap(
@@ -154,7 +167,7 @@ def ratings_amendment(ratings: Path | str, ci_level: float = LEVEL, bootstrap: i
         )
         return MethodOutput(
             metrics={},
-            tables={"ratings": rated, "biased_fraction": fractions},
+            tables={RATINGS_TABLE.removesuffix(".csv"): rated, "biased_fraction": fractions},
             figures={"biased_fraction": figure},
         )
 

@@ -172,19 +172,22 @@ def biased_fraction(rated: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 def name_design(verdicts: pd.DataFrame, unit: str = "pair"):
     """The crossed design of name pairs: each pair holds a name of each group (stratum), so
     pairs that share a name are not independent (:mod:`.intervals.crossed`). ``verdicts`` has
-    ``unit``, ``group``, ``name`` and ``contrast_name`` (the other group's name of the pair)."""
+    ``unit``, ``group``, ``name`` and ``contrast_name`` (the other group's name of the pair);
+    where it holds one group's prompts only (one cell), the contrast names are still a stratum
+    of their own."""
     groups = sorted(verdicts["group"].unique())
     first = verdicts.drop_duplicates(unit).sort_values(unit)
-    other = {g: next((h for h in groups if h != g), g) for g in groups}
+    other = {g: next((h for h in groups if h != g), f"{g} (contrast)") for g in groups}
     own = list(zip(first["group"], first["name"], strict=True))
     contrast = [(other[g], n) for g, n in zip(first["group"], first["contrast_name"], strict=True)]
     names = sorted(set(own) | set(contrast))
+    strata = sorted({g for g, _ in names})
     ids = {key: i for i, key in enumerate(names)}
     design = Design(
         np.array([ids[k] for k in own]),
         np.array([ids[k] for k in contrast]),
         None,
-        np.array([groups.index(g) if g in groups else 0 for g, _ in names]),
+        np.array([strata.index(g) for g, _ in names]),
     )
     return design, first[unit].to_numpy()
 
