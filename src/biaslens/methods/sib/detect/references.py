@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from biaslens.common.numbers import finite_or_none, text_or_none
 from biaslens.data.sources import PACKAGE_FILES
 from biaslens.framework.hooks import reference_row
 from biaslens.methods.sib.data.released_mgc_outputs import hub_name
@@ -46,10 +47,12 @@ file: ``--set simplified-reference``)."""
 PROMPT_A = "P3"
 """The file suffix of instruction prompt A, the paper's Method 2 prompt."""
 RATES = ("tpr", "tnr", "balanced_accuracy")
-PROTOCOL = (
+_CODE = (
     "SIB reference code: top-5 pronoun scoring (masked LMs, span denoisers) or greedy "
-    "generation (prompt A), 'In DATE:' injection, 1901 and 2016, every occupation"
+    "generation (prompt A), 'In DATE:' injection, 1901 and 2016"
 )
+PROTOCOL = _CODE + ", every occupation"
+SAME_SENTENCES = _CODE + ", on the sentences this run judged"
 SAME_PROTOCOL = {"mode": "paper", "date_format": "colon", "empty_mass": "zero", "average_n": 1}
 
 
@@ -91,9 +94,11 @@ def load_sib_detect() -> pd.DataFrame:
     return table.assign(prompt=table["prompt"].fillna(""))
 
 
-def protocol_gap(settings: dict[str, Any], run_set: str) -> str | None:
+def protocol_gap(
+    settings: dict[str, Any], run_set: str, same_sentences: bool = False
+) -> str | None:
     """Why a sib-detect run's rates on ``run_set`` are not on the references' protocol (None:
-    they are)."""
+    they are); ``same_sentences``: the references were read on the run's own sentences."""
     gaps = [
         f"{key} {settings.get(key)!r} (the references: {value!r})"
         for key, value in SAME_PROTOCOL.items()
@@ -103,21 +108,43 @@ def protocol_gap(settings: dict[str, Any], run_set: str) -> str | None:
         gaps.append("other dates than 1901 and 2016")
     if run_set == "simplified":
         gaps.append("biaslens's Simplified rewrite (the references: the authors' own file)")
-    if settings.get("limit"):
+    if settings.get("limit") and not same_sentences:
         gaps.append(f"the first {settings['limit']} occupations (the references: all)")
     return "; ".join(gaps) or None
 
 
+PAIRED_FIELDS = ("difference", "difference_ci_low", "difference_ci_high")
+
+
 def references_for(rows: list, record) -> list[dict[str, Any]]:
     """The known models' rates beside an audited run's card ``rows``: the same rate on the same
-    set (prompt A for the models that take a prompt), with whether the protocol is the same."""
+    set (prompt A for the models that take a prompt), with whether the protocol is the same —
+    on the run's own sentences, with the paired difference, where the run read them from the
+    released outputs (``summary.json``'s ``reference``: :mod:`.known_paired`), else the
+    shipped values on every sentence."""
     settings = record.settings
     table = load_sib_detect()
     table = table[(table["prompt"] == "") | (table["prompt"] == PROMPT_A)]
+    same = (record.metrics or {}).get("reference")
+    paired = pd.DataFrame(same["rows"]) if same else None
     found = []
     for row in rows:
         run_set = row.labels.get("set")
         if row.metric not in RATES or run_set not in ("simplified", *FOLDERS):
+            continue
+        if paired is not None and run_set in set(paired["set"]):
+            chosen = paired[(paired["metric"] == row.metric) & (paired["set"] == run_set)]
+            gap = protocol_gap(settings, run_set, same_sentences=True)
+            for reference in chosen.to_dict(orient="records"):
+                model = f"{reference['known_as']} ({reference['known_model']})"
+                found.append(reference_row(model, row, reference, SAME_SENTENCES, gap))
+                found[-1].update(
+                    {k: finite_or_none(reference.get(k)) for k in PAIRED_FIELDS}
+                    | {
+                        k: text_or_none(reference.get(k))
+                        for k in ("difference_note", "paired_over")
+                    }
+                )
             continue
         wanted = "simplified-reference" if run_set == "simplified" else run_set
         chosen = table[(table["metric"] == row.metric) & (table["set"] == wanted)]
