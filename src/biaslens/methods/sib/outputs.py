@@ -203,6 +203,7 @@ DETECT = (
             "ci_high": "its interval's upper bound",
             "n": "sentences both judged",
             "occupations": "occupations those sentences come from",
+            "ci_level": "the intervals' level",
             "difference": "this run's rate − the known model's on the same sentences",
             "difference_ci_low": "the paired difference's interval, lower bound (over occupations)",
             "difference_ci_high": "the paired difference's interval, upper bound",

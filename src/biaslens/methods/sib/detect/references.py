@@ -125,7 +125,7 @@ def references_for(rows: list, record) -> list[dict[str, Any]]:
     settings = record.settings
     table = load_sib_detect()
     table = table[(table["prompt"] == "") | (table["prompt"] == PROMPT_A)]
-    same = (record.metrics or {}).get("reference")
+    same = (getattr(record, "metrics", None) or {}).get("reference")
     paired = pd.DataFrame(same["rows"]) if same else None
     found = []
     for row in rows:
