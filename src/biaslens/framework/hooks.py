@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from biaslens.common import plugins
-from biaslens.common.numbers import finite_or_none
+from biaslens.common.numbers import finite_or_none, text_or_none
 from biaslens.common.options import Argument, Option
 from biaslens.framework.questions import Question
 from biaslens.metrics.intervals.core import LEVEL
@@ -106,6 +106,19 @@ def reference_row(
         "source": reference["source"],
         "same_protocol": gap is None,
         "why_not_same": gap,
+    }
+
+
+PAIRED_FIELDS = ("difference", "difference_ci_low", "difference_ci_high")
+"""A reference record's paired difference with the audited run, and its interval's bounds."""
+
+
+def paired_fields(reference: dict[str, Any]) -> dict[str, Any]:
+    """The paired difference a reference record carries (:data:`PAIRED_FIELDS`, its
+    ``difference_note`` and ``paired_over``), as :class:`~biaslens.auditing.card.ReferenceRow`
+    fields to add to :func:`reference_row`'s."""
+    return {k: finite_or_none(reference.get(k)) for k in PAIRED_FIELDS} | {
+        k: text_or_none(reference.get(k)) for k in ("difference_note", "paired_over")
     }
 
 

@@ -31,6 +31,7 @@ from biaslens.common.atomic import json_records
 from biaslens.data.sources import VERIFIED, data_dir
 from biaslens.methods.sib.data.released_mgc_outputs import hub_name
 from biaslens.methods.sib.data.released_outputs import read_reference_outputs
+from biaslens.methods.sib.detect.paired import sentence_verdicts
 from biaslens.methods.sib.detect.references import ARCHIVE, FOLDERS, PROMPT_A, RATES
 from biaslens.methods.sib.known_models import PAPER_NAMES
 from biaslens.methods.sib.metrics.sib import detection_rates, method2_from_shares
@@ -71,26 +72,13 @@ def known_verdicts(source: Path, threshold: float) -> pd.DataFrame:
     return per_sentence
 
 
-def _run_verdicts(sentences: pd.DataFrame, threshold: float) -> pd.DataFrame:
-    part = sentences[sentences["set"] == PAIRED_SET]
-    metric = (part["rated_metric"] if "rated_metric" in part else part["metric"]).to_numpy(float)
-    judged = np.isfinite(metric)
-    return pd.DataFrame(
-        {
-            "id": part["id"].to_numpy()[judged],
-            "occupation": part["occupation"].to_numpy()[judged],
-            "positive": ~part["well_specified"].to_numpy(dtype=bool)[judged],
-            "flagged": metric[judged] > threshold,
-        }
-    )
-
-
 def known_models_on_run(
     sentences: pd.DataFrame, source: Path, threshold: float, level: float = LEVEL
 ) -> pd.DataFrame:
     """Per known model and rate: its value on the run's judged extended sentences, and the
     run's − its, paired (module docstring). Empty where the run judged no extended sentence."""
-    mine = _run_verdicts(sentences, threshold)
+    mine = sentence_verdicts(sentences, PAIRED_SET, threshold)
+    mine = mine[mine["judged"]]
     if mine.empty:
         return pd.DataFrame()
     rows = []

@@ -16,12 +16,10 @@ from biaslens.store.result import RunResult
 RATES = ("tpr", "tnr", "balanced_accuracy")
 
 
-def _verdicts(run: RunResult, name: str) -> pd.DataFrame:
-    """One run's sentences of set ``name``: whether each is judged and flagged unspecified."""
-    sentences = pd.read_parquet(run.run_dir / "sentences.parquet")
+def sentence_verdicts(sentences: pd.DataFrame, name: str, threshold: float) -> pd.DataFrame:
+    """A run's sentences of set ``name``: whether each is judged and flagged unspecified."""
     part = sentences[sentences["set"] == name]
     metric = part["rated_metric"] if "rated_metric" in part else part["metric"]
-    threshold = float(run.record.settings.get("threshold", 0.5))
     return pd.DataFrame(
         {
             "id": part["id"].to_numpy(),
@@ -31,6 +29,11 @@ def _verdicts(run: RunResult, name: str) -> pd.DataFrame:
             "flagged": metric.to_numpy(dtype=float) > threshold,
         }
     )
+
+
+def _verdicts(run: RunResult, name: str) -> pd.DataFrame:
+    sentences = pd.read_parquet(run.run_dir / "sentences.parquet")
+    return sentence_verdicts(sentences, name, float(run.record.settings.get("threshold", 0.5)))
 
 
 def paired_detector(

@@ -28,9 +28,8 @@ from typing import Any
 
 import pandas as pd
 
-from biaslens.common.numbers import finite_or_none, text_or_none
 from biaslens.data.sources import PACKAGE_FILES
-from biaslens.framework.hooks import reference_row
+from biaslens.framework.hooks import paired_fields, reference_row
 from biaslens.methods.sib.data.released_mgc_outputs import hub_name
 from biaslens.methods.sib.data.released_outputs import read_reference_outputs
 from biaslens.methods.sib.known_models import PAPER_NAMES
@@ -113,9 +112,6 @@ def protocol_gap(
     return "; ".join(gaps) or None
 
 
-PAIRED_FIELDS = ("difference", "difference_ci_low", "difference_ci_high")
-
-
 def references_for(rows: list, record) -> list[dict[str, Any]]:
     """The known models' rates beside an audited run's card ``rows``: the same rate on the same
     set (prompt A for the models that take a prompt), with whether the protocol is the same —
@@ -138,13 +134,7 @@ def references_for(rows: list, record) -> list[dict[str, Any]]:
             for reference in chosen.to_dict(orient="records"):
                 model = f"{reference['known_as']} ({reference['known_model']})"
                 found.append(reference_row(model, row, reference, SAME_SENTENCES, gap))
-                found[-1].update(
-                    {k: finite_or_none(reference.get(k)) for k in PAIRED_FIELDS}
-                    | {
-                        k: text_or_none(reference.get(k))
-                        for k in ("difference_note", "paired_over")
-                    }
-                )
+                found[-1].update(paired_fields(reference))
             continue
         wanted = "simplified-reference" if run_set == "simplified" else run_set
         chosen = table[(table["metric"] == row.metric) & (table["set"] == wanted)]

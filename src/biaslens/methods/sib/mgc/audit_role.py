@@ -20,9 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from biaslens.common.numbers import finite_or_none, text_or_none
 from biaslens.data.sources import PACKAGE_FILES
-from biaslens.framework.hooks import AuditRole, AuditStep, reference_row
+from biaslens.framework.hooks import AuditRole, AuditStep, paired_fields, reference_row
 from biaslens.framework.questions import Question
 from biaslens.methods.sib.data.released_mgc_outputs import read_mgc_outputs
 from biaslens.methods.sib.intervals.trend import sentence_matrix, trend_interval
@@ -120,17 +119,8 @@ def references_for(rows: list, record) -> list[dict[str, Any]]:
             model = known_as(reference.get("known_model") or reference["model"])
             found.append(reference_row(model, row, reference, protocol, gap))
             if same:
-                found[-1].update(
-                    {k: finite_or_none(reference.get(k)) for k in PAIRED_NUMBERS}
-                    | {
-                        k: text_or_none(reference.get(k))
-                        for k in ("difference_note", "paired_over")
-                    }
-                )
+                found[-1].update(paired_fields(reference))
     return found
-
-
-PAIRED_NUMBERS = ("difference", "difference_ci_low", "difference_ci_high")
 
 
 # ------------------------------------------------------------- paired differences
